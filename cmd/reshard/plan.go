@@ -1,0 +1,126 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/geoshard/geoshard/router"
+)
+
+// routingNumShardsFlag is a number, or "default" for OpenSearch's own
+// default for the shard count.
+type routingNumShardsFlag struct {
+	n       int
+	opensrc bool
+}
+
+func (f *routingNumShardsFlag) String() string {
+	if f.opensrc {
+		return "default"
+	}
+	return strconv.Itoa(f.n)
+}
+
+func (f *routingNumShardsFlag) Set(s string) error {
+	if s == "default" {
+		f.opensrc, f.n = true, 0
+		return nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return fmt.Errorf("want a positive number, or \"default\" for OpenSearch's default")
+	}
+	f.n, f.opensrc = n, false
+	return nil
+}
+
+func runPlan(args []string, stdout io.Writer) error {
+	fs := newFlags("plan", "--loads F [--queries F] [--shards N | --min-shards A --max-shards B] [--max-imbalance X] [--strategy optimal|greedy] [--out map.json] [--json]", stdout)
+	var (
+		loadsPath   = fs.String("loads", "", "document load per cell: CSV `file` with header cell,docs (required)")
+		queriesPath = fs.String("queries", "", "search workload: CSV `file` with header lat,lng,radius_m[,weight]; default: derived from the loads")
+		shards      = fs.Int("shards", 0, "fixed number of shards; 0 chooses within --min-shards..--max-shards")
+		minShards   = fs.Int("min-shards", router.DefaultMinShards, "smallest shard count to choose")
+		maxShards   = fs.Int("max-shards", router.DefaultMaxShards, "largest shard count to choose")
+		target      = fs.Int64("target-docs-per-shard", router.DefaultTargetDocsPerShard, "choose the fewest shards whose mean load is at most this")
+		imbalance   = fs.Float64("max-imbalance", router.DefaultMaxImbalance, "every shard's load within ±this fraction of the mean (optimal)")
+		strategy    = fs.String("strategy", string(router.Optimal), "optimal: fewest boundary crossings within the balance bound; greedy: reference bucket filling")
+		level       = fs.Int("level", router.DefaultLevel, "S2 level of the map's cells")
+		out         = fs.String("out", "", "write the map to this `file`")
+		asJSON      = fs.Bool("json", false, "print the report as JSON")
+	)
+	var rns routingNumShardsFlag
+	fs.Var(&rns, "routing-num-shards", "index.number_of_routing_shards: a multiple of the shard count, or \"default\" for OpenSearch's default; 0 = the shard count")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := required(fs, "loads"); err != nil {
+		return err
+	}
+	cfg := router.PlanConfig{
+		Level: *level, Shards: *shards, MinShards: *minShards, MaxShards: *maxShards,
+		TargetDocsPerShard: *target, MaxImbalance: *imbalance, Strategy: router.Strategy(*strategy),
+		RoutingNumShards: rns.n,
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageError{err}
+	}
+	loads, err := readLoads(*loadsPath, *level)
+	if err != nil {
+		return err
+	}
+	work, workDesc, err := readWorkload(*queriesPath, loads, *level)
+	if err != nil {
+		return err
+	}
+	var total int64
+	for _, l := range loads {
+		total += l.Docs
+	}
+	n := cfg.ShardCount(total)
+	if rns.opensrc {
+		cfg.RoutingNumShards = router.DefaultRoutingNumShards(n)
+	}
+	if cfg.RoutingNumShards%n != 0 {
+		return badInput("--routing-num-shards %d is not a multiple of %d shards", cfg.RoutingNumShards, n)
+	}
+
+	rep := planReport{Loads: *loadsPath, Cells: len(loads), Docs: total, Workload: workDesc, Out: *out}
+	for _, s := range []router.Strategy{cfg.Strategy, other(cfg.Strategy)} {
+		c := cfg
+		c.Strategy = s
+		m, err := router.Plan(loads, work, c)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s, err)
+		}
+		met, err := router.Evaluate(m, loads, work)
+		if err != nil {
+			return err
+		}
+		rep.Plans = append(rep.Plans, planResult{Strategy: s, Map: m, Metrics: met})
+	}
+	chosen := rep.Plans[0].Map
+	if *out != "" {
+		b, _ := chosen.MarshalJSON()
+		if err := os.WriteFile(*out, b, 0o644); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep.jsonForm())
+	}
+	rep.writeText(stdout)
+	return nil
+}
+
+func other(s router.Strategy) router.Strategy {
+	if s == router.Greedy {
+		return router.Optimal
+	}
+	return router.Greedy
+}

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/geoshard/geoshard/router"
+)
+
+type planResult struct {
+	Strategy router.Strategy
+	Map      *router.Map
+	Metrics  router.Metrics
+}
+
+// planReport is what `reshard plan` prints: the chosen plan, shard by shard,
+// and its figures beside those of the other strategy.
+type planReport struct {
+	Loads    string
+	Cells    int
+	Docs     int64
+	Workload string
+	Out      string
+	Plans    []planResult // the chosen strategy first
+}
+
+type shardJSON struct {
+	Name      string  `json:"name"`
+	Start     string  `json:"start"`
+	Routing   string  `json:"routing"`
+	Docs      int64   `json:"docs"`
+	PctOfMean float64 `json:"pct_of_mean"`
+}
+
+type metricsJSON struct {
+	Strategy    router.Strategy `json:"strategy"`
+	MapHash     string          `json:"map_hash"`
+	Shards      int             `json:"shards"`
+	CV          float64         `json:"cv"`
+	MaxOverMean float64         `json:"max_over_mean"`
+	Fanout      float64         `json:"fanout"`
+	ExtraShards float64         `json:"extra_shards_per_search"`
+}
+
+func metricsOf(p planResult) metricsJSON {
+	return metricsJSON{
+		Strategy: p.Strategy, MapHash: p.Map.Hash(), Shards: p.Metrics.Shards,
+		CV: round(p.Metrics.CV, 4), MaxOverMean: round(p.Metrics.MaxOverMean, 4),
+		Fanout: round(p.Metrics.Fanout, 4), ExtraShards: round(p.Metrics.Fanout-1, 4),
+	}
+}
+
+func (r *planReport) jsonForm() any {
+	chosen := r.Plans[0]
+	mean := float64(r.Docs) / float64(chosen.Metrics.Shards)
+	shards := make([]shardJSON, chosen.Map.NumShards())
+	for i, s := range chosen.Map.Shards() {
+		shards[i] = shardJSON{s.Name, s.Start, s.Routing, s.Docs, round(100*float64(s.Docs)/mean, 2)}
+	}
+	others := make([]metricsJSON, 0, len(r.Plans)-1)
+	for _, p := range r.Plans[1:] {
+		others = append(others, metricsOf(p))
+	}
+	return struct {
+		Loads    string        `json:"loads"`
+		Cells    int           `json:"cells"`
+		Docs     int64         `json:"docs"`
+		Workload string        `json:"workload"`
+		Out      string        `json:"out,omitempty"`
+		Plan     metricsJSON   `json:"plan"`
+		Shards   []shardJSON   `json:"shards"`
+		Compared []metricsJSON `json:"compared"`
+	}{r.Loads, r.Cells, r.Docs, r.Workload, r.Out, metricsOf(chosen), shards, others}
+}
+
+func (r *planReport) writeText(w io.Writer) {
+	chosen := r.Plans[0]
+	m := chosen.Map
+	fmt.Fprintf(w, "plan: %s, %d shards, level %d, routing_num_shards %d, map %s\n",
+		chosen.Strategy, m.NumShards(), m.Level(), m.RoutingNumShards(), m.ShortHash())
+	fmt.Fprintf(w, "loads: %s: %s cells, %s docs\n", r.Loads, commas(int64(r.Cells)), commas(r.Docs))
+	fmt.Fprintf(w, "workload: %s\n\n", r.Workload)
+
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "#\tshard\tstart\trouting\tdocs\t% of mean\t")
+	mean := float64(r.Docs) / float64(m.NumShards())
+	for i, s := range m.Shards() {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%.1f%%\t\n", i, s.Name, s.Start, s.Routing, commas(s.Docs), 100*float64(s.Docs)/mean)
+	}
+	tw.Flush()
+
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	row := func(label string, f func(p planResult) string) {
+		cells := []string{label}
+		for _, p := range r.Plans {
+			cells = append(cells, f(p))
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+	}
+	row("", func(p planResult) string { return string(p.Strategy) })
+	row("shards", func(p planResult) string { return fmt.Sprint(p.Metrics.Shards) })
+	row("cv", func(p planResult) string { return fmt.Sprintf("%.4f", p.Metrics.CV) })
+	row("max/mean", func(p planResult) string { return fmt.Sprintf("%.4f", p.Metrics.MaxOverMean) })
+	row("fan-out", func(p planResult) string { return fmt.Sprintf("%.4f", p.Metrics.Fanout) })
+	row("extra shards/search", func(p planResult) string { return fmt.Sprintf("%.4f", p.Metrics.Fanout-1) })
+	tw.Flush()
+	if len(r.Plans) == 2 {
+		a, b := r.Plans[0].Metrics.Fanout-1, r.Plans[1].Metrics.Fanout-1
+		if b > 0 {
+			fmt.Fprintf(w, "\n%s asks %.1f%% fewer extra shards per search than %s\n", r.Plans[0].Strategy, 100*(1-a/b), r.Plans[1].Strategy)
+		}
+	}
+	if r.Out != "" {
+		fmt.Fprintf(w, "wrote %s (map %s)\n", r.Out, m.Hash())
+	}
+}
+
+// commas formats 55912345 as 55,912,345.
+func commas(v int64) string {
+	s := fmt.Sprint(v)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+func round(x float64, digits int) float64 {
+	p := 1.0
+	for range digits {
+		p *= 10
+	}
+	if x < 0 {
+		return -float64(int64(-x*p+0.5)) / p
+	}
+	return float64(int64(x*p+0.5)) / p
+}
