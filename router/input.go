@@ -1,6 +1,7 @@
 package router
 
 import (
+	"bufio"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -178,4 +179,68 @@ func ParseDistance(s string) (float64, error) {
 		}
 	}
 	return 0, fmt.Errorf("router: distance %q: want a number and a unit, m, km or mi (e.g. 25mi)", s)
+}
+
+// WriteLoads writes loads in the format ReadLoads reads: the header
+// "cell,docs", then one "<token>,<docs>" line per load in slice order.
+func WriteLoads(w io.Writer, loads []CellLoad) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	bw.WriteString("cell,docs\n")
+	var buf []byte
+	for _, l := range loads {
+		buf = append(buf[:0], l.Cell.ToToken()...)
+		buf = append(buf, ',')
+		buf = strconv.AppendInt(buf, l.Docs, 10)
+		buf = append(buf, '\n')
+		bw.Write(buf) // a write error sticks and Flush reports it
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("router: write loads: %w", err)
+	}
+	return nil
+}
+
+// WriteQueries writes a workload in the format ReadQueries reads: the
+// header "lat,lng,radius_m", then one line per query with lat and lng to 5
+// decimals (about 1 m) and radius_m to 1 decimal. Weights other than 1 add a
+// fourth column, "weight", to every line.
+func WriteQueries(w io.Writer, qs []Query) error {
+	weighted := false
+	for _, q := range qs {
+		weighted = weighted || q.weight() != 1
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	if weighted {
+		bw.WriteString("lat,lng,radius_m,weight\n")
+	} else {
+		bw.WriteString("lat,lng,radius_m\n")
+	}
+	var buf []byte
+	for _, q := range qs {
+		buf = appendFixed(buf[:0], q.Lat, 5)
+		buf = append(buf, ',')
+		buf = appendFixed(buf, q.Lng, 5)
+		buf = append(buf, ',')
+		buf = appendFixed(buf, q.RadiusM, 1)
+		if weighted {
+			buf = append(buf, ',')
+			buf = strconv.AppendFloat(buf, q.weight(), 'g', -1, 64)
+		}
+		buf = append(buf, '\n')
+		bw.Write(buf)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("router: write queries: %w", err)
+	}
+	return nil
+}
+
+// appendFixed appends v with prec decimals, never as "-0.000".
+func appendFixed(buf []byte, v float64, prec int) []byte {
+	p := math.Pow10(prec)
+	v = math.Round(v*p) / p
+	if v == 0 {
+		v = 0 // turn -0 into 0
+	}
+	return strconv.AppendFloat(buf, v, 'f', prec, 64)
 }
