@@ -16,19 +16,30 @@ const balanceWeight = 1e-4
 // per search is smallest, subject to every shard's load lying within
 // ±imb of the mean.
 //
-// The cost of a cut at curve position p is the weight of the searches
-// whose covering has cells on both sides of p, that is first < p <= last:
-// such a search asks one more shard because of that cut. Summing this over
-// the cuts is exact unless two cuts fall between the same two consecutive
-// covered cells of one search, which a shard load of millions of documents
-// makes rare; Workload.Fanout measures the exact figure afterwards.
+// A search asks 1 + (the number of gaps between consecutive covered cells
+// that hold a cut) shards. The planner prices a cut at curve position p at
+// the weight of the searches with a gap containing p, which counts each
+// search once per gap as long as no gap holds two cuts. Two kinds of gap
+// make that exact or irrelevant:
+//   - a gap with less load than the smallest allowed shard cannot hold two
+//     cuts, so pricing it per cut is exact;
+//   - a gap with more load than the largest allowed shard holds a cut in
+//     every feasible split, so the search pays for it whatever the planner
+//     does; such gaps are left out of the price.
+//
+// A Hilbert-curve jump puts far-apart cells of one search next to heavy
+// load in curve order, so the second kind is common and leaving it out
+// matters: priced per cut, such gaps would repel cuts from wherever big
+// searches straddle a jump. Only gaps with between one and two shards'
+// worth of load are approximated. Workload.Fanout measures the exact figure
+// afterwards.
 //
 // Between two consecutive cells with load a cut may sit anywhere without
-// changing any shard's load, so each such gap offers one candidate: its
-// cheapest position (see gapCosts). The cuts are then chosen by dynamic
-// programming over (cut number, gap), where the feasible previous gaps of a
-// gap form a window that slides forward with it, so a monotone deque gives
-// each minimum in amortised O(1): O(k·cells) in all.
+// changing any shard's load, so each such gap of the curve offers one
+// candidate: its cheapest position (see gapCosts). The cuts are then chosen
+// by dynamic programming over (cut number, gap), where the feasible
+// previous gaps of a gap form a window that slides forward with it, so a
+// monotone deque gives each minimum in amortised O(1): O(k·cells) in all.
 func planOptimal(c *curve, w *Workload, k int, imb float64) ([]uint64, error) {
 	m := len(c.pos)
 	total := c.total()
@@ -38,7 +49,7 @@ func planOptimal(c *curve, w *Workload, k int, imb float64) ([]uint64, error) {
 	if k == 1 {
 		return []uint64{0}, nil
 	}
-	gapPos, gapCost := gapCosts(c, w)
+	gapPos, gapCost := gapCosts(c, w, hi)
 
 	inf := math.Inf(1)
 	prev := make([]float64, m+1)
@@ -103,23 +114,42 @@ func planOptimal(c *curve, w *Workload, k int, imb float64) ([]uint64, error) {
 
 // gapCosts returns, for every gap j in 1..len(pos)−1 (the positions
 // pos[j−1]+1 .. pos[j] between two cells with load), the cheapest cut
-// position in it and that cut's cost in extra shards per search. Among
+// position in it and that cut's cost in extra shards per search. Gaps of a
+// search's covering with more than maxLoad between them are not priced
+// (see planOptimal). Among
 // equally cheap positions it takes a cube-face boundary if there is one,
 // else the middle of the longest cheapest stretch, so the cut sits as far
 // from the documents as the workload allows.
-func gapCosts(c *curve, w *Workload) (pos []uint64, cost []float64) {
+func gapCosts(c *curve, w *Workload, maxLoad int64) (pos []uint64, cost []float64) {
 	type event struct {
 		p uint64
 		d float64
 	}
+	// loadBefore is the load of the cells at positions below p.
+	loadBefore := func(p uint64) int64 {
+		return c.cum[sort.Search(len(c.pos), func(j int) bool { return c.pos[j] >= p })]
+	}
 	var ev []event
 	for _, q := range w.queries {
-		first, last := q.runs[0].lo, q.runs[len(q.runs)-1].hi
-		if first == last {
-			continue
-		}
 		x := q.w / w.weight
-		ev = append(ev, event{first + 1, x}, event{last + 1, -x})
+		// A cut between two covered cells costs the search one more shard:
+		// inside a run of covered cells, or in the gap between two runs.
+		for _, r := range q.runs {
+			if r.hi > r.lo {
+				ev = append(ev, event{r.lo + 1, x}, event{r.hi + 1, -x})
+			}
+		}
+		for r := 1; r < len(q.runs); r++ {
+			a, b := q.runs[r-1].hi, q.runs[r].lo // the gap (a, b]
+			if loadBefore(b)-loadBefore(a+1) > maxLoad {
+				// More load lies between these two covered cells than one
+				// shard may hold, so every split has a cut here: the search
+				// pays for this gap whatever the cuts, and no cut in it
+				// costs anything more.
+				continue
+			}
+			ev = append(ev, event{a + 1, x}, event{b + 1, -x})
+		}
 	}
 	sort.Slice(ev, func(a, b int) bool { return ev[a].p < ev[b].p })
 

@@ -186,7 +186,7 @@ func TestOptimalMatchesBruteForce(t *testing.T) {
 		}
 		c, _ := newCurve(loads, DefaultLevel)
 		const k, imb = 3, 0.3
-		_, cost := gapCosts(&c, work)
+		_, cost := gapCosts(&c, work, int64(math.Floor(float64(c.total())/k*(1+imb))))
 		got, err := planOptimal(&c, work, k, imb)
 		mean := float64(c.total()) / k
 		lo, hi := int64(math.Ceil(mean*(1-imb))), int64(math.Floor(mean*(1+imb)))
