@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"os"
 	"testing"
+	"time"
 
 	"github.com/golang/geo/s2"
 	"github.com/opensearch-project/opensearch-go/v4/opensearchutil/shardhash"
@@ -233,5 +236,47 @@ func TestParseDistance(t *testing.T) {
 		if (err == nil) != tc.ok || (tc.ok && math.Abs(got-tc.want) > 1e-9) {
 			t.Errorf("ParseDistance(%q) = %v, %v; want %v, ok %v", tc.in, got, err, tc.want, tc.ok)
 		}
+	}
+}
+
+// Random cells of every level from 10 to 30 under a planned map: the shard
+// LocateCell names is the one and only shard whose range holds the cell's
+// level-10 ancestor.
+func TestRandomCellsLocateToTheirOwnRange(t *testing.T) {
+	data, err := os.ReadFile("../testdata/maps/us-18.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	checked := 0
+	for k := 0; k < 20000; k++ {
+		leaf := s2.CellID(rng.Uint64()>>3<<3 | 1) // faces 6 and 7 are invalid
+		if !leaf.IsValid() {
+			continue
+		}
+		checked++
+		c := leaf.Parent(10 + rng.IntN(21))
+		anc := c.Parent(m.Level())
+		owners := 0
+		for i := 0; i < m.NumShards(); i++ {
+			if first, last := m.Range(i); first <= anc && anc <= last {
+				owners++
+				if got := m.LocateCell(c); got != i {
+					t.Fatalf("LocateCell(%s) = %d, but shard %d's range holds it", c.ToToken(), got, i)
+				}
+			}
+		}
+		if owners != 1 {
+			t.Fatalf("cell %s lies in %d shard ranges, want exactly 1", c.ToToken(), owners)
+		}
+	}
+	if checked < 10000 {
+		t.Errorf("checked only %d cells", checked)
 	}
 }
