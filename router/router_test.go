@@ -280,3 +280,15 @@ func TestRandomCellsLocateToTheirOwnRange(t *testing.T) {
 		t.Errorf("checked only %d cells", checked)
 	}
 }
+
+func TestLocateDoesNotAllocate(t *testing.T) {
+	m := worldMap(t, 18, 0)
+	allocs := testing.AllocsPerRun(1000, func() {
+		if _, err := m.Locate(37.7749, -122.4194); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("Locate allocates %v times per call, want 0", allocs)
+	}
+}

@@ -40,7 +40,7 @@ func readWorkload(path string, loads []router.CellLoad, level int) (*router.Work
 		if err != nil {
 			return nil, "", err
 		}
-		return w, fmt.Sprintf("derived from the loads: %d searches (%d centres × 5 radii, merged)", w.Len(), router.DefaultDerivedCentres), nil
+		return w, fmt.Sprintf("derived from the loads: %s searches (%s centres × 5 radii, repeats merged)", commas(int64(w.Len())), commas(router.DefaultDerivedCentres)), nil
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -55,5 +55,5 @@ func readWorkload(path string, loads []router.CellLoad, level int) (*router.Work
 	if err != nil {
 		return nil, "", badInput("--queries %s: %v", path, err)
 	}
-	return w, fmt.Sprintf("%s: %d searches", path, w.Len()), nil
+	return w, fmt.Sprintf("%s: %s searches", path, commas(int64(w.Len()))), nil
 }
