@@ -5,6 +5,15 @@ go 1.26.0
 require (
 	github.com/golang/geo v0.0.0-20260818125358-b200a1149890
 	github.com/opensearch-project/opensearch-go/v4 v4.8.1
+	github.com/segmentio/kafka-go v0.4.51
+	github.com/twmb/franz-go v1.22.3
+	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c
 )
 
-require github.com/google/go-units v0.0.0-20250612230646-eddd77f68220 // indirect
+require (
+	github.com/google/go-units v0.0.0-20250612230646-eddd77f68220 // indirect
+	github.com/klauspost/compress v1.20.3 // indirect
+	github.com/pierrec/lz4/v4 v4.1.33 // indirect
+	github.com/twmb/franz-go/pkg/kmsg v1.15.1 // indirect
+	golang.org/x/sync v0.23.0 // indirect
+)
