@@ -204,16 +204,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 		q.query[k] = v[len(v)-1]
 	}
 	var matched *route
-	methodMismatch := false
+	methodMismatch, literalMismatch := false, false
 	for i := range routes {
 		vars, ok := match(routes[i].pattern, segs)
-		if !ok || (methodMismatch && len(vars) > 0) {
+		if !ok || (literalMismatch && len(vars) > 0) {
 			// A literal endpoint such as /_bulk that exists for other
 			// methods is not also an index name.
 			continue
 		}
 		if !strings.Contains(" "+routes[i].methods+" ", " "+hr.Method+" ") {
 			methodMismatch = true
+			literalMismatch = literalMismatch || len(vars) == 0
 			continue
 		}
 		matched, q.vars = &routes[i], vars
