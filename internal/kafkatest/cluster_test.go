@@ -1,0 +1,273 @@
+package kafkatest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	tests := []struct {
+		name string
+		opts []Option
+		want []string // substrings the error must contain, all of them
+	}{
+		{"negative brokers", []Option{WithBrokers(-1)}, []string{"brokers -1 out of range [1, 16]"}},
+		{"too many brokers", []Option{WithBrokers(17)}, []string{"brokers 17 out of range [1, 16]"}},
+		{"ports do not match brokers", []Option{WithBrokers(2), WithPorts(0)}, []string{"1 ports for 2 brokers"}},
+		{"port out of range", []Option{WithPorts(70000)}, []string{"port 70000 out of range [0, 65535]"}},
+		{"port twice", []Option{WithPorts(40000, 40000)}, []string{"port 40000 given twice"}},
+		{"no partitions", []Option{WithTopic("restaurants", 0)}, []string{`topic "restaurants": partitions 0 out of range [1, 1000]`}},
+		{"empty topic name", []Option{WithTopic("", 1)}, []string{"empty topic name"}},
+		{"topic twice", []Option{WithTopic("dishes", 1), WithTopic("dishes", 2)}, []string{`topic "dishes" declared twice`}},
+		{
+			"every problem at once",
+			[]Option{WithBrokers(0), WithPorts(1, 2, -3), WithTopic("t", -1)},
+			[]string{"port -3 out of range", `topic "t": partitions -1`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := New(tt.opts...)
+			if err == nil {
+				c.Close()
+				t.Fatalf("New(%s) = nil error, want %q", tt.name, tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("New(%s) = %q, want it to contain %q", tt.name, err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestClustersDoNotCollide runs clusters side by side, as parallel tests
+// do: each gets its own loopback ports and its own data.
+func TestClustersDoNotCollide(t *testing.T) {
+	tests := []struct {
+		name    string
+		opts    []Option
+		brokers int
+	}{
+		{"one broker each", nil, 1},
+		{"three brokers each", []Option{WithBrokers(3)}, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := testContext(t)
+			opts := append(slices.Clone(tt.opts), WithTopic("restaurants", 4))
+			a, b := Start(t, opts...), Start(t, opts...)
+
+			seen := make(map[string]bool)
+			for _, c := range []*Cluster{a, b} {
+				addrs := c.Addrs()
+				if len(addrs) != tt.brokers {
+					t.Errorf("Addrs() = %v, want %d addresses", addrs, tt.brokers)
+				}
+				for _, addr := range addrs {
+					host, _, err := net.SplitHostPort(addr)
+					if err != nil || host != "127.0.0.1" {
+						t.Errorf("address %q: host %q (%v), want 127.0.0.1", addr, host, err)
+					}
+					if seen[addr] {
+						t.Errorf("address %q used twice", addr)
+					}
+					seen[addr] = true
+				}
+			}
+
+			// Each cluster sees only its own messages, and a kafka-go
+			// reader reads them from whichever broker leads each partition.
+			for i, c := range []*Cluster{a, b} {
+				n := 3 + 2*i
+				for j := range n {
+					if _, _, err := c.Produce(ctx, "restaurants", fmt.Appendf(nil, "k%d", j), []byte("v")); err != nil {
+						t.Fatal(err)
+					}
+				}
+				r := c.NewReader("g", "restaurants")
+				got, err := fetchN(ctx, r, n)
+				if err == nil {
+					err = r.CommitMessages(ctx, got...)
+				}
+				r.Close()
+				if err != nil {
+					t.Fatalf("cluster %d: %v", i, err)
+				}
+				if lag, err := c.Lag(ctx, "g", "restaurants"); err != nil || lag != 0 {
+					t.Errorf("cluster %d: Lag = %d, %v, want 0", i, lag, err)
+				}
+				hw, err := c.HighWatermarks(ctx, "restaurants")
+				if err != nil {
+					t.Fatal(err)
+				}
+				var total int64
+				for _, h := range hw {
+					total += h
+				}
+				if total != int64(n) {
+					t.Errorf("cluster %d holds %d messages (%v), want %d", i, total, hw, n)
+				}
+			}
+		})
+	}
+}
+
+func TestFixedPort(t *testing.T) {
+	// Ask the kernel for a free port, release it, and have the cluster
+	// take it. Another process could grab it in between; on a test
+	// machine that is rare enough to accept.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	c := Start(t, WithPorts(port))
+	want := []string{fmt.Sprintf("127.0.0.1:%d", port)}
+	if got := c.Addrs(); !slices.Equal(got, want) {
+		t.Errorf("Addrs() = %v, want %v", got, want)
+	}
+
+	// The port is taken now, so a second cluster on it must fail.
+	if c2, err := New(WithPorts(port)); err == nil {
+		c2.Close()
+		t.Errorf("New(WithPorts(%d)) while the port is in use = nil error, want one", port)
+	}
+}
+
+func TestCreateTopicAfterStart(t *testing.T) {
+	ctx := testContext(t)
+	c := Start(t, WithTopic("restaurants", 2))
+	if err := c.CreateTopic(ctx, "dishes", 3); err != nil {
+		t.Fatalf("CreateTopic(dishes, 3) = %v", err)
+	}
+	hw, err := c.HighWatermarks(ctx, "dishes")
+	if err != nil || len(hw) != 3 {
+		t.Errorf("HighWatermarks(dishes) = %v, %v, want 3 partitions", hw, err)
+	}
+	if err := c.CreateTopic(ctx, "restaurants", 2); err == nil {
+		t.Error("CreateTopic(restaurants) for an existing topic = nil error, want one")
+	}
+	if err := c.CreateTopic(ctx, "bad", 0); err == nil {
+		t.Error("CreateTopic(bad, 0) = nil error, want one")
+	}
+	if _, err := c.HighWatermarks(ctx, "missing"); !errors.Is(err, ErrUnknownTopic) {
+		t.Errorf("HighWatermarks(missing) = %v, want %v", err, ErrUnknownTopic)
+	}
+	if _, err := c.Lag(ctx, "g", "missing"); !errors.Is(err, ErrUnknownTopic) {
+		t.Errorf("Lag(g, missing) = %v, want %v", err, ErrUnknownTopic)
+	}
+}
+
+func TestUnknownGroup(t *testing.T) {
+	ctx := testContext(t)
+	c := Start(t, WithTopic("restaurants", 2))
+	g, err := c.DescribeGroup(ctx, "nobody")
+	if err != nil || g.State != "Dead" || len(g.Members) != 0 {
+		t.Errorf("DescribeGroup(nobody) = %+v, %v, want state Dead and no members", g, err)
+	}
+	offsets, err := c.CommittedOffsets(ctx, "nobody", "restaurants")
+	if err != nil || len(offsets) != 0 {
+		t.Errorf("CommittedOffsets(nobody) = %v, %v, want none", offsets, err)
+	}
+}
+
+func TestClosedCluster(t *testing.T) {
+	ctx := testContext(t)
+	c, err := New(WithTopic("restaurants", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	c.Close() // idempotent
+
+	calls := []struct {
+		name string
+		call func() error
+	}{
+		{"Produce", func() error { _, _, err := c.Produce(ctx, "restaurants", nil, nil); return err }},
+		{"CreateTopic", func() error { return c.CreateTopic(ctx, "dishes", 1) }},
+		{"HighWatermarks", func() error { _, err := c.HighWatermarks(ctx, "restaurants"); return err }},
+		{"CommittedOffsets", func() error { _, err := c.CommittedOffsets(ctx, "g", "restaurants"); return err }},
+		{"Lag", func() error { _, err := c.Lag(ctx, "g", "restaurants"); return err }},
+		{"DescribeGroup", func() error { _, err := c.DescribeGroup(ctx, "g"); return err }},
+		{"WaitGroupStable", func() error { _, err := c.WaitGroupStable(ctx, "g", 1); return err }},
+	}
+	for _, tt := range calls {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.call(); !errors.Is(err, ErrClosed) {
+				t.Errorf("%s after Close = %v, want %v", tt.name, err, ErrClosed)
+			}
+		})
+	}
+}
+
+// TestWithLogger checks how kfake's lines reach slog. kfake logs only
+// trouble (unparseable requests, failed handlers), so the adapter is
+// driven directly rather than by provoking the broker.
+func TestWithLogger(t *testing.T) {
+	tests := []struct {
+		level kfake.LogLevel
+		want  string // the slog record, "" for none
+	}{
+		{kfake.LogLevelError, `level=ERROR msg="kafkatest: broker" line="request 7 failed"`},
+		{kfake.LogLevelWarn, `level=WARN msg="kafkatest: broker" line="request 7 failed"`},
+		{kfake.LogLevelInfo, `level=INFO msg="kafkatest: broker" line="request 7 failed"`},
+		{kfake.LogLevelDebug, ""}, // below the handler's Info
+		{kfake.LogLevelNone, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.level.String(), func(t *testing.T) {
+			var buf syncBuffer
+			h := slog.NewTextHandler(&buf, &slog.HandlerOptions{
+				Level: slog.LevelInfo,
+				ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+					if a.Key == slog.TimeKey {
+						return slog.Attr{}
+					}
+					return a
+				},
+			})
+			slogAdapter{slog.New(h)}.Logf(tt.level, "request %d failed", 7)
+			if got := strings.TrimSpace(buf.String()); got != tt.want {
+				t.Errorf("Logf(%v) logged %q, want %q", tt.level, got, tt.want)
+			}
+		})
+	}
+
+	// And the option reaches the broker: a cluster with a logger starts.
+	l := slog.New(slog.NewTextHandler(&syncBuffer{}, nil))
+	Start(t, WithLogger(l))
+}
+
+// syncBuffer is a bytes.Buffer the broker's goroutines can write to while
+// the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
