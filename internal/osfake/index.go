@@ -787,3 +787,21 @@ func parseAliasSpec(v any) (*aliasMeta, *osError) {
 	}
 	return a, nil
 }
+
+// AppliedOps returns how many write operations (index, create, update,
+// delete) the shards of an index have applied: the sum over its shards of
+// their sequence numbers. Tests use it to check that an item was applied
+// exactly once.
+func (s *Server) AppliedOps(indexName string) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ix, ok := s.indices[indexName]
+	if !ok {
+		return 0, indexNotFound(indexName)
+	}
+	var n int64
+	for _, sh := range ix.shards {
+		n += sh.seqNo + 1
+	}
+	return n, nil
+}

@@ -234,6 +234,14 @@ func (m *mapping) addDynamic(fields map[string]any) *osError {
 	var walk func(prefix string, props map[string]any, v map[string]any) *osError
 	walk = func(prefix string, props map[string]any, v map[string]any) *osError {
 		for name, val := range v {
+			if i := strings.IndexByte(name, '.'); i > 0 && i < len(name)-1 {
+				// The server expands a dotted key into objects: {"a.b": 1}
+				// is mapped as {"a": {"b": 1}} is.
+				if err := walk(prefix, props, map[string]any{name[:i]: map[string]any{name[i+1:]: val}}); err != nil {
+					return err
+				}
+				continue
+			}
 			path := prefix + name
 			if m.join != nil && path == m.join.name {
 				continue
