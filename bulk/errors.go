@@ -1,0 +1,95 @@
+package bulk
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors.
+var (
+	// ErrClosed is returned by Add after Close, and is the error of items
+	// still queued when Close's deadline passed.
+	ErrClosed = errors.New("bulk: writer closed")
+	// ErrRetryBudget is the error of an item whose retries ran past
+	// Config.RetryMaxElapsed; it wraps the last failure.
+	ErrRetryBudget = errors.New("bulk: retry budget exhausted")
+)
+
+// ItemError is the server's error for one item (or, for a request that
+// failed whole, for every item of it).
+type ItemError struct {
+	Index  string
+	ID     string
+	Status int
+	// Type and Reason are the server's error type and reason, e.g.
+	// "mapper_parsing_exception", "failed to parse".
+	Type   string
+	Reason string
+	// CausedByType and CausedByReason are the first cause, when the
+	// server gives one.
+	CausedByType   string
+	CausedByReason string
+}
+
+func (e *ItemError) Error() string {
+	s := fmt.Sprintf("bulk: %s/%s: %d %s: %s", e.Index, e.ID, e.Status, e.Type, e.Reason)
+	if e.CausedByType != "" {
+		s += fmt.Sprintf(" (caused by %s: %s)", e.CausedByType, e.CausedByReason)
+	}
+	return s
+}
+
+// RequestError is a whole-request failure: a transport error, or a response
+// that is not a bulk response.
+type RequestError struct {
+	Status int   // 0 for a transport error
+	Err    error // the transport error, or a summary of the body
+}
+
+func (e *RequestError) Error() string {
+	if e.Status == 0 {
+		return fmt.Sprintf("bulk: request failed: %v", e.Err)
+	}
+	return fmt.Sprintf("bulk: request failed with status %d: %v", e.Status, e.Err)
+}
+
+func (e *RequestError) Unwrap() error { return e.Err }
+
+// Class is what Classify decides for a status.
+type Class int
+
+const (
+	// ClassSuccess: the item is done (OK, Stale or NotFound).
+	ClassSuccess Class = iota
+	// ClassRetry: send the item again after a backoff.
+	ClassRetry
+	// ClassPermanent: the item cannot succeed as it is; report it.
+	ClassPermanent
+)
+
+// Classify decides what happens to an item from the server's status and
+// error type, and whether the write used external versioning. It is the
+// only place that decides what is retried:
+//
+//   - 2xx: success.
+//   - 404 on a delete: success (the document is already gone).
+//   - 409 version_conflict_engine_exception under external versioning:
+//     success — a newer version is stored (Stale).
+//   - 429 (rejected_execution_exception, circuit_breaking_exception, a
+//     flood-stage cluster_block_exception): retry; the server is shedding
+//     load.
+//   - 500, 502, 503, 504: retry; the shard or a proxy failed transiently.
+//   - any other status: permanent.
+func Classify(status int, errType string, action Action, external bool) Class {
+	switch {
+	case status >= 200 && status < 300:
+		return ClassSuccess
+	case status == 404 && action == Delete && errType == "":
+		return ClassSuccess
+	case status == 409 && external && errType == "version_conflict_engine_exception":
+		return ClassSuccess
+	case status == 429, status == 500, status == 502, status == 503, status == 504:
+		return ClassRetry
+	}
+	return ClassPermanent
+}

@@ -1,0 +1,361 @@
+package bulk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"sync"
+	"time"
+
+	"github.com/opensearch-project/opensearch-go/v4"
+	"golang.org/x/sync/errgroup"
+)
+
+// Writer batches items per shard and writes them with _bulk. Its methods
+// are safe for concurrent use.
+type Writer struct {
+	cfg     Config
+	client  *opensearch.Client
+	metrics *metrics
+	seed    maphash.Seed
+
+	// ctx is cancelled when Close's deadline passes, aborting requests in
+	// flight.
+	ctx    context.Context
+	cancel context.CancelFunc
+	group  errgroup.Group
+
+	mu       sync.Mutex
+	work     *sync.Cond // a lane became ready, or the writer is stopping
+	shards   map[string]*shardQ
+	ready    []*lane // lanes with a batch to send, first come first served
+	bufItems int     // items held: queued, in flight or waiting to retry
+	bufBytes int
+	// outstanding counts items added whose result has not been delivered
+	// yet; Flush waits for those.
+	outstanding int
+	space       chan struct{} // closed (and replaced) when budget is released
+	seq         uint64        // last sequence number given to an item
+	waiters     []*flushWaiter
+	flushing    int  // Flush calls in progress: send without lingering
+	closed      bool // Add refuses
+	aborted     bool // Close's deadline passed: fail instead of retrying
+	stats       Stats
+}
+
+// shardQ is one shard key's queue, split into lanes by document id.
+type shardQ struct {
+	key    string
+	items  int // held items of this shard key
+	lanes  []*lane
+	qstats *ShardStats
+}
+
+// lane sends one batch at a time, so the operations on a document (always
+// in the same lane) are written in the order they were added.
+type lane struct {
+	shard        *shardQ
+	pending      []*entry // not yet sent, oldest first; retries go back to the front
+	pendingBytes int
+	inflight     bool
+	isReady      bool // in Writer.ready
+	notBefore    time.Time
+	timer        *time.Timer
+	timerAt      time.Time
+	failures     int // consecutive attempts that needed a retry, for backoff
+}
+
+// entry is an item the writer holds.
+type entry struct {
+	item      *Item
+	seq       uint64
+	size      int
+	added     time.Time
+	firstSent time.Time
+	attempts  int
+	lastErr   error
+	// followers are older versions of the same document, coalesced into
+	// this one; they end with its outcome.
+	followers []*entry
+}
+
+type flushWaiter struct {
+	target    uint64
+	remaining int
+	done      chan struct{}
+}
+
+// New starts a writer that sends through client.
+func New(client *opensearch.Client, cfg Config) (*Writer, error) {
+	if client == nil {
+		return nil, errors.New("bulk: nil client")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("bulk: register metrics: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &Writer{
+		cfg: cfg, client: client, metrics: m, seed: maphash.MakeSeed(),
+		ctx: ctx, cancel: cancel,
+		shards: make(map[string]*shardQ),
+		space:  make(chan struct{}),
+	}
+	w.stats.Shards = make(map[string]*ShardStats)
+	w.work = sync.NewCond(&w.mu)
+	for range cfg.Workers {
+		w.group.Go(w.worker)
+	}
+	return w, nil
+}
+
+// Add queues an item. It blocks while the memory budget (global, or the
+// item's shard key's) is full, until there is room or ctx ends. After Close
+// it returns ErrClosed. An item Add accepted always gets exactly one Result.
+func (w *Writer) Add(ctx context.Context, it Item) error {
+	if err := checkItem(&it); err != nil {
+		return err
+	}
+	e := &entry{item: &it, size: it.size()}
+	w.mu.Lock()
+	for {
+		if w.closed {
+			w.mu.Unlock()
+			return ErrClosed
+		}
+		sq := w.shardQueue(it.shardKey())
+		fits := w.bufItems == 0 ||
+			(w.bufItems < w.cfg.MaxBufferedItems && w.bufBytes+e.size <= w.cfg.MaxBufferedBytes)
+		if fits && (sq.items == 0 || sq.items < w.cfg.MaxShardItems) {
+			break
+		}
+		space := w.space
+		w.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-space:
+		}
+		w.mu.Lock()
+	}
+	sq := w.shardQueue(it.shardKey())
+	w.seq++
+	e.seq, e.added = w.seq, time.Now()
+	w.bufItems++
+	w.bufBytes += e.size
+	w.outstanding++
+	sq.items++
+	w.stats.Added++
+	sq.qstats.Queued++
+	w.metrics.queued.WithLabelValues(sq.key).Inc()
+	l := sq.lanes[w.laneOf(&it, len(sq.lanes))]
+	l.pending = append(l.pending, e)
+	l.pendingBytes += e.size
+	w.schedule(l)
+	w.mu.Unlock()
+	return nil
+}
+
+func checkItem(it *Item) error {
+	switch {
+	case it.Index == "":
+		return errors.New("bulk: item has no index")
+	case it.ID == "":
+		return fmt.Errorf("bulk: item for %s has no _id", it.Index)
+	case it.Action > Update:
+		return fmt.Errorf("bulk: item %s/%s: unknown action %d", it.Index, it.ID, it.Action)
+	case it.Action != Delete && len(it.Body) == 0:
+		return fmt.Errorf("bulk: item %s/%s: %s needs a body", it.Index, it.ID, it.Action)
+	case it.Action == Delete && len(it.Body) != 0:
+		return fmt.Errorf("bulk: item %s/%s: delete takes no body", it.Index, it.ID)
+	case it.VersionType != Internal && (it.Action == Create || it.Action == Update):
+		// The server rejects the whole request for these.
+		return fmt.Errorf("bulk: item %s/%s: %s does not take external versions", it.Index, it.ID, it.Action)
+	}
+	return nil
+}
+
+// shardQueue returns the queue of a shard key, creating it. Callers hold mu.
+func (w *Writer) shardQueue(key string) *shardQ {
+	sq, ok := w.shards[key]
+	if !ok {
+		sq = &shardQ{key: key, lanes: make([]*lane, w.cfg.ShardConcurrency)}
+		for i := range sq.lanes {
+			sq.lanes[i] = &lane{shard: sq}
+		}
+		sq.qstats = &ShardStats{}
+		w.stats.Shards[key] = sq.qstats
+		w.shards[key] = sq
+	}
+	return sq
+}
+
+// laneOf picks the lane of a document: the same for every operation on it.
+func (w *Writer) laneOf(it *Item, n int) int {
+	if n == 1 {
+		return 0
+	}
+	return int(maphash.String(w.seed, it.Index+"\x00"+it.Routing+"\x00"+it.ID) % uint64(n))
+}
+
+// schedule puts a lane on the ready list if it has a batch to send now, or
+// arms its timer for when it will. Callers hold mu.
+func (w *Writer) schedule(l *lane) {
+	if l.inflight || l.isReady || len(l.pending) == 0 {
+		return
+	}
+	now := time.Now()
+	if now.Before(l.notBefore) && !w.aborted {
+		w.armTimer(l, l.notBefore)
+		return
+	}
+	due := l.pending[0].added.Add(w.cfg.FlushInterval)
+	full := len(l.pending) >= w.cfg.FlushItems || l.pendingBytes >= w.cfg.FlushBytes
+	if full || w.flushing > 0 || w.closed || !now.Before(due) {
+		l.isReady = true
+		w.ready = append(w.ready, l)
+		w.work.Signal()
+		return
+	}
+	w.armTimer(l, due)
+}
+
+func (w *Writer) armTimer(l *lane, at time.Time) {
+	if l.timer != nil && !l.timerAt.IsZero() && !l.timerAt.After(at) {
+		return // an earlier wake-up is already set
+	}
+	if l.timer != nil {
+		l.timer.Stop()
+	}
+	l.timerAt = at
+	l.timer = time.AfterFunc(time.Until(at), func() {
+		w.mu.Lock()
+		l.timerAt = time.Time{}
+		w.schedule(l)
+		w.mu.Unlock()
+	})
+}
+
+// worker sends ready batches until the writer has stopped and holds
+// nothing more.
+func (w *Writer) worker() error {
+	for {
+		w.mu.Lock()
+		for len(w.ready) == 0 && !(w.closed && w.bufItems == 0) {
+			w.work.Wait()
+		}
+		if len(w.ready) == 0 {
+			w.mu.Unlock()
+			return nil
+		}
+		l := w.ready[0]
+		w.ready[0] = nil
+		w.ready = w.ready[1:]
+		l.isReady = false
+		b := w.cutBatch(l)
+		w.mu.Unlock()
+		w.send(l, b)
+	}
+}
+
+// Flush sends everything queued without waiting for FlushInterval and
+// returns when every item added before the call has its outcome, or when
+// ctx ends.
+func (w *Writer) Flush(ctx context.Context) error {
+	w.mu.Lock()
+	if w.outstanding == 0 {
+		w.mu.Unlock()
+		return nil
+	}
+	fw := &flushWaiter{target: w.seq, remaining: w.outstanding, done: make(chan struct{})}
+	w.waiters = append(w.waiters, fw)
+	w.flushing++
+	w.scheduleAll()
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		w.flushing--
+		for i, x := range w.waiters {
+			if x == fw {
+				w.waiters = append(w.waiters[:i], w.waiters[i+1:]...)
+				break
+			}
+		}
+		w.mu.Unlock()
+	}()
+	select {
+	case <-fw.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("bulk: flush: %w", ctx.Err())
+	}
+}
+
+// scheduleAll re-examines every lane. Callers hold mu.
+func (w *Writer) scheduleAll() {
+	for _, sq := range w.shards {
+		for _, l := range sq.lanes {
+			w.schedule(l)
+		}
+	}
+}
+
+// Close stops accepting items, sends everything held (retries included)
+// and returns when all items have their outcomes. If ctx ends first, the
+// requests in flight are cancelled and every item not yet finished ends
+// Failed with ErrClosed; Close then returns ctx's error. Calling Close
+// again waits for the first call's work.
+func (w *Writer) Close(ctx context.Context) error {
+	w.mu.Lock()
+	w.closed = true
+	w.scheduleAll()
+	w.work.Broadcast()
+	w.mu.Unlock()
+
+	done := make(chan struct{})
+	go func() {
+		w.group.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		w.cancel()
+		return nil
+	case <-ctx.Done():
+	}
+	w.cancel()
+	w.mu.Lock()
+	w.aborted = true
+	var failed []*entry
+	for _, sq := range w.shards {
+		for _, l := range sq.lanes {
+			if l.timer != nil {
+				l.timer.Stop()
+			}
+			if !l.inflight {
+				for _, e := range l.pending {
+					n := 1 + len(e.followers)
+					sq.qstats.Queued -= n
+					w.metrics.queued.WithLabelValues(sq.key).Sub(float64(n))
+				}
+				failed = append(failed, l.pending...)
+				l.pending, l.pendingBytes = nil, 0
+			}
+		}
+	}
+	// Lanes in w.ready whose pending was just taken are skipped by workers
+	// (cutBatch of an empty lane sends nothing).
+	results := w.finishLocked(failed, func(e *entry) Result {
+		return Result{Outcome: Failed, Err: fmt.Errorf("%w before the item was written", ErrClosed)}
+	})
+	w.work.Broadcast()
+	w.mu.Unlock()
+	w.deliver(results)
+	<-done
+	return fmt.Errorf("bulk: close: %w", ctx.Err())
+}

@@ -1,0 +1,457 @@
+package bulk
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/geoshard/geoshard/internal/osfake"
+	"github.com/opensearch-project/opensearch-go/v4/opensearchutil/shardhash"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// fixture is an emulator with one index and a writer pointed at it, whose
+// results are collected per document id.
+type fixture struct {
+	t   *testing.T
+	srv *osfake.TestServer
+	w   *Writer
+	reg *prometheus.Registry
+
+	mu      sync.Mutex
+	results map[string][]Result  // by Item.ID
+	last    map[string]time.Time // by Item.Shard: when its latest result arrived
+}
+
+func newFixture(t *testing.T, shards int, mapping string, cfg Config) *fixture {
+	t.Helper()
+	f := &fixture{t: t, srv: osfake.NewTestServer(osfake.Options{}), results: map[string][]Result{},
+		last: map[string]time.Time{}, reg: prometheus.NewRegistry()}
+	t.Cleanup(f.srv.Close)
+	body := fmt.Sprintf(`{"settings":{"number_of_shards":%d,"number_of_routing_shards":%d,"number_of_replicas":0}`, shards, shards)
+	if mapping != "" {
+		body += `,"mappings":` + mapping
+	}
+	f.http("PUT", "/menu", body+"}", 200)
+	client, err := NewClient(ClientConfig{Addresses: []string{f.srv.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.OnResult = func(r Result) {
+		f.mu.Lock()
+		f.results[r.Item.ID] = append(f.results[r.Item.ID], r)
+		f.last[r.Item.Shard] = time.Now()
+		f.mu.Unlock()
+	}
+	cfg.Registerer = f.reg
+	if cfg.RetryInitial == 0 {
+		cfg.RetryInitial, cfg.RetryMax = time.Millisecond, 20*time.Millisecond
+	}
+	f.w, err = New(client, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.w.Close(context.Background()) })
+	return f
+}
+
+func (f *fixture) http(method, path, body string, want int) map[string]any {
+	f.t.Helper()
+	req, _ := http.NewRequest(method, f.srv.URL+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		f.t.Fatalf("%s %s = %d %s, want %d", method, path, resp.StatusCode, b, want)
+	}
+	var out map[string]any
+	json.Unmarshal(b, &out)
+	return out
+}
+
+// stored returns a document's source and version by real-time GET, or
+// found false.
+func (f *fixture) stored(id, routing string) (src map[string]any, version int64, found bool) {
+	f.t.Helper()
+	resp, err := http.Get(f.srv.URL + "/menu/_doc/" + id + "?routing=" + routing)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Found   bool
+		Version int64          `json:"_version"`
+		Source  map[string]any `json:"_source"`
+	}
+	json.NewDecoder(resp.Body).Decode(&out)
+	return out.Source, out.Version, out.Found
+}
+
+func (f *fixture) add(it Item) {
+	f.t.Helper()
+	if err := f.w.Add(context.Background(), it); err != nil {
+		f.t.Fatalf("Add(%s): %v", it.ID, err)
+	}
+}
+
+func (f *fixture) flush() {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := f.w.Flush(ctx); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// each checks that every id got exactly one result and returns them.
+func (f *fixture) each(ids []string) map[string]Result {
+	f.t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]Result{}
+	for _, id := range ids {
+		rs := f.results[id]
+		if len(rs) != 1 {
+			f.t.Errorf("item %s has %d results, want exactly 1", id, len(rs))
+			continue
+		}
+		out[id] = rs[0]
+	}
+	return out
+}
+
+func doc(i int) []byte {
+	return []byte(`{"n":` + strconv.Itoa(i) + `,"name":"dish ` + strconv.Itoa(i) + `"}`)
+}
+
+func routingFor(i int) string { return "r" + strconv.Itoa(i%7) }
+
+// 30% of items are rejected with 429: every item still ends OK, the
+// server applied each exactly once, and the retries show in the stats and
+// the metrics.
+func TestRejectedItemsAreRetriedAlone(t *testing.T) {
+	f := newFixture(t, 6, "", Config{FlushItems: 200})
+	if err := f.srv.SetFaults(osfake.Faults{Seed: 7, RejectRate: 0.3}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 3000
+	var ids []string
+	for i := 0; i < n; i++ {
+		id := "d" + strconv.Itoa(i)
+		ids = append(ids, id)
+		f.add(Item{Action: Index, Index: "menu", ID: id, Routing: routingFor(i), Version: int64(i + 1), VersionType: External, Body: doc(i)})
+	}
+	f.flush()
+	for id, r := range f.each(ids) {
+		if r.Outcome != OK {
+			t.Errorf("item %s: %v %v, want ok", id, r.Outcome, r.Err)
+		}
+	}
+	ops, err := f.srv.AppliedOps("menu")
+	if err != nil || ops != n {
+		t.Errorf("server applied %d operations (%v), want exactly %d: each item once", ops, err, n)
+	}
+	st := f.w.Stats()
+	rejected := f.srv.FaultStats().RejectedItems
+	if rejected < n/5 || st.Retries != int64(rejected) || st.OK != n {
+		t.Errorf("stats: %d retries, %d ok; server rejected %d; want retries == rejected ≈ 30%% of %d", st.Retries, st.OK, rejected, n)
+	}
+	var retried float64
+	for s := 0; s < 7; s++ {
+		retried += testutil.ToFloat64(f.w.metrics.retries.WithLabelValues("menu/r"+strconv.Itoa(s), "rejected"))
+	}
+	if int(retried) != rejected {
+		t.Errorf("geoshard_bulk_retries_total{reason=rejected} = %v, want %d", retried, rejected)
+	}
+	// Everything finished: nothing is queued or in flight, and the items
+	// counted by result add up.
+	var okItems float64
+	for s := 0; s < 7; s++ {
+		key := "menu/r" + strconv.Itoa(s)
+		q := testutil.ToFloat64(f.w.metrics.queued.WithLabelValues(key))
+		in := testutil.ToFloat64(f.w.metrics.inflight.WithLabelValues(key))
+		if q != 0 || in != 0 {
+			t.Errorf("shard %s: queued %v, in flight %v after Flush, want 0", key, q, in)
+		}
+		okItems += testutil.ToFloat64(f.w.metrics.items.WithLabelValues(key, "ok"))
+		if ss := st.Shards[key]; ss == nil || ss.Queued != 0 || ss.InFlight != 0 {
+			t.Errorf("Stats().Shards[%s] = %+v, want nothing queued or in flight", key, ss)
+		}
+	}
+	if okItems != n {
+		t.Errorf("geoshard_bulk_items_total{result=ok} adds up to %v, want %d", okItems, n)
+	}
+	if c, err := testutil.GatherAndCount(f.reg, "geoshard_bulk_request_duration_seconds", "geoshard_bulk_request_bytes_total", "geoshard_bulk_requests_total"); err != nil || c < 3 {
+		t.Errorf("registered request metrics: %d series, %v", c, err)
+	}
+	// Stats is a snapshot: reading it twice changes nothing.
+	if again := f.w.Stats(); again.OK != st.OK || again.Retries != st.Retries {
+		t.Errorf("Stats() changed between two reads: %+v then %+v", st, again)
+	}
+}
+
+// A burst of 503s and a connection dropped mid-response lose no item and
+// report none twice.
+func TestWholeRequestFailuresAreRetried(t *testing.T) {
+	f := newFixture(t, 3, "", Config{FlushItems: 100})
+	if err := f.srv.SetFaults(osfake.Faults{FailRequests: 5, FailStatus: 503, DropResponses: 2}); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := 0; i < 1000; i++ {
+		id := "d" + strconv.Itoa(i)
+		ids = append(ids, id)
+		f.add(Item{Action: Index, Index: "menu", ID: id, Routing: routingFor(i), Version: 5, VersionType: External, Body: doc(i)})
+	}
+	f.flush()
+	stale := 0
+	for id, r := range f.each(ids) {
+		if !r.Outcome.Succeeded() {
+			t.Errorf("item %s: %v %v", id, r.Outcome, r.Err)
+		}
+		if r.Outcome == Stale {
+			stale++ // its first copy landed before the connection dropped
+		}
+		if _, v, found := f.stored(id, r.Item.Routing); !found || v != 5 {
+			t.Errorf("item %s stored = %v version %d, want version 5", id, found, v)
+		}
+	}
+	fs := f.srv.FaultStats()
+	if fs.FailedRequests != 5 || fs.DroppedConns != 2 || stale == 0 {
+		t.Errorf("faults injected %+v, %d items came back stale; want 5 failed requests, 2 dropped responses and some stale items", fs, stale)
+	}
+}
+
+// Permanent errors come back with the server's status, type and reason;
+// the other items of the same batches succeed.
+func TestPermanentErrorsAreReported(t *testing.T) {
+	mapping := `{"_routing":{"required":true},"properties":{"relation":{"type":"join","relations":{"restaurant":"dish"}},"price_cents":{"type":"long"}}}`
+	f := newFixture(t, 2, mapping, Config{})
+	items := []Item{
+		{Action: Index, Index: "menu", ID: "restaurant:1", Routing: "a", Body: []byte(`{"relation":"restaurant"}`)},
+		{Action: Index, Index: "menu", ID: "dish:1", Routing: "a", Body: []byte(`{"relation":{"name":"dish","parent":"restaurant:1"},"price_cents":100}`)},
+		{Action: Index, Index: "menu", ID: "dish:2", Body: []byte(`{"relation":{"name":"dish","parent":"restaurant:1"}}`)},     // no routing
+		{Action: Index, Index: "menu", ID: "dish:3", Routing: "a", Body: []byte(`{"price_cents":"twelve"}`)},                   // mapping error
+		{Action: Delete, Index: "menu", ID: "dish:9", Routing: "a"},                                                            // missing: not_found
+		{Action: Index, Index: "menu", ID: "dish:4", Routing: "a", Version: 3, VersionType: External, Body: []byte(`{"x":1}`)}, // ok
+	}
+	for _, it := range items {
+		f.add(it)
+	}
+	f.flush()
+	rs := f.each([]string{"restaurant:1", "dish:1", "dish:2", "dish:3", "dish:9", "dish:4"})
+	want := map[string]struct {
+		outcome Outcome
+		status  int
+		typ     string
+	}{
+		"restaurant:1": {OK, 201, ""},
+		"dish:1":       {OK, 201, ""},
+		"dish:2":       {Permanent, 400, "routing_missing_exception"},
+		"dish:3":       {Permanent, 400, "mapper_parsing_exception"},
+		"dish:9":       {NotFound, 404, ""},
+		"dish:4":       {OK, 201, ""},
+	}
+	for id, w := range want {
+		r := rs[id]
+		var ie *ItemError
+		if r.Outcome != w.outcome || r.Status != w.status {
+			t.Errorf("%s: %v status %d (%v), want %v status %d", id, r.Outcome, r.Status, r.Err, w.outcome, w.status)
+		}
+		if w.typ != "" && (!errors.As(r.Err, &ie) || ie.Type != w.typ || ie.Reason == "" || ie.Status != w.status) {
+			t.Errorf("%s: error %#v, want an *ItemError of type %s with a reason", id, r.Err, w.typ)
+		}
+	}
+}
+
+// 100 versions of one document, added in order while other traffic flows
+// and the server rejects items at random: the stored document is the
+// last one.
+func TestSameDocumentStaysInOrder(t *testing.T) {
+	f := newFixture(t, 4, "", Config{FlushItems: 10, FlushInterval: time.Millisecond, Workers: 4})
+	f.srv.SetFaults(osfake.Faults{Seed: 3, RejectRate: 0.2})
+	var wg sync.WaitGroup
+	for g := 0; g < 3; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 300; i++ {
+				f.w.Add(context.Background(), Item{Action: Index, Index: "menu", ID: fmt.Sprintf("other-%d-%d", g, i), Routing: "hot", Body: doc(i)})
+			}
+		}()
+	}
+	for v := 1; v <= 100; v++ {
+		f.add(Item{Action: Index, Index: "menu", ID: "the-doc", Routing: "hot", Body: []byte(`{"v":` + strconv.Itoa(v) + `}`)})
+		if v%10 == 0 {
+			time.Sleep(time.Millisecond) // let batches of it go out between adds
+		}
+	}
+	wg.Wait()
+	f.flush()
+	src, _, found := f.stored("the-doc", "hot")
+	if !found || fmt.Sprint(src["v"]) != "100" {
+		t.Errorf("stored the-doc = %v (found %v), want v 100", src, found)
+	}
+	f.mu.Lock()
+	n := len(f.results["the-doc"])
+	f.mu.Unlock()
+	if n != 100 {
+		t.Errorf("the-doc has %d results, want 100 (one per version, coalesced or not)", n)
+	}
+	if st := f.w.Stats(); st.Coalesced == 0 {
+		t.Errorf("no item was coalesced; want some versions of the-doc to share a batch")
+	}
+}
+
+// With a tiny budget Add blocks until items finish, and a cancelled
+// context returns it promptly.
+func TestBackPressure(t *testing.T) {
+	f := newFixture(t, 2, "", Config{MaxBufferedItems: 5, MaxShardItems: 5, FlushItems: 5, FlushInterval: time.Millisecond})
+	f.srv.SetFaults(osfake.Faults{ShardLatency: []osfake.ShardLatency{{Index: "menu", Shard: 0, Delay: osfake.Duration(300 * time.Millisecond)}, {Index: "menu", Shard: 1, Delay: osfake.Duration(300 * time.Millisecond)}}})
+	for i := 0; i < 5; i++ {
+		f.add(Item{Action: Index, Index: "menu", ID: "d" + strconv.Itoa(i), Routing: "x", Body: doc(i)})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := f.w.Add(ctx, Item{Action: Index, Index: "menu", ID: "blocked", Routing: "x", Body: doc(9)})
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 250*time.Millisecond {
+		t.Errorf("Add over budget = %v after %v, want DeadlineExceeded promptly", err, time.Since(start))
+	}
+	start = time.Now()
+	f.add(Item{Action: Index, Index: "menu", ID: "later", Routing: "x", Body: doc(10)}) // unblocks when the batch lands
+	if d := time.Since(start); d < 100*time.Millisecond {
+		t.Errorf("Add over budget returned after %v; want it to wait for the slow batch", d)
+	}
+	f.flush()
+	if rs := f.each([]string{"d0", "d4", "later"}); rs["later"].Outcome != OK {
+		t.Errorf("later = %+v", rs["later"])
+	}
+}
+
+func TestCloseDrainsAndRefuses(t *testing.T) {
+	f := newFixture(t, 2, "", Config{FlushInterval: time.Hour})
+	for i := 0; i < 50; i++ {
+		f.add(Item{Action: Index, Index: "menu", ID: "d" + strconv.Itoa(i), Routing: "x", Body: doc(i)})
+	}
+	if err := f.w.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st := f.w.Stats(); st.OK != 50 {
+		t.Errorf("after Close: %d ok, want 50 (Close sends what lingers)", st.OK)
+	}
+	if err := f.w.Add(context.Background(), Item{Action: Index, Index: "menu", ID: "late", Body: doc(1)}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Add after Close = %v, want ErrClosed", err)
+	}
+}
+
+// Close with a deadline fails what it cannot finish, and reports it.
+func TestCloseDeadlineFailsTheRest(t *testing.T) {
+	f := newFixture(t, 2, "", Config{FlushItems: 10})
+	f.srv.SetFaults(osfake.Faults{RejectRate: 1}) // nothing ever succeeds
+	var ids []string
+	for i := 0; i < 30; i++ {
+		ids = append(ids, "d"+strconv.Itoa(i))
+		f.add(Item{Action: Index, Index: "menu", ID: ids[i], Routing: "x", Body: doc(i)})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if err := f.w.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Close = %v, want DeadlineExceeded", err)
+	}
+	for id, r := range f.each(ids) {
+		if r.Outcome != Failed || !errors.Is(r.Err, ErrClosed) {
+			t.Errorf("%s: %v %v, want Failed with ErrClosed", id, r.Outcome, r.Err)
+		}
+	}
+}
+
+func TestRetryBudgetEndsInFailure(t *testing.T) {
+	f := newFixture(t, 1, "", Config{RetryMaxElapsed: 50 * time.Millisecond})
+	f.srv.SetFaults(osfake.Faults{RejectRate: 1})
+	f.add(Item{Action: Index, Index: "menu", ID: "d", Body: doc(1)})
+	f.flush()
+	r := f.each([]string{"d"})["d"]
+	if r.Outcome != Failed || !errors.Is(r.Err, ErrRetryBudget) || r.Attempts < 2 || r.Status != 429 {
+		t.Errorf("result = %+v, want Failed with ErrRetryBudget after several 429s", r)
+	}
+}
+
+// routingTo returns a routing value that the server sends to physical
+// shard k of an index with n shards and routing_num_shards n.
+func routingTo(k, n int) string {
+	for i := 0; ; i++ {
+		r := "k" + strconv.Itoa(k) + "-" + strconv.Itoa(i)
+		if shardhash.ForRouting(r, n, n) == k {
+			return r
+		}
+	}
+}
+
+// One shard answering 2 s late slows only its own items: the other shards
+// keep at least 80% of the throughput they have when no shard is slow, and
+// the slow shard's items still all finish.
+func TestHotShardSlowsOnlyItself(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes several seconds")
+	}
+	const shards, fastItems, slowItems = 6, 10000, 200
+	run := func(delay time.Duration) (fast time.Duration, slowDone int) {
+		f := newFixture(t, shards, "", Config{FlushItems: 200})
+		if delay > 0 {
+			f.srv.SetFaults(osfake.Faults{ShardLatency: []osfake.ShardLatency{{Index: "menu", Shard: 0, Delay: osfake.Duration(delay)}}})
+		}
+		start := time.Now()
+		var slow []string
+		for i := 0; i < fastItems*(shards-1)+slowItems; i++ {
+			k := 1 + i%(shards-1)
+			if i%(fastItems*(shards-1)/slowItems+1) == 0 {
+				k = 0
+			}
+			id := "d" + strconv.Itoa(i)
+			if k == 0 {
+				slow = append(slow, id)
+			}
+			f.add(Item{Action: Index, Index: "menu", ID: id, Routing: routingTo(k, shards), Shard: "s" + strconv.Itoa(k), Body: doc(i)})
+		}
+		f.flush()
+		f.mu.Lock()
+		for k := 1; k < shards; k++ {
+			fast = max(fast, f.last["s"+strconv.Itoa(k)].Sub(start))
+		}
+		f.mu.Unlock()
+		for _, r := range f.each(slow) {
+			if r.Outcome == OK {
+				slowDone++
+			}
+		}
+		return fast, slowDone
+	}
+	// Best of two runs each, to keep the machine's noise out of the ratio.
+	base1, _ := run(0)
+	base2, _ := run(0)
+	hot1, done := run(2 * time.Second)
+	hot2, _ := run(2 * time.Second)
+	base, hot := min(base1, base2), min(hot1, hot2)
+	ratio := base.Seconds() / hot.Seconds()
+	t.Logf("fast shards finished in %v unloaded, %v with a 2 s shard: %.0f%% of unloaded throughput", base, hot, 100*ratio)
+	if ratio < 0.8 {
+		t.Errorf("fast shards kept %.0f%% of their throughput, want at least 80%%", 100*ratio)
+	}
+	if done == 0 {
+		t.Errorf("%d of %d slow-shard items finished ok", done, slowItems)
+	}
+}
