@@ -281,7 +281,13 @@ func TestPermanentErrorsAreReported(t *testing.T) {
 // and the server rejects items at random: the stored document is the
 // last one.
 func TestSameDocumentStaysInOrder(t *testing.T) {
-	f := newFixture(t, 4, "", Config{FlushItems: 10, FlushInterval: time.Millisecond, Workers: 4})
+	for _, lanes := range []int{1, 3} {
+		t.Run(fmt.Sprintf("%d-lanes", lanes), func(t *testing.T) { testSameDocumentStaysInOrder(t, lanes) })
+	}
+}
+
+func testSameDocumentStaysInOrder(t *testing.T, lanes int) {
+	f := newFixture(t, 4, "", Config{FlushItems: 10, FlushInterval: time.Millisecond, Workers: 4, ShardConcurrency: lanes})
 	f.srv.SetFaults(osfake.Faults{Seed: 3, RejectRate: 0.2})
 	var wg sync.WaitGroup
 	for g := 0; g < 3; g++ {
