@@ -4,6 +4,7 @@
 //	reshard route --map F --lat X --lng Y [--json]
 //	reshard cover --map F --lat X --lng Y --radius 25mi [--json]
 //	reshard eval  --map F --loads F [--queries F] [--json]
+//	reshard init  --map F --index menu-v1 --alias menu [--opensearch URLs]
 //
 // Exit status: 0 on success, 2 for bad flags or input (the message says what
 // and where), 1 for any other failure.
@@ -39,6 +40,7 @@ var verbs = map[string]verb{
 	"route": {"name the geoshard, cell and routing key of a location", runRoute},
 	"cover": {"list the geoshards and routing string of a search circle", runCover},
 	"eval":  {"measure a map's balance and search fan-out", runEval},
+	"init":  {"create the first index of an alias under a map", runInit},
 }
 
 func main() {

@@ -1,0 +1,65 @@
+package bulk
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// RegisterFlags defines the flags of a ClientConfig on fs, each defaulting
+// to its GEOSHARD_* environment variable (getenv, usually os.Getenv):
+//
+//	--opensearch           GEOSHARD_OPENSEARCH            comma-separated node URLs
+//	--opensearch-username  GEOSHARD_OPENSEARCH_USERNAME
+//	(password)             GEOSHARD_OPENSEARCH_PASSWORD   or --opensearch-password-file
+//	--opensearch-ca        GEOSHARD_OPENSEARCH_CA         PEM file of CAs to trust
+//	--opensearch-insecure  GEOSHARD_OPENSEARCH_INSECURE   skip TLS verification
+//
+// The password has no flag of its own, so it never shows in a process
+// list. Call Resolve after fs.Parse.
+func (c *ClientConfig) RegisterFlags(fs *flag.FlagSet, getenv func(string) string) *ClientFlags {
+	cf := &ClientFlags{c: c, getenv: getenv}
+	fs.StringVar(&cf.addrs, "opensearch", envOr(getenv, "GEOSHARD_OPENSEARCH", "http://127.0.0.1:9200"), "OpenSearch node `URLs`, comma-separated (GEOSHARD_OPENSEARCH)")
+	fs.StringVar(&c.Username, "opensearch-username", getenv("GEOSHARD_OPENSEARCH_USERNAME"), "basic-auth user (GEOSHARD_OPENSEARCH_USERNAME); the password comes from GEOSHARD_OPENSEARCH_PASSWORD or --opensearch-password-file")
+	fs.StringVar(&cf.passwordFile, "opensearch-password-file", "", "read the basic-auth password from this `file`")
+	fs.StringVar(&c.CACertFile, "opensearch-ca", getenv("GEOSHARD_OPENSEARCH_CA"), "PEM `file` of CA certificates to trust (GEOSHARD_OPENSEARCH_CA)")
+	insecure, _ := strconv.ParseBool(getenv("GEOSHARD_OPENSEARCH_INSECURE"))
+	fs.BoolVar(&c.InsecureSkipVerify, "opensearch-insecure", insecure, "skip TLS certificate verification; for test clusters only (GEOSHARD_OPENSEARCH_INSECURE)")
+	return cf
+}
+
+// ClientFlags holds flag values that need work after parsing.
+type ClientFlags struct {
+	c            *ClientConfig
+	getenv       func(string) string
+	addrs        string
+	passwordFile string
+}
+
+// Resolve fills the ClientConfig from the parsed flags and validates it.
+func (cf *ClientFlags) Resolve() error {
+	cf.c.Addresses = nil
+	for _, a := range strings.Split(cf.addrs, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			cf.c.Addresses = append(cf.c.Addresses, a)
+		}
+	}
+	cf.c.Password = Secret(cf.getenv("GEOSHARD_OPENSEARCH_PASSWORD"))
+	if cf.passwordFile != "" {
+		b, err := os.ReadFile(cf.passwordFile)
+		if err != nil {
+			return fmt.Errorf("--opensearch-password-file: %w", err)
+		}
+		cf.c.Password = Secret(strings.TrimRight(string(b), "\r\n"))
+	}
+	return cf.c.Validate()
+}
+
+func envOr(getenv func(string) string, key, def string) string {
+	if v := getenv(key); v != "" {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/migrate"
+)
+
+func runInit(args []string, stdout io.Writer) error {
+	fs := newFlags("init", "--map F --index menu-v1 --alias menu [--replicas N] [--opensearch URLs]", stdout)
+	mapPath := fs.String("map", "", "map `file` to build the index with (required)")
+	index := fs.String("index", "", "concrete index to create, e.g. menu-v1 (required)")
+	alias := fs.String("alias", "menu", "alias readers and writers use")
+	replicas := fs.Int("replicas", 1, "index.number_of_replicas")
+	timeout := fs.Duration("timeout", time.Minute, "give up after this long")
+	var cc bulk.ClientConfig
+	cf := cc.RegisterFlags(fs, os.Getenv)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := required(fs, "map", "index"); err != nil {
+		return err
+	}
+	if *replicas < 0 {
+		return badInput("--replicas %d: must not be negative", *replicas)
+	}
+	if err := cf.Resolve(); err != nil {
+		return usageError{err}
+	}
+	m, err := readMap(*mapPath)
+	if err != nil {
+		return err
+	}
+	client, err := bulk.NewClient(cc)
+	if err != nil {
+		return usageError{err}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	err = migrate.Init(ctx, bulk.NewAdmin(client), migrate.InitConfig{Map: m, Index: *index, Alias: *alias, Replicas: replicas})
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "index %s: %d shards, routing_num_shards %d, map %s; alias %s writes to it\n",
+		*index, m.NumShards(), m.RoutingNumShards(), m.Hash(), *alias)
+	return err
+}
