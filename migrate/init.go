@@ -87,20 +87,4 @@ func Init(ctx context.Context, a *bulk.Admin, cfg InitConfig) error {
 	return nil
 }
 
-// LoadMap reads the map an alias's write index (or a concrete index) was
-// built with, from its mapping _meta.
-func LoadMap(ctx context.Context, a *bulk.Admin, alias string) (*router.Map, string, error) {
-	index, err := a.WriteIndex(ctx, alias)
-	if err != nil {
-		return nil, "", err
-	}
-	meta, err := a.Meta(ctx, index)
-	if err != nil {
-		return nil, "", err
-	}
-	m, err := schema.MapFromMeta(meta)
-	if err != nil {
-		return nil, "", fmt.Errorf("index %q: %w", index, err)
-	}
-	return m, index, nil
-}
+var _ schema.MetaSource = (*bulk.Admin)(nil)

@@ -11,6 +11,7 @@ import (
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/internal/osfake"
 	"github.com/geoshard/geoshard/router"
+	"github.com/geoshard/geoshard/schema"
 )
 
 func testMap(t *testing.T, name string) *router.Map {
@@ -45,7 +46,7 @@ func TestInitCreatesIndexAndAlias(t *testing.T) {
 	if err := Init(ctx, a, cfg); err != nil {
 		t.Fatal(err)
 	}
-	got, index, err := LoadMap(ctx, a, "menu")
+	got, index, err := schema.LoadMap(ctx, a, "menu")
 	if err != nil || index != "menu-v1" || got.Hash() != m.Hash() {
 		t.Fatalf("LoadMap(menu) = %v, %q, %v; want the map of menu-v1", got, index, err)
 	}

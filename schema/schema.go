@@ -9,6 +9,7 @@ package schema
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -166,4 +167,31 @@ func MapFromMeta(meta json.RawMessage) (*router.Map, error) {
 		return nil, fmt.Errorf("schema: _meta.%s: recorded hash %s, but the recorded map hashes to %s", MetaKey, md.MapHash, m.Hash())
 	}
 	return m, nil
+}
+
+// MetaSource reads what LoadMap needs from a cluster; *bulk.Admin is one.
+type MetaSource interface {
+	// WriteIndex resolves an alias (or an index name) to its write index.
+	WriteIndex(ctx context.Context, name string) (string, error)
+	// Meta returns an index's mapping _meta.
+	Meta(ctx context.Context, index string) (json.RawMessage, error)
+}
+
+// LoadMap reads the map that an alias's write index (or a concrete index)
+// was built with, from its mapping _meta, and returns it with the index
+// name.
+func LoadMap(ctx context.Context, src MetaSource, alias string) (*router.Map, string, error) {
+	index, err := src.WriteIndex(ctx, alias)
+	if err != nil {
+		return nil, "", err
+	}
+	meta, err := src.Meta(ctx, index)
+	if err != nil {
+		return nil, "", err
+	}
+	m, err := MapFromMeta(meta)
+	if err != nil {
+		return nil, "", fmt.Errorf("index %q: %w", index, err)
+	}
+	return m, index, nil
 }
