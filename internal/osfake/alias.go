@@ -186,7 +186,7 @@ func parseAliasAction(kind string, spec any) (aliasAction, *osError) {
 				if s, ok := m["alias"].(string); ok {
 					alias = s
 				}
-				return a, illegalArgument("alias [" + alias + "] has several index routing values associated with it")
+				return a, severalIndexRoutings(alias)
 			}
 		}
 		if err != nil {
@@ -350,9 +350,7 @@ func (s *Server) updateAliases(acts []aliasAction) *osError {
 				return err
 			}
 			if _, clash := state[op.alias]; clash {
-				return &osError{Status: 400, Type: "invalid_alias_name_exception", Index: op.alias,
-					UUID:   s.indices[op.alias].uuid,
-					Reason: "Invalid alias name [" + op.alias + "], an index or data stream exists with the same name as the alias"}
+				return aliasNameClash(op.alias, s.indices[op.alias])
 			}
 			meta := *op.meta
 			as[op.alias] = &meta
@@ -377,6 +375,19 @@ func (s *Server) updateAliases(acts []aliasAction) *osError {
 		s.indices[n].aliases = as
 	}
 	return nil
+}
+
+// aliasNameClash is AliasValidator's InvalidAliasNameException for an
+// alias named like an existing index, which the error names.
+func aliasNameClash(alias string, ix *index) *osError {
+	return &osError{Status: 400, Type: "invalid_alias_name_exception", Index: ix.name, UUID: ix.uuid,
+		Reason: "Invalid alias name [" + alias + "], an index or data stream exists with the same name as the alias"}
+}
+
+// severalIndexRoutings is AliasValidator's rejection of an index routing
+// that holds a comma (a search routing may hold several values).
+func severalIndexRoutings(alias string) *osError {
+	return illegalArgument("alias [" + alias + "] has several index routing values associated with it")
 }
 
 // validAliasName is MetadataCreateIndexService.validateIndexOrAliasName as

@@ -104,11 +104,11 @@
 //	PUT /_osfake/faults
 //	{
 //	  "seed": 42,
-//	  "reject_rate": 0.05,                  // bulk items rejected with 429
-//	  "reject_items": 3,                    // …and the next 3 items for sure
+//	  "reject_items": 3,                    // the next 3 bulk items rejected with 429…
+//	  "reject_rate": 0.05,                  // …then 5% of them
 //	  "reject_type": "rejected_execution_exception",
-//	  "fail_requests": 2,                   // whole requests failed, before anything is applied
-//	  "fail_rate": 0.01,
+//	  "fail_requests": 2,                   // the next 2 requests fail whole, nothing applied…
+//	  "fail_rate": 0.01,                    // …then 1% of them
 //	  "fail_status": 503,                   // 503 OpenSearch JSON error; 502/504 a proxy's plain text
 //	  "fail_endpoints": ["bulk", "search"], // bulk (default), search, count, doc, admin, all
 //	  "shard_latency": [{"index": "restaurants", "shard": 3, "delay": "2s"}],
@@ -132,8 +132,9 @@
 //	GEOSHARD_OPENSEARCH_URL=http://127.0.0.1:9200 go test -tags realcluster ./internal/osfake/
 //
 // Each test creates uniquely named indices (deleted afterwards) so a shared
-// cluster can be used. Tests that need the emulator — its clock, its
-// faults, or white-box checks of its state — are skipped there.
+// cluster can be used, and writes its documents through _bulk. Tests that
+// need the emulator itself — its clock, its faults, its 501 answers, its
+// replica placement or white-box checks of its state — are skipped there.
 //
 // # Known differences from OpenSearch
 //
@@ -194,8 +195,76 @@
 //
 // # Known differences: documents and search
 //
-// TODO: list the differences of the document endpoints (_doc, _create,
-// _update, _source, _bulk) and of the search endpoints (_search, _count,
-// _search_shards, point in time) here. One already applies to all of
-// search: there is no relevance scoring.
+// Documents (_doc, _create, _update, _source and _bulk):
+//
+//   - refresh=wait_for refreshes at once instead of waiting for the next
+//     periodic refresh. refresh=true refreshes only the shards the request
+//     wrote to: unrefreshed writes on the index's other shards stay
+//     invisible.
+//   - There are no ingest pipelines: an index or create naming any
+//     pipeline other than _none fails (per item in a bulk) with 400
+//     "pipeline with id [x] does not exist".
+//   - Scripted updates answer 501. An update never returns the document
+//     (its _source and get options are ignored), and GET honours
+//     _source=false but ignores _source_includes and _source_excludes.
+//   - An update merges its partial document into the stored source as raw
+//     JSON, so untouched values keep their original spelling (4.50 stays
+//     4.50); the server re-encodes the merged source.
+//   - Malformed JSON gets the server's error types (json_parse_exception,
+//     json_e_o_f_exception, mapper_parsing_exception), but the reasons are
+//     in Go's wording, not Jackson's. Duplicate keys in a source are
+//     accepted, where the server rejects them.
+//   - Values are checked against the mapping for numeric and boolean fields
+//     only; geo_point, date and object-versus-scalar mismatches are stored
+//     as given. With several bad fields the error names the alphabetically
+//     first, where the server names the first in document order.
+//   - Injected rejections (reject_items, reject_rate) are decided per item;
+//     a real cluster rejects a whole shard's part of a bulk at once.
+//   - Unknown URL parameters are ignored rather than rejected.
+//   - Auto-generated ids are random 20-character URL-safe ids drawn from a
+//     generator with a fixed seed, so a fresh emulator hands out the same
+//     sequence; the server's are time-based.
+//   - A tombstone expires when its age reaches index.gc_deletes; the server
+//     keeps it until its age exceeds it.
+//   - A write's _shards.total counts the primary and every replica, and
+//     successful the primary and the replicas three nodes can hold (at
+//     most two).
+//   - A delete of a missing document takes a sequence number and leaves a
+//     tombstone, as the engine does, under internal versioning too.
+//   - An update item with version or version_type fails the whole bulk
+//     with 400 while it is parsed, before anything is applied.
+//
+// Search (_search, _count, _search_shards and point in time):
+//
+//   - There is no relevance scoring: every hit scores 1.0, except 0 under a
+//     bool query with neither must nor should clauses and the boost of
+//     match_all and constant_score. Hits without a sort come in (index,
+//     shard, _id) order; the server orders them by score, then by shard
+//     and Lucene doc id, which is roughly indexing order.
+//   - The values of a _doc sort are each hit's position among its shard's
+//     documents in _id order, standing in for Lucene doc ids.
+//   - Text is analysed by lowercasing and splitting on every character that
+//     is not a letter or a digit: no stop words, no Unicode word rules.
+//     ignore_above is kept in the mapping but not applied.
+//   - terms aggregations count exactly: doc_count_error_upper_bound is
+//     always 0.
+//   - A point in time expires exactly when its keep-alive runs out; the
+//     server's reaper can leave it open up to a minute longer. A malformed
+//     pit_id gets a 400 with a message of the emulator's own.
+//   - A filtered _source is re-encoded with its keys sorted and its numbers
+//     spelled as stored (the server writes 4.50 as 4.5); an unfiltered one
+//     is returned exactly as stored.
+//   - _search_shards shows an alias's filter as it was given, not as the
+//     server renders the parsed query.
+//   - There is no date math: "now-1d" or "2020-01-01||+1M" fails like any
+//     date that does not parse.
+//   - Slices split the documents by _id only; slice.field is 501.
+//   - Query types, search options and aggregations the emulator does not
+//     implement (prefix, highlight, scroll, avg, …) answer 501
+//     osfake_not_implemented rather than being silently ignored.
+//
+// Not yet checked against a real 2.19 cluster: _shards.total of a sliced
+// search, the composite keys of boolean and date fields, and the
+// "Infinity" and "-Infinity" sort values of documents missing a double
+// field.
 package osfake

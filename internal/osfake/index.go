@@ -1,17 +1,20 @@
 package osfake
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/bits"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/opensearch-project/opensearch-go/v4/opensearchutil/shardhash"
 )
+
+// Indices: the index itself (placement of documents, refresh, the write
+// block) and the index admin endpoints (create, get, exists, delete,
+// mappings, refresh). Settings are in settings.go, name resolution in
+// resolve.go.
 
 // Defaults of the emulated cluster.
 const (
@@ -94,183 +97,6 @@ func (ix *index) writeBlocked(s *Server) *osError {
 	if ix.blockWrite || s.faults.blocked(ix.name) {
 		return &osError{Status: 403, Type: "cluster_block_exception",
 			Reason: "index [" + ix.name + "] blocked by: [FORBIDDEN/8/index write (api)];"}
-	}
-	return nil
-}
-
-// --- settings ---------------------------------------------------------
-
-// staticSettings cannot change once the index exists.
-var staticSettings = map[string]bool{
-	"index.number_of_shards":         true,
-	"index.number_of_routing_shards": true,
-	"index.routing_partition_size":   true,
-	"index.codec":                    true,
-	"index.provided_name":            true,
-	"index.creation_date":            true,
-	"index.uuid":                     true,
-	"index.version.created":          true,
-}
-
-// flattenSettings turns {"index":{"refresh_interval":"1s"}},
-// {"refresh_interval":"1s"} and {"index.refresh_interval":"1s"} alike into
-// {"index.refresh_interval":"1s"}, values as strings (as the server stores
-// them). A null value resets the setting to its default.
-func flattenSettings(prefix string, v any, out map[string]*string) *osError {
-	m, ok := v.(map[string]any)
-	if !ok {
-		return parseError("settings must be an object")
-	}
-	for k, val := range m {
-		key := k
-		if prefix != "" {
-			key = prefix + "." + k
-		}
-		switch x := val.(type) {
-		case map[string]any:
-			if err := flattenSettings(key, x, out); err != nil {
-				return err
-			}
-			continue
-		case nil:
-			out[normSetting(key)] = nil
-			continue
-		}
-		s := scalarString(val)
-		out[normSetting(key)] = &s
-	}
-	return nil
-}
-
-func normSetting(k string) string {
-	if !strings.HasPrefix(k, "index.") {
-		return "index." + k
-	}
-	return k
-}
-
-func scalarString(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case json.Number:
-		return x.String()
-	case bool:
-		return strconv.FormatBool(x)
-	case []any:
-		parts := make([]string, len(x))
-		for i, e := range x {
-			parts[i] = scalarString(e)
-		}
-		return strings.Join(parts, ",")
-	}
-	return fmt.Sprint(v)
-}
-
-// parseTimeValue parses an OpenSearch time value: "-1", "0", or a number
-// with a unit nanos, micros, ms, s, m, h or d.
-func parseTimeValue(setting, v string) (time.Duration, *osError) {
-	if v == "-1" {
-		return -1, nil
-	}
-	if v == "0" {
-		return 0, nil
-	}
-	units := []struct {
-		suffix string
-		d      time.Duration
-	}{{"nanos", time.Nanosecond}, {"micros", time.Microsecond}, {"ms", time.Millisecond}, {"s", time.Second}, {"m", time.Minute}, {"h", time.Hour}, {"d", 24 * time.Hour}}
-	for _, u := range units {
-		if num, ok := strings.CutSuffix(v, u.suffix); ok {
-			if n, err := strconv.ParseFloat(num, 64); err == nil && n >= 0 {
-				return time.Duration(n * float64(u.d)), nil
-			}
-			break
-		}
-	}
-	return 0, illegalArgument(fmt.Sprintf("failed to parse setting [%s] with value [%s] as a time value: unit is missing or unrecognized", setting, v))
-}
-
-func parsePositiveInt(setting, v string, min int) (int, *osError) {
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return 0, illegalArgument(fmt.Sprintf("Failed to parse value [%s] for setting [%s]", v, setting))
-	}
-	if n < min {
-		return 0, illegalArgument(fmt.Sprintf("Failed to parse value [%s] for setting [%s] must be >= %d", v, setting, min))
-	}
-	return n, nil
-}
-
-// applySettings validates and applies flat settings to ix. creating allows
-// static settings.
-func (ix *index) applySettings(set map[string]*string, creating bool) *osError {
-	var static []string
-	for k := range set {
-		if staticSettings[k] && !creating {
-			static = append(static, k)
-		}
-	}
-	if len(static) > 0 {
-		sort.Strings(static)
-		return illegalArgument(fmt.Sprintf("Can't update non dynamic settings [[%s]] for open indices [[%s/%s]]",
-			strings.Join(static, ", "), ix.name, ix.uuid))
-	}
-	keys := make([]string, 0, len(set))
-	for k := range set {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		pv := set[k]
-		if pv == nil {
-			delete(ix.settings, k)
-		}
-		val := ""
-		if pv != nil {
-			val = *pv
-		}
-		var err *osError
-		switch k {
-		case "index.number_of_shards":
-			if pv != nil {
-				ix.numShards, err = parsePositiveInt(k, val, 1)
-				if err == nil && ix.numShards > 1024 {
-					err = illegalArgument(fmt.Sprintf("Failed to parse value [%s] for setting [%s] must be <= 1024", val, k))
-				}
-			}
-		case "index.number_of_routing_shards":
-			if pv != nil {
-				ix.rns, err = parsePositiveInt(k, val, 1)
-			}
-		case "index.number_of_replicas":
-			ix.replicas = defaultNumberOfReplicas
-			if pv != nil {
-				ix.replicas, err = parsePositiveInt(k, val, 0)
-			}
-		case "index.refresh_interval":
-			ix.refreshIntv = defaultRefreshInterval
-			if pv != nil {
-				ix.refreshIntv, err = parseTimeValue(k, val)
-			}
-		case "index.gc_deletes":
-			ix.gcDeletes = defaultGCDeletes
-			if pv != nil {
-				ix.gcDeletes, err = parseTimeValue(k, val)
-			}
-		case "index.blocks.write":
-			ix.blockWrite = pv != nil && val == "true"
-		case "index.routing_partition_size":
-			if pv != nil && val != "1" {
-				err = illegalArgument("osfake: index.routing_partition_size other than 1 is not emulated")
-			}
-		}
-		if err != nil {
-			return err
-		}
-		if pv != nil {
-			ix.settings[k] = val
-		}
 	}
 	return nil
 }
@@ -358,14 +184,19 @@ func (s *Server) createIndex(name string, body map[string]any) (*index, *osError
 		if !ok {
 			return nil, parseError("aliases must be an object")
 		}
-		for aname, spec := range am {
-			meta, err := parseAliasSpec(spec)
+		for _, aname := range sortedNames(am) {
+			meta, err := parseAliasSpec(am[aname])
 			if err != nil {
 				return nil, err
 			}
-			if _, clash := s.indices[aname]; clash || aname == name {
-				return nil, &osError{Status: 400, Type: "invalid_alias_name_exception",
-					Reason: "Invalid alias name [" + aname + "]: an index or data stream exists with the same name as the alias"}
+			if strings.Contains(meta.IndexRouting, ",") {
+				return nil, severalIndexRoutings(aname)
+			}
+			if other, clash := s.indices[aname]; clash {
+				return nil, aliasNameClash(aname, other)
+			}
+			if aname == name {
+				return nil, aliasNameClash(aname, ix)
 			}
 			ix.aliases[aname] = meta
 		}
@@ -446,85 +277,6 @@ func (ix *index) aliasesJSON() map[string]any {
 	return out
 }
 
-// settingsJSON renders settings nested ({"index":{"number_of_shards":"1"}})
-// or flat, all values strings, as the server does.
-func (ix *index) settingsJSON(flat bool) map[string]any {
-	if flat {
-		out := map[string]any{}
-		for k, v := range ix.settings {
-			out[k] = v
-		}
-		return out
-	}
-	root := map[string]any{}
-	for k, v := range ix.settings {
-		parts := strings.Split(k, ".")
-		m := root
-		for _, p := range parts[:len(parts)-1] {
-			next, ok := m[p].(map[string]any)
-			if !ok {
-				next = map[string]any{}
-				m[p] = next
-			}
-			m = next
-		}
-		m[parts[len(parts)-1]] = v
-	}
-	return root
-}
-
-func (s *Server) handleGetSettings(w http.ResponseWriter, q *request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ixs, err := s.resolveSearch(orAll(q.vars["index"]), false)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	out := map[string]any{}
-	for _, ix := range ixs {
-		out[ix.name] = map[string]any{"settings": ix.settingsJSON(q.boolParam("flat_settings"))}
-	}
-	writeJSON(w, 200, out)
-}
-
-func (s *Server) handlePutSettings(w http.ResponseWriter, q *request) {
-	var body map[string]any
-	if err := requireBody(q, &body); err != nil {
-		writeError(w, err)
-		return
-	}
-	if inner, ok := body["settings"]; ok && len(body) == 1 {
-		body, _ = inner.(map[string]any)
-	}
-	set := map[string]*string{}
-	if err := flattenSettings("", body, set); err != nil {
-		writeError(w, err)
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ixs, err := s.resolveSearch(q.vars["index"], false)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	// Validate against every index before changing any.
-	for _, ix := range ixs {
-		probe := *ix
-		probe.settings = map[string]string{}
-		if err := probe.applySettings(set, false); err != nil {
-			writeError(w, err)
-			return
-		}
-	}
-	for _, ix := range ixs {
-		ix.applySettings(set, false)
-		ix.settings["index.number_of_replicas"] = strconv.Itoa(ix.replicas)
-	}
-	writeJSON(w, 200, map[string]any{"acknowledged": true})
-}
-
 func (s *Server) handleGetMapping(w http.ResponseWriter, q *request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -589,164 +341,9 @@ func orAll(name string) string {
 	return name
 }
 
-// --- name resolution ----------------------------------------------------
-
-func (s *Server) aliasExists(name string) bool {
-	for _, ix := range s.indices {
-		if _, ok := ix.aliases[name]; ok {
-			return true
-		}
-	}
-	return false
-}
-
-// aliasIndices returns the indices an alias points to, sorted by name.
-func (s *Server) aliasIndices(alias string) []*index {
-	var out []*index
-	for _, ix := range s.indices {
-		if _, ok := ix.aliases[alias]; ok {
-			out = append(out, ix)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
-	return out
-}
-
-// resolveSearch resolves a comma-separated expression of index names,
-// aliases, wildcards and _all to indices, in name order. A missing
-// concrete name is a 404; a wildcard that matches nothing is not.
-// refresh, when true, runs due periodic refreshes.
-func (s *Server) resolveSearch(expr string, refresh bool) ([]*index, *osError) {
-	seen := map[string]*index{}
-	for _, part := range strings.Split(expr, ",") {
-		part = strings.TrimSpace(part)
-		switch {
-		case part == "_all" || part == "*" || part == "":
-			for n, ix := range s.indices {
-				seen[n] = ix
-			}
-		case strings.Contains(part, "*"):
-			for n, ix := range s.indices {
-				if wildcard(part, n) {
-					seen[n] = ix
-				}
-				for a := range ix.aliases {
-					if wildcard(part, a) {
-						seen[n] = ix
-					}
-				}
-			}
-		default:
-			if ix, ok := s.indices[part]; ok {
-				seen[part] = ix
-				continue
-			}
-			ixs := s.aliasIndices(part)
-			if len(ixs) == 0 {
-				return nil, indexNotFound(part)
-			}
-			for _, ix := range ixs {
-				seen[ix.name] = ix
-			}
-		}
-	}
-	out := make([]*index, 0, len(seen))
-	for _, ix := range seen {
-		out = append(out, ix)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
-	if refresh {
-		now := s.now()
-		for _, ix := range out {
-			ix.maybeRefresh(now)
-		}
-	}
-	return out, nil
-}
-
-// resolveConcrete resolves names that must be concrete indices (delete
-// index rejects aliases, as the server does).
-func (s *Server) resolveConcrete(expr string) ([]*index, *osError) {
-	var out []*index
-	for _, part := range strings.Split(expr, ",") {
-		if strings.Contains(part, "*") || part == "_all" {
-			ixs, err := s.resolveSearch(part, false)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, ixs...)
-			continue
-		}
-		ix, ok := s.indices[part]
-		if !ok {
-			if s.aliasExists(part) {
-				return nil, illegalArgument("The provided expression [" + part + "] matches an alias, specify the corresponding concrete indices instead.")
-			}
-			return nil, indexNotFound(part)
-		}
-		out = append(out, ix)
-	}
-	return out, nil
-}
-
-// resolveWrite resolves the target of a write: a concrete index, or an
-// alias's write index (with the alias's index routing). A missing name is
-// created with default settings (action.auto_create_index defaults to
-// true) unless requireAlias.
-func (s *Server) resolveWrite(name string, requireAlias bool) (*index, *aliasMeta, *osError) {
-	if ix, ok := s.indices[name]; ok {
-		if requireAlias {
-			return nil, nil, &osError{Status: 404, Type: "index_not_found_exception", Index: name,
-				Reason: "no such index [" + name + "] and [require_alias] request flag is [true] and [" + name + "] is not an alias"}
-		}
-		return ix, nil, nil
-	}
-	ixs := s.aliasIndices(name)
-	if len(ixs) == 0 {
-		if requireAlias {
-			return nil, nil, &osError{Status: 404, Type: "index_not_found_exception", Index: name,
-				Reason: "no such index [" + name + "] and [require_alias] request flag is [true] and [" + name + "] is not an alias"}
-		}
-		ix, err := s.createIndex(name, nil)
-		return ix, nil, err
-	}
-	var write []*index
-	for _, ix := range ixs {
-		if w := ix.aliases[name].IsWriteIndex; w != nil && *w {
-			write = append(write, ix)
-		}
-	}
-	if len(write) == 0 && len(ixs) == 1 && ixs[0].aliases[name].IsWriteIndex == nil {
-		write = ixs
-	}
-	if len(write) != 1 {
-		return nil, nil, illegalArgument("no write index is defined for alias [" + name + "]. The write index may be explicitly disabled using is_write_index=false or the alias points to multiple indices without one being designated as a write index")
-	}
-	return write[0], write[0].aliases[name], nil
-}
-
-// wildcard matches a pattern with '*' against s.
-func wildcard(pattern, s string) bool {
-	parts := strings.Split(pattern, "*")
-	if !strings.HasPrefix(s, parts[0]) {
-		return false
-	}
-	s = s[len(parts[0]):]
-	for i := 1; i < len(parts); i++ {
-		if i == len(parts)-1 {
-			return strings.HasSuffix(s, parts[i])
-		}
-		k := strings.Index(s, parts[i])
-		if k < 0 {
-			return false
-		}
-		s = s[k+len(parts[i]):]
-	}
-	return true
-}
-
 // parseAliasSpec reads an alias definition (create-index "aliases" value
-// or an _aliases add action's options).
+// or an _aliases add action's options). A comma in the index routing is
+// left to the callers, whose errors name the alias.
 func parseAliasSpec(v any) (*aliasMeta, *osError) {
 	m, ok := v.(map[string]any)
 	if !ok && v != nil {
@@ -781,9 +378,6 @@ func parseAliasSpec(v any) (*aliasMeta, *osError) {
 		default:
 			return nil, parseError("[alias] unknown field [" + k + "]")
 		}
-	}
-	if strings.Contains(a.IndexRouting, ",") {
-		return nil, illegalArgument("index_routing [" + a.IndexRouting + "] has a comma")
 	}
 	return a, nil
 }

@@ -127,3 +127,43 @@ func TestDeleteAndExists(t *testing.T) {
 		t.Errorf("DELETE missing = %d %v", st, out)
 	}
 }
+
+// The aliases of a create-index request are validated as the _aliases
+// API validates them, with the same errors.
+func TestCreateIndexAliasErrors(t *testing.T) {
+	tg := newTarget(t)
+	existing := tg.name("existing")
+	tg.mustDo(200, "PUT", "/"+existing, "")
+	uuid := str(dig(tg.mustDo(200, "GET", "/"+existing+"/_settings?flat_settings=true", ""), existing, "settings", "index.uuid"))
+	a := tg.name("a")
+	cases := []struct {
+		name, aliases string
+		typ, reason   string
+		index         string // error.index; "" if absent
+	}{
+		{"alias named like an index", `{"` + existing + `":{}}`, "invalid_alias_name_exception",
+			"Invalid alias name [" + existing + "], an index or data stream exists with the same name as the alias", existing},
+		{"index routing with a comma", `{"` + a + `":{"index_routing":"1,2"}}`, "illegal_argument_exception",
+			"alias [" + a + "] has several index routing values associated with it", ""},
+		{"routing with a comma", `{"` + a + `":{"routing":"1,2"}}`, "illegal_argument_exception",
+			"alias [" + a + "] has several index routing values associated with it", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			name := tg.name("new")
+			status, out := tg.do("PUT", "/"+name, `{"aliases":`+tc.aliases+`}`)
+			e := dig(out, "error")
+			if status != 400 || str(dig(e, "type")) != tc.typ || str(dig(e, "reason")) != tc.reason || str(dig(e, "index")) != tc.index {
+				t.Errorf("PUT %s with aliases %s = %d %v, want 400 %s: %s (index %q)", name, tc.aliases, status, out, tc.typ, tc.reason, tc.index)
+			}
+			if tc.index != "" && str(dig(e, "index_uuid")) != uuid {
+				t.Errorf("error index_uuid = %v, want %s", dig(e, "index_uuid"), uuid)
+			}
+			if st, _ := tg.do("HEAD", "/"+name, ""); st != 404 {
+				t.Errorf("HEAD %s after the failed create = %d, want 404", name, st)
+			}
+		})
+	}
+	// Search routing may hold several values.
+	tg.mustDo(200, "PUT", "/"+tg.name("multi"), `{"aliases":{"`+a+`":{"search_routing":"1,2"}}}`)
+}

@@ -274,6 +274,7 @@ func TestQueryDateTermIsTheWholeDay(t *testing.T) {
 
 func TestNotEmulatedQueryTermCaseInsensitive(t *testing.T) {
 	tg := newTarget(t)
+	tg.needFake() // the server implements case_insensitive
 	name := seedIndex(tg, "ci", `{"settings":{"number_of_replicas":0}}`, seedDoc{id: "1", source: `{"a":"b"}`})
 	status, _ := tg.do("POST", "/"+name+"/_search", `{"query":{"term":{"a.keyword":{"value":"B","case_insensitive":true}}}}`)
 	if status != 501 {

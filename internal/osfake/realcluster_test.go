@@ -6,7 +6,7 @@ import "os"
 
 // With -tags realcluster the conformance tests run against the cluster at
 // GEOSHARD_OPENSEARCH_URL (e.g. http://127.0.0.1:9200); tests that need the
-// emulator's clock or faults are skipped.
+// emulator itself (see needFake) are skipped.
 func init() {
 	realClusterURL = os.Getenv("GEOSHARD_OPENSEARCH_URL")
 	if realClusterURL == "" {

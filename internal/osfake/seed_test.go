@@ -2,64 +2,97 @@ package osfake
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"testing"
+	"strings"
+
+	"github.com/opensearch-project/opensearch-go/v4/opensearchapi"
 )
 
-// seedDoc is a document stored straight into the emulator's shards.
+// seedDoc is a document a test writes before it searches.
 type seedDoc struct {
 	id, routing, source string
 }
 
-// seed stores docs in an existing index white-box, the way an index
-// request would place them (shardFor(routing, id), dynamic mapping), but
-// without making them searchable: that takes a refresh, explicit or
-// periodic. It lets the search tests run without _bulk.
-func seed(tb testing.TB, s *Server, indexName string, docs ...seedDoc) {
-	tb.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ix, ok := s.indices[indexName]
-	if !ok {
-		tb.Fatalf("seed: no index %q", indexName)
-	}
+// bulkBody is the NDJSON of index actions for docs. Sources may be
+// written over several lines for readability; they are compacted (which
+// keeps every value's spelling).
+func bulkBody(docs []seedDoc) (string, error) {
+	var b strings.Builder
 	for _, sd := range docs {
-		var fields map[string]any
-		dec := json.NewDecoder(bytes.NewReader([]byte(sd.source)))
-		dec.UseNumber()
-		if err := dec.Decode(&fields); err != nil {
-			tb.Fatalf("seed %s: %v", sd.id, err)
+		meta := map[string]string{"_id": sd.id}
+		if sd.routing != "" {
+			meta["routing"] = sd.routing
 		}
-		if err := ix.mapping.addDynamic(fields); err != nil {
-			tb.Fatalf("seed %s: %v", sd.id, err)
+		action, _ := json.Marshal(map[string]any{"index": meta})
+		var src bytes.Buffer
+		if err := json.Compact(&src, []byte(sd.source)); err != nil {
+			return "", fmt.Errorf("source of %s: %w", sd.id, err)
 		}
-		sh := ix.shards[ix.shardFor(sd.routing, sd.id)]
-		sh.put(&doc{id: sd.id, routing: sd.routing, source: json.RawMessage(sd.source), fields: fields, version: 1, term: 1})
+		b.Write(action)
+		b.WriteByte('\n')
+		b.Write(src.Bytes())
+		b.WriteByte('\n')
 	}
+	return b.String(), nil
 }
 
-// unseed deletes documents white-box, as a delete request would.
-func unseed(tb testing.TB, s *Server, indexName string, routing string, ids ...string) {
-	tb.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ix := s.indices[indexName]
+// seed writes docs to an existing index through POST /{index}/_bulk with
+// the real client, so the tests that use it run against a real cluster
+// too. refresh is the bulk's refresh parameter: "true" makes the documents
+// searchable at once; "" leaves them invisible until the next refresh,
+// periodic or explicit. Any failed item fails the test.
+func seed(tg *target, index, refresh string, docs ...seedDoc) {
+	tg.t.Helper()
+	body, err := bulkBody(docs)
+	if err != nil {
+		tg.t.Fatalf("seed %s: %v", index, err)
+	}
+	sendBulk(tg, index, refresh, body)
+}
+
+// unseed deletes documents through _bulk, as seed writes them.
+func unseed(tg *target, index, refresh, routing string, ids ...string) {
+	tg.t.Helper()
+	var b strings.Builder
 	for _, id := range ids {
-		ix.shards[ix.shardFor(routing, id)].remove(id, 2, s.now())
+		meta := map[string]string{"_id": id}
+		if routing != "" {
+			meta["routing"] = routing
+		}
+		action, _ := json.Marshal(map[string]any{"delete": meta})
+		b.Write(action)
+		b.WriteByte('\n')
+	}
+	sendBulk(tg, index, refresh, b.String())
+}
+
+// sendBulk sends an NDJSON body and fails the test unless every item
+// succeeded.
+func sendBulk(tg *target, index, refresh, body string) {
+	tg.t.Helper()
+	resp, err := tg.client.Bulk(context.Background(), opensearchapi.BulkReq{Index: index, Body: strings.NewReader(body),
+		Params: opensearchapi.BulkParams{Refresh: refresh}})
+	var partial *opensearchapi.PartialBulkError
+	switch {
+	case errors.As(err, &partial):
+		tg.t.Fatalf("bulk to %s: %v; first failure: %s", index, err, itemError(partial.FailedItems[0]))
+	case err != nil:
+		tg.t.Fatalf("bulk to %s: %v", index, err)
+	case resp.Errors:
+		tg.t.Fatalf("bulk to %s: errors in %d items", index, len(resp.Items))
 	}
 }
 
 // seedIndex creates an index with the given settings and mappings body,
-// seeds docs and refreshes, and returns the index name. It needs the
-// emulator.
+// writes docs with refresh=true, and returns the index name.
 func seedIndex(tg *target, base, body string, docs ...seedDoc) string {
 	tg.t.Helper()
-	tg.needFake()
 	name := tg.name(base)
 	tg.mustDo(200, "PUT", "/"+name, body)
-	seed(tg.t, tg.fake.Server, name, docs...)
-	tg.mustDo(200, "POST", "/"+name+"/_refresh", "")
+	seed(tg, name, "true", docs...)
 	return name
 }
 

@@ -18,8 +18,9 @@ import (
 // The conformance tests run against a target: by default a fresh emulator
 // with a manual clock; with the build tag "realcluster" and
 // GEOSHARD_OPENSEARCH_URL set, a real OpenSearch cluster (see
-// realcluster_test.go). Tests that need the emulator's clock or faults call
-// needFake and are skipped against a real cluster.
+// realcluster_test.go). Tests that need the emulator itself — its clock,
+// its faults, its 501 answers, its replica placement or its internal
+// state — call needFake and are skipped against a real cluster.
 
 // realClusterURL is set by realcluster_test.go.
 var realClusterURL string
@@ -57,11 +58,12 @@ func newTarget(t *testing.T) *target {
 	return tg
 }
 
-// needFake skips a test that needs the emulator's clock or faults.
+// needFake skips, against a real cluster, a test that needs the emulator
+// itself.
 func (tg *target) needFake() {
 	tg.t.Helper()
 	if tg.fake == nil {
-		tg.t.Skip("needs the emulator (clock or fault injection)")
+		tg.t.Skip("needs the emulator (clock, faults, 501 answers, placement or internal state)")
 	}
 }
 

@@ -1,0 +1,282 @@
+package osfake
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+)
+
+// Search execution: a request is bound to each index it reads (query,
+// alias filter, sort), every shard's documents are matched and counted,
+// and the hits are sorted, paged by from, size and search_after, and
+// rendered in the server's response shape.
+
+// hit is a matching document and its sort values.
+type hit struct {
+	pos  int // position of its shard in the reads: the tiebreak
+	d    *doc
+	keys []sortKey
+}
+
+// boundIndex is a request bound to one index: the query, the alias
+// filter and the sort, or the shard-level error that fails its shards.
+type boundIndex struct {
+	match  matcher
+	filter matcher
+	sorts  []sortFn
+	err    *osError
+}
+
+type shardsJSON struct {
+	Total      int   `json:"total"`
+	Successful int   `json:"successful"`
+	Skipped    int   `json:"skipped"`
+	Failed     int   `json:"failed"`
+	Failures   []any `json:"failures,omitempty"`
+}
+
+// searchResult is what a search found, before the response is shaped.
+type searchResult struct {
+	reads  []shardRead
+	bound  []*boundIndex // by read position
+	hits   []*hit
+	total  int
+	shards shardsJSON
+}
+
+type searchResponse struct {
+	PitID    string         `json:"pit_id,omitempty"`
+	Took     int64          `json:"took"`
+	TimedOut bool           `json:"timed_out"`
+	Shards   shardsJSON     `json:"_shards"`
+	Hits     hitsJSON       `json:"hits"`
+	Aggs     map[string]any `json:"aggregations,omitempty"`
+}
+
+type hitsJSON struct {
+	Total    any       `json:"total,omitempty"`
+	MaxScore *float64  `json:"max_score"`
+	Hits     []hitJSON `json:"hits"`
+}
+
+type hitJSON struct {
+	Index       string          `json:"_index"`
+	ID          string          `json:"_id"`
+	Version     *int64          `json:"_version,omitempty"`
+	SeqNo       *int64          `json:"_seq_no,omitempty"`
+	PrimaryTerm *int64          `json:"_primary_term,omitempty"`
+	Score       *float64        `json:"_score"`
+	Routing     string          `json:"_routing,omitempty"`
+	Source      json.RawMessage `json:"_source,omitempty"`
+	Sort        []any           `json:"sort,omitempty"`
+}
+
+// resultWindow is the index's index.max_result_window: the largest
+// from+size a search may ask for.
+func resultWindow(ix *index) int {
+	if v, ok := ix.settings["index.max_result_window"]; ok {
+		if n, err := strconv.Atoi(v); err == nil {
+			return n
+		}
+	}
+	return defaultResultWindow
+}
+
+// bind prepares req for the index of r. Errors are the server's
+// shard-level failures.
+func (req *searchRequest) bind(r *shardRead, docOrd *docOrdinals) *boundIndex {
+	b := &boundIndex{}
+	if r.gone != nil {
+		b.err = r.gone
+		return b
+	}
+	if w := resultWindow(r.ix); req.from+req.size > w {
+		b.err = illegalArgument(fmt.Sprintf("Result window is too large, from + size must be less than or equal to: [%d] but was [%d]. "+
+			"See the scroll api for a more efficient way to request large data sets. This limit can be set by changing the "+
+			"[index.max_result_window] index level setting.", w, req.from+req.size))
+		return b
+	}
+	if b.match, b.err = req.query.bind(r.ix); b.err != nil {
+		return b
+	}
+	if r.filter != nil {
+		if b.filter, b.err = r.filter.bind(r.ix); b.err != nil {
+			return b
+		}
+	}
+	for _, c := range req.sortClauses() {
+		fn, err := bindSort(c, r.ix, docOrd)
+		if err != nil {
+			b.err = err
+			return b
+		}
+		b.sorts = append(b.sorts, fn)
+	}
+	b.err = validateAggs(req.aggs, r.ix)
+	return b
+}
+
+// sortClauses is the sort, or the implicit _score sort that search_after
+// pages by when there is none.
+func (req *searchRequest) sortClauses() []sortClause {
+	if len(req.sort) == 0 && req.after != nil {
+		return []sortClause{{field: "_score", desc: true}}
+	}
+	return req.sort
+}
+
+// nodeOf is the node holding a shard's primary, as _cat/shards and
+// _search_shards place it.
+func nodeOf(shard int) string { return fmt.Sprintf("osfake-node-%d", shard%nodes) }
+
+// collect runs the query over every read and counts the matches; keep
+// also returns them. A shard whose binding fails is reported in
+// _shards.failures (one entry per index and reason, as the server groups
+// them); if every shard fails, so does the request, with the server's
+// search_phase_execution_exception and the first failure's status.
+func (s *Server) collect(reads []shardRead, req *searchRequest, keep bool) (*searchResult, *osError) {
+	res := &searchResult{reads: reads, bound: make([]*boundIndex, len(reads))}
+	res.shards.Total = len(reads)
+	docOrd := &docOrdinals{}
+	byIndex := map[*index]*boundIndex{}
+	var first *osError
+	seen := map[string]bool{}
+	for pos := range reads {
+		r := &reads[pos]
+		b := byIndex[r.ix]
+		if b == nil || r.gone != nil {
+			b = req.bind(r, docOrd)
+			byIndex[r.ix] = b
+		}
+		res.bound[pos] = b
+		if b.err != nil {
+			res.shards.Failed++
+			if first == nil {
+				first = b.err
+			}
+			if key := r.ix.name + "\x00" + b.err.Reason; !seen[key] {
+				seen[key] = true
+				res.shards.Failures = append(res.shards.Failures, map[string]any{
+					"shard": r.shard, "index": r.ix.name, "node": nodeOf(r.shard), "reason": b.err.body()})
+			}
+			continue
+		}
+		for _, d := range r.docs {
+			if r.sliceMod > 1 && int(sliceHash(d.id)%uint32(r.sliceMod)) != r.sliceRem {
+				continue
+			}
+			if b.filter != nil && !b.filter(d) || !b.match(d) {
+				continue
+			}
+			res.total++
+			if keep {
+				res.hits = append(res.hits, &hit{pos: pos, d: d})
+			}
+		}
+	}
+	res.shards.Successful = res.shards.Total - res.shards.Failed
+	if first != nil && res.shards.Failed == res.shards.Total {
+		return nil, &osError{Status: first.Status, Type: "search_phase_execution_exception", Reason: "all shards failed",
+			Extra:    map[string]any{"phase": "query", "grouped": true, "failed_shards": res.shards.Failures},
+			CausedBy: first}
+	}
+	return res, nil
+}
+
+// execSearch runs a search over reads and shapes the response.
+func (s *Server) execSearch(reads []shardRead, req *searchRequest) (*searchResponse, *osError) {
+	keep := req.size > 0 || len(req.aggs) > 0
+	res, err := s.collect(reads, req, keep)
+	if err != nil {
+		return nil, err
+	}
+	clauses := req.sortClauses()
+	score := req.query.score()
+	scoring := len(clauses) == 0 || req.trackScores
+	for _, c := range clauses {
+		scoring = scoring || c.field == "_score"
+	}
+	resp := &searchResponse{Shards: res.shards, Hits: hitsJSON{Hits: []hitJSON{}}}
+	switch {
+	case req.trackTotal < 0:
+	case req.totalAsInt:
+		resp.Hits.Total = res.total
+	case res.total > req.trackTotal:
+		resp.Hits.Total = map[string]any{"value": req.trackTotal, "relation": "gte"}
+	default:
+		resp.Hits.Total = map[string]any{"value": res.total, "relation": "eq"}
+	}
+	if len(req.aggs) > 0 {
+		resp.Aggs = runAggs(req.aggs, res)
+	}
+	if req.size == 0 {
+		return resp, nil
+	}
+	hits := res.hits
+	for _, h := range hits {
+		b := res.bound[h.pos]
+		h.keys = make([]sortKey, len(b.sorts))
+		for i, fn := range b.sorts {
+			h.keys[i] = fn(&res.reads[h.pos], h.d, score)
+		}
+	}
+	sort.Slice(hits, func(i, j int) bool { return compareHits(hits[i], hits[j], clauses) < 0 })
+	if req.after != nil {
+		kept := hits[:0]
+		for _, h := range hits {
+			if afterValues(h, req.after, clauses) {
+				kept = append(kept, h)
+			}
+		}
+		hits = kept
+	}
+	if req.from >= len(hits) {
+		hits = nil
+	} else {
+		hits = hits[req.from:min(len(hits), req.from+req.size)]
+	}
+	if scoring && len(hits) > 0 {
+		resp.Hits.MaxScore = &score
+	}
+	for _, h := range hits {
+		r := &res.reads[h.pos]
+		hj := hitJSON{Index: r.ix.name, ID: h.d.id, Routing: h.d.routing, Source: req.source.render(h.d)}
+		if scoring {
+			hj.Score = &score
+		}
+		if req.version {
+			v := h.d.version
+			hj.Version = &v
+		}
+		if req.seqNoTerm {
+			seqNo, term := h.d.seqNo, max(h.d.term, 1)
+			hj.SeqNo, hj.PrimaryTerm = &seqNo, &term
+		}
+		if len(req.sort) > 0 {
+			hj.Sort = make([]any, len(h.keys))
+			for i, k := range h.keys {
+				hj.Sort[i] = k.json()
+			}
+		}
+		resp.Hits.Hits = append(resp.Hits.Hits, hj)
+	}
+	return resp, nil
+}
+
+// sliceHash is a stable hash of an _id that splits a shard's documents
+// between the slices that share it (the server uses a murmur3 hash of the
+// encoded _id term; any stable hash partitions the same way).
+func sliceHash(id string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(id); i++ {
+		h ^= uint32(id[i])
+		h *= 16777619
+	}
+	h ^= h >> 16
+	h *= 0x85ebca6b
+	h ^= h >> 13
+	h *= 0xc2b2ae35
+	h ^= h >> 16
+	return h
+}

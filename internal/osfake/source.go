@@ -1,0 +1,316 @@
+package osfake
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// A document's _source: decoded and checked against the mapping as
+// DocumentParser does, and merged with an update's partial document.
+
+// --- update merge ---------------------------------------------------------
+
+// jsonField is one member of a JSON object, kept in document order.
+type jsonField struct {
+	key string
+	val json.RawMessage
+}
+
+func objectFields(raw []byte) ([]jsonField, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if _, err := dec.Token(); err != nil {
+		return nil, err
+	}
+	var out []jsonField
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, jsonField{key: tok.(string), val: v})
+	}
+	return out, nil
+}
+
+func isObject(raw []byte) bool {
+	t := bytes.TrimLeft(raw, " \t\r\n")
+	return len(t) > 0 && t[0] == '{'
+}
+
+// mergeSource is XContentHelper.update: changes are merged into the old
+// source, objects recursively, everything else (arrays too) replaced; new
+// keys go last. modified reports a change, compared by value when check
+// is set (detect_noop). The result is compact JSON in document order, as
+// the server re-serialises it.
+func mergeSource(old, changes []byte, check bool) ([]byte, bool, *osError) {
+	out, modified, err := mergeObjects(old, changes, check)
+	if err != nil {
+		return nil, false, mapperParsing(jsonParseError(err))
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, out); err != nil {
+		return nil, false, mapperParsing(jsonParseError(err))
+	}
+	return b.Bytes(), modified, nil
+}
+
+func mergeObjects(old, changes []byte, check bool) ([]byte, bool, error) {
+	of, err := objectFields(old)
+	if err != nil {
+		return nil, false, err
+	}
+	cf, err := objectFields(changes)
+	if err != nil {
+		return nil, false, err
+	}
+	modified := false
+	for _, c := range cf {
+		i := slicesIndex(of, c.key)
+		if i < 0 {
+			of = append(of, c)
+			modified = true
+			continue
+		}
+		if isObject(of[i].val) && isObject(c.val) {
+			merged, m, err := mergeObjects(of[i].val, c.val, check && !modified)
+			if err != nil {
+				return nil, false, err
+			}
+			of[i].val = merged
+			modified = modified || m
+			continue
+		}
+		prev := of[i].val
+		of[i].val = c.val
+		if !modified {
+			modified = !check || !jsonEqual(prev, c.val)
+		}
+	}
+	b := []byte{'{'}
+	for i, f := range of {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, f.key)
+		b = append(b, ':')
+		b = append(b, f.val...)
+	}
+	return append(b, '}'), modified, nil
+}
+
+func slicesIndex(fs []jsonField, key string) int {
+	for i := range fs {
+		if fs[i].key == key {
+			return i
+		}
+	}
+	return -1
+}
+
+// jsonEqual compares two JSON values the way Objects.equals compares the
+// parsed maps: 1 and 1.0 differ.
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	da := json.NewDecoder(bytes.NewReader(a))
+	da.UseNumber()
+	db := json.NewDecoder(bytes.NewReader(b))
+	db.UseNumber()
+	if da.Decode(&x) != nil || db.Decode(&y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+// --- document parsing --------------------------------------------------
+
+// mapperParsing is MapperParsingException("failed to parse", cause).
+func mapperParsing(cause *osError) *osError {
+	return &osError{Status: 400, Type: "mapper_parsing_exception", Reason: "failed to parse", CausedBy: cause}
+}
+
+// decodeSource decodes a document source once, numbers as json.Number,
+// the way DocumentParser reads it: it must be one JSON object with
+// nothing after it.
+func decodeSource(src []byte) (map[string]any, *osError) {
+	start := bytes.TrimLeft(src, " \t\r\n")
+	if len(start) == 0 || start[0] != '{' {
+		return nil, &osError{Status: 400, Type: "mapper_parsing_exception", Reason: "Malformed content, must start with an object"}
+	}
+	dec := json.NewDecoder(bytes.NewReader(src))
+	dec.UseNumber()
+	var v any // decoding into an interface avoids reflection on the map
+	if err := dec.Decode(&v); err != nil {
+		return nil, mapperParsing(jsonParseError(err))
+	}
+	fields, _ := v.(map[string]any)
+	tok, err := dec.Token()
+	switch {
+	case err == io.EOF:
+		return fields, nil
+	case err != nil:
+		return nil, mapperParsing(jsonParseError(err))
+	}
+	return nil, mapperParsing(&osError{Type: "illegal_argument_exception", Reason: "Malformed content, found extra data after parsing: " + xToken(tok)})
+}
+
+// checkDoc runs the field checks of document parsing that can fail a
+// write: the join field's rules and values that do not fit a numeric or
+// boolean mapping.
+func (ix *index) checkDoc(fields map[string]any, id, routing string) *osError {
+	if j := ix.mapping.join; j != nil {
+		if v, ok := lookupPath(fields, j.name); ok && v != nil {
+			if err := j.check(v, routing); err != nil {
+				return mapperParsing(err)
+			}
+		}
+	}
+	var bad []string
+	ix.collectBadValues("", fields, &bad)
+	if len(bad) == 0 {
+		return nil
+	}
+	// The server reports the first bad field in document order; the
+	// decoded map has none, so the smallest path is reported.
+	sort.Strings(bad)
+	return ix.badValue(bad[0], fields, id)
+}
+
+func lookupPath(fields map[string]any, path string) (any, bool) {
+	var cur any = fields
+	for _, part := range strings.Split(path, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = m[part]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// check is ParentJoinFieldMapper.parse: the value is a relation name or
+// {"name":..., "parent":...}; a child needs a parent and routing.
+func (j *joinField) check(v any, routing string) *osError {
+	name, hasName, hasParent := "", false, false
+	switch x := v.(type) {
+	case string:
+		name, hasName = x, true
+	case map[string]any:
+		for k, val := range x {
+			switch val := val.(type) {
+			case string:
+				switch k {
+				case "name":
+					name, hasName = val, true
+				case "parent":
+					hasParent = true
+				default:
+					return illegalArgument("unknown field name [" + k + "] in join field [" + j.name + "]")
+				}
+			case json.Number:
+				if k != "parent" {
+					return illegalArgument("unknown field name [" + k + "] in join field [" + j.name + "]")
+				}
+				hasParent = true
+			}
+		}
+	default:
+		return &osError{Type: "illegal_state_exception", Reason: "[null] expected START_OBJECT or VALUE_STRING but was: " + xValueToken(v)}
+	}
+	if !hasName {
+		name = "null"
+	}
+	if !j.known(name) {
+		return illegalArgument("unknown join name [" + name + "] for field [" + j.name + "]")
+	}
+	if _, child := j.parentOf(name); child {
+		if !hasParent {
+			return illegalArgument("[parent] is missing for join field [" + j.name + "]")
+		}
+		if routing == "" {
+			return illegalArgument("[routing] is missing for join field [" + j.name + "]")
+		}
+	}
+	return nil
+}
+
+var numericTypes = map[string]bool{"long": true, "integer": true, "short": true, "byte": true,
+	"double": true, "float": true, "half_float": true, "scaled_float": true}
+
+// collectBadValues appends the paths of values their mapped type
+// rejects. Only strings and booleans can be rejected, so only their paths
+// are built.
+func (ix *index) collectBadValues(prefix string, v map[string]any, bad *[]string) {
+	for k, val := range v {
+		switch x := val.(type) {
+		case map[string]any:
+			path := prefix + k
+			if typ := ix.mapping.fieldType(path); typ == "" || typ == "object" || typ == "nested" {
+				ix.collectBadValues(path+".", x, bad)
+			}
+		case []any:
+			for _, e := range x {
+				switch e := e.(type) {
+				case map[string]any:
+					ix.collectBadValues(prefix+k+".", e, bad)
+				case string, bool:
+					if scalarRejected(ix.mapping.fieldType(prefix+k), e) != nil {
+						*bad = append(*bad, prefix+k)
+					}
+				}
+			}
+		case string, bool:
+			if scalarRejected(ix.mapping.fieldType(prefix+k), val) != nil {
+				*bad = append(*bad, prefix+k)
+			}
+		}
+	}
+}
+
+// scalarRejected returns the cause when a mapped type rejects a value.
+// Numbers accept numeric strings (coercion); booleans accept "true",
+// "false" and "".
+func scalarRejected(typ string, v any) *osError {
+	switch {
+	case numericTypes[typ]:
+		switch x := v.(type) {
+		case string:
+			if _, err := strconv.ParseFloat(strings.TrimSpace(x), 64); err != nil {
+				return &osError{Type: "number_format_exception", Reason: "For input string: \"" + x + "\""}
+			}
+		case bool:
+			return &osError{Type: "json_parse_exception", Reason: "Current token (" + xValueToken(x) + ") not numeric, can not use numeric value accessors"}
+		}
+	case typ == "boolean":
+		if x, ok := v.(string); ok && x != "true" && x != "false" && x != "" {
+			return illegalArgument("Failed to parse value [" + x + "] as only [true] or [false] are allowed.")
+		}
+	}
+	return nil
+}
+
+func (ix *index) badValue(path string, fields map[string]any, id string) *osError {
+	v, _ := lookupPath(fields, path)
+	if arr, ok := v.([]any); ok {
+		for _, e := range arr {
+			if scalarRejected(ix.mapping.fieldType(path), e) != nil {
+				v = e
+				break
+			}
+		}
+	}
+	typ := ix.mapping.fieldType(path)
+	return &osError{Status: 400, Type: "mapper_parsing_exception",
+		Reason:   "failed to parse field [" + path + "] of type [" + typ + "] in document with id '" + id + "'. Preview of field's value: '" + scalarString(v) + "'",
+		CausedBy: scalarRejected(typ, v)}
+}

@@ -1,0 +1,125 @@
+package osfake
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// The vocabulary of the server's JSON parser (XContentParser over
+// Jackson): token names as its messages spell them, scalars read as text,
+// longs and strict booleans, and its parse errors.
+
+// xToken is the XContentParser.Token name of a decoded token.
+func xToken(tok json.Token) string {
+	switch t := tok.(type) {
+	case json.Delim:
+		switch t {
+		case '{':
+			return "START_OBJECT"
+		case '}':
+			return "END_OBJECT"
+		case '[':
+			return "START_ARRAY"
+		}
+		return "END_ARRAY"
+	}
+	return xValueToken(tok)
+}
+
+func xValueToken(v any) string {
+	switch x := v.(type) {
+	case string:
+		return "VALUE_STRING"
+	case json.Number:
+		return "VALUE_NUMBER"
+	case bool:
+		if x {
+			return "VALUE_TRUE"
+		}
+		return "VALUE_FALSE"
+	case nil:
+		return "VALUE_NULL"
+	case map[string]any:
+		return "START_OBJECT"
+	case []any:
+		return "START_ARRAY"
+	}
+	return "VALUE_EMBEDDED_OBJECT"
+}
+
+// tokenText is parser.text() of a scalar.
+func tokenText(tok json.Token) string {
+	switch t := tok.(type) {
+	case string:
+		return t
+	case json.Number:
+		return t.String()
+	case bool:
+		return strconv.FormatBool(t)
+	}
+	return ""
+}
+
+// tokenLong is parser.longValue(): numbers and numeric strings, decimals
+// truncated.
+func tokenLong(tok json.Token) (int64, *osError) {
+	if b, ok := tok.(bool); ok {
+		return 0, &osError{Status: 400, Type: "json_parse_exception",
+			Reason: "Current token (" + xValueToken(b) + ") not numeric, can not use numeric value accessors"}
+	}
+	return parseLong(tokenText(tok))
+}
+
+func parseLong(s string) (int64, *osError) {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return n, nil
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
+		return int64(f), nil
+	}
+	return 0, &osError{Status: 400, Type: "number_format_exception", Reason: "For input string: \"" + s + "\""}
+}
+
+func strictBool(s string) (bool, *osError) {
+	switch s {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, illegalArgument("Failed to parse value [" + s + "] as only [true] or [false] are allowed.")
+}
+
+// jsonParseError is the exception Jackson raises for bad JSON: its
+// JsonEOFException for input that ends early (rendered
+// json_e_o_f_exception), JsonParseException otherwise. The reason is Go's
+// wording, not Jackson's.
+func jsonParseError(err error) *osError {
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return &osError{Status: 400, Type: "json_e_o_f_exception", Reason: "Unexpected end-of-input: " + err.Error()}
+	}
+	return &osError{Status: 400, Type: "json_parse_exception", Reason: err.Error()}
+}
+
+func scalarString(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case json.Number:
+		return x.String()
+	case bool:
+		return strconv.FormatBool(x)
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = scalarString(e)
+		}
+		return strings.Join(parts, ",")
+	}
+	return fmt.Sprint(v)
+}
