@@ -288,12 +288,17 @@ type Hit struct {
 type Page struct {
 	Hits  []Hit
 	Total int64
+	// Shards is the number of shards the search asked (_shards.total).
+	Shards int
 }
 
 // Search runs a search whose body the caller builds (query, sort,
 // search_after, size, _source) and returns its hits.
 func (a *Admin) Search(ctx context.Context, index string, body []byte, p SearchParams) (*Page, error) {
 	var out struct {
+		Shards struct {
+			Total int `json:"total"`
+		} `json:"_shards"`
 		Hits struct {
 			Total struct {
 				Value int64 `json:"value"`
@@ -304,7 +309,7 @@ func (a *Admin) Search(ctx context.Context, index string, body []byte, p SearchP
 	if err := a.do(ctx, http.MethodPost, "/"+esc(index)+"/_search"+p.query(), json.RawMessage(body), &out); err != nil {
 		return nil, err
 	}
-	return &Page{Hits: out.Hits.Hits, Total: out.Hits.Total.Value}, nil
+	return &Page{Hits: out.Hits.Hits, Total: out.Hits.Total.Value, Shards: out.Shards.Total}, nil
 }
 
 // Get fetches a document by id and routing (real time). found is false for

@@ -68,7 +68,7 @@ func TestAdminCalls(t *testing.T) {
 		t.Errorf("Count(k=a, routing a) = %d, %v, want 2", n, err)
 	}
 	page, err := a.Search(ctx, "menu", []byte(`{"size":10,"sort":[{"k":"asc"}],"query":{"match_all":{}}}`), SearchParams{})
-	if err != nil || len(page.Hits) != 4 || page.Total != 4 || page.Hits[0].Routing != "a" || len(page.Hits[0].Sort) != 1 {
+	if err != nil || len(page.Hits) != 4 || page.Total != 4 || page.Hits[0].Routing != "a" || len(page.Hits[0].Sort) != 1 || page.Shards != 3 {
 		t.Errorf("Search = %+v, %v", page, err)
 	}
 	src, v, found, err := a.Get(ctx, "menu", "2", "b")
