@@ -5,8 +5,11 @@
 // data/README.md for provenance and the required attribution) into
 // restaurants placed around city centres in proportion to population
 // (Generate), aggregates their documents into S2 cells (Loads), and draws
-// radius searches that follow where the documents are (Queries). The same
-// inputs always give bit-for-bit identical output.
+// radius searches that follow where the documents are (Queries). It also
+// turns them into the Kafka change events the ingest pipeline consumes,
+// with the replays, reordering and poison messages of a real source
+// (Stream; the schema is in testdata/events/README.md). The same inputs
+// always give bit-for-bit identical output.
 //
 // The load and query formats belong to package router, the pure geoshard
 // model: Loads returns []router.CellLoad and Queries []router.Query, and the

@@ -1,6 +1,7 @@
 // Command gendata regenerates geoshard's synthetic fixtures: the US
 // planning and held-out cell loads, the held-out query workload, the world
-// cell loads and a README describing them.
+// cell loads and a README describing them, and the change-event examples
+// and sample under events/.
 //
 // Usage, from the module root:
 //
@@ -44,6 +45,11 @@ func run(dir string) error {
 	if err != nil {
 		return err
 	}
+	events, err := datagen.EventFixtures(cities)
+	if err != nil {
+		return err
+	}
+	files = append(files, events...)
 	if err := datagen.WriteFixtures(dir, files); err != nil {
 		return err
 	}
