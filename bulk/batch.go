@@ -40,12 +40,17 @@ func (w *Writer) cutBatch(l *lane) *batch {
 	l.pending = append([]*entry(nil), l.pending[n:]...)
 	l.pendingBytes -= size
 	l.inflight = true
+	// An entry back from a retry still carries the followers coalesced
+	// into it before; they move to in flight with it.
+	moved := 0
+	for _, e := range taken {
+		moved += 1 + len(e.followers)
+	}
 
 	var byDoc map[docKey]int
 	if n > 1 {
 		byDoc = make(map[docKey]int, n)
 	}
-	coalesced := 0
 	for _, e := range taken {
 		if byDoc == nil {
 			b.entries = append(b.entries, e)
@@ -58,7 +63,6 @@ func (w *Writer) cutBatch(l *lane) *batch {
 			b.entries = append(b.entries, e)
 			continue
 		}
-		coalesced++
 		s := b.entries[i]
 		if supersedes(e, s) {
 			e.followers = append(append(e.followers, s), s.followers...)
@@ -73,11 +77,10 @@ func (w *Writer) cutBatch(l *lane) *batch {
 		b.hasDelete = b.hasDelete || e.item.Action == Delete
 	}
 	sq := l.shard
-	sq.qstats.Queued -= n
-	sq.qstats.InFlight += n
-	w.metrics.queued.WithLabelValues(sq.key).Sub(float64(n))
-	w.metrics.inflight.WithLabelValues(sq.key).Add(float64(n))
-	_ = coalesced // counted when the followers finish
+	sq.qstats.Queued -= moved
+	sq.qstats.InFlight += moved
+	w.metrics.queued.WithLabelValues(sq.key).Sub(float64(moved))
+	w.metrics.inflight.WithLabelValues(sq.key).Add(float64(moved))
 	return b
 }
 

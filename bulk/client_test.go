@@ -45,12 +45,12 @@ func TestClientTLSAndBasicAuth(t *testing.T) {
 		w.Close(context.Background())
 		return got
 	}
-	good := ClientConfig{Addresses: []string{srv.URL}, Username: "ingest", Password: "s3cret", CACertFile: caFile}
+	good := ClientConfig{Addresses: []string{srv.URL}, Username: "ingest", Password: NewSecret("s3cret"), CACertFile: caFile}
 	if r := write(good); r.Outcome != OK {
 		t.Errorf("with CA and credentials: %v %v, want ok", r.Outcome, r.Err)
 	}
 	bad := good
-	bad.Password = "wrong"
+	bad.Password = NewSecret("wrong")
 	if r := write(bad); r.Outcome != Permanent || r.Status != 401 {
 		t.Errorf("with a wrong password: %v status %d, want permanent 401", r.Outcome, r.Status)
 	}

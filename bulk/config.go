@@ -16,18 +16,39 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Secret is a string that never prints: fmt, slog and JSON show
-// "[redacted]".
-type Secret string
+// Secret is a password or key that never prints: fmt (also inside structs,
+// even behind unexported fields), slog and JSON show "[redacted]" or a
+// pointer, never the value. The zero Secret is empty.
+type Secret struct {
+	// p points at the value. A pointer, not a string: fmt prints a
+	// nested pointer as an address where it cannot call String.
+	p *string
+}
+
+// NewSecret wraps a value.
+func NewSecret(v string) Secret {
+	if v == "" {
+		return Secret{}
+	}
+	return Secret{p: &v}
+}
+
+// Reveal returns the value, for the one place that sends it.
+func (s Secret) Reveal() string {
+	if s.p == nil {
+		return ""
+	}
+	return *s.p
+}
+
+// IsZero reports an empty secret.
+func (s Secret) IsZero() bool { return s.p == nil || *s.p == "" }
 
 func (Secret) String() string                 { return "[redacted]" }
 func (Secret) GoString() string               { return "[redacted]" }
 func (Secret) LogValue() slog.Value           { return slog.StringValue("[redacted]") }
 func (Secret) MarshalJSON() ([]byte, error)   { return []byte(`"[redacted]"`), nil }
 func (s Secret) MarshalText() ([]byte, error) { return []byte("[redacted]"), nil }
-
-// Reveal returns the secret itself, for the one place that sends it.
-func (s Secret) Reveal() string { return string(s) }
 
 // ClientConfig says how to reach OpenSearch.
 type ClientConfig struct {
@@ -57,7 +78,7 @@ func (c ClientConfig) Validate() error {
 			p = append(p, fmt.Sprintf("address %q: want an http:// or https:// URL with a host", a))
 		}
 	}
-	if c.Password != "" && c.Username == "" {
+	if !c.Password.IsZero() && c.Username == "" {
 		p = append(p, "password given without a username")
 	}
 	if c.RequestTimeout < 0 {

@@ -46,13 +46,13 @@ func (cf *ClientFlags) Resolve() error {
 			cf.c.Addresses = append(cf.c.Addresses, a)
 		}
 	}
-	cf.c.Password = Secret(cf.getenv("GEOSHARD_OPENSEARCH_PASSWORD"))
+	cf.c.Password = NewSecret(cf.getenv("GEOSHARD_OPENSEARCH_PASSWORD"))
 	if cf.passwordFile != "" {
 		b, err := os.ReadFile(cf.passwordFile)
 		if err != nil {
 			return fmt.Errorf("--opensearch-password-file: %w", err)
 		}
-		cf.c.Password = Secret(strings.TrimRight(string(b), "\r\n"))
+		cf.c.Password = NewSecret(strings.TrimRight(string(b), "\r\n"))
 	}
 	return cf.c.Validate()
 }

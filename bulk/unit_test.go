@@ -131,7 +131,7 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("Validate() = %v, want it to mention %q", err, frag)
 		}
 	}
-	cerr := ClientConfig{Addresses: []string{"ftp://x", "127.0.0.1:9200"}, Password: "p"}.Validate()
+	cerr := ClientConfig{Addresses: []string{"ftp://x", "127.0.0.1:9200"}, Password: NewSecret("p")}.Validate()
 	for _, frag := range []string{`"ftp://x"`, `"127.0.0.1:9200"`, "without a username"} {
 		if cerr == nil || !strings.Contains(cerr.Error(), frag) {
 			t.Errorf("ClientConfig.Validate() = %v, want it to mention %q", cerr, frag)
@@ -140,11 +140,14 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestSecretNeverPrints(t *testing.T) {
-	c := ClientConfig{Addresses: []string{"http://x:9200"}, Username: "u", Password: "hunter2"}
+	c := ClientConfig{Addresses: []string{"http://x:9200"}, Username: "u", Password: NewSecret("hunter2")}
 	var logs bytes.Buffer
 	slog.New(slog.NewJSONHandler(&logs, nil)).Info("config", "client", c, "password", c.Password)
 	js, _ := json.Marshal(c)
-	for _, s := range []string{fmt.Sprintf("%v %+v %#v %s", c, c, c, c.Password), string(js), logs.String()} {
+	// Behind an unexported field fmt cannot call String: the value must
+	// still not show.
+	hidden := struct{ c ClientConfig }{c}
+	for _, s := range []string{fmt.Sprintf("%v %+v %#v %s", c, c, c, c.Password), fmt.Sprintf("%v %+v %#v", hidden, hidden, hidden), string(js), logs.String()} {
 		if strings.Contains(s, "hunter2") {
 			t.Errorf("secret printed: %s", s)
 		}

@@ -461,3 +461,25 @@ func TestHotShardSlowsOnlyItself(t *testing.T) {
 		t.Errorf("%d of %d slow-shard items finished ok", done, slowItems)
 	}
 }
+
+// Coalesced items that ride along with a retried item keep the queued and
+// in-flight counts exact: after everything finishes both are zero.
+func TestCountsStayExactWithCoalescingAndRetries(t *testing.T) {
+	f := newFixture(t, 2, "", Config{FlushItems: 50, FlushInterval: time.Millisecond})
+	f.srv.SetFaults(osfake.Faults{Seed: 11, RejectRate: 0.5})
+	for round := 0; round < 20; round++ {
+		for i := 0; i < 40; i++ {
+			f.add(Item{Action: Index, Index: "menu", ID: "d" + strconv.Itoa(i), Routing: "x", Shard: "s", Body: doc(round)})
+		}
+	}
+	f.flush()
+	st := f.w.Stats()
+	ss := st.Shards["s"]
+	if ss.Queued != 0 || ss.InFlight != 0 || st.Coalesced == 0 || st.Retries == 0 || st.Finished() != 800 {
+		t.Errorf("after Flush: queued %d, in flight %d, coalesced %d, retries %d, finished %d; want 0, 0, >0, >0, 800",
+			ss.Queued, ss.InFlight, st.Coalesced, st.Retries, st.Finished())
+	}
+	if q, in := testutil.ToFloat64(f.w.metrics.queued.WithLabelValues("s")), testutil.ToFloat64(f.w.metrics.inflight.WithLabelValues("s")); q != 0 || in != 0 {
+		t.Errorf("gauges: queued %v, in flight %v, want 0", q, in)
+	}
+}

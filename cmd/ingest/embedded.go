@@ -1,0 +1,279 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/internal/datagen"
+	"github.com/geoshard/geoshard/internal/kafkatest"
+	"github.com/geoshard/geoshard/internal/osfake"
+	"github.com/geoshard/geoshard/migrate"
+	"github.com/geoshard/geoshard/pipeline"
+	"github.com/geoshard/geoshard/router"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+const (
+	embeddedIndex = "menu-v1"
+	partitions    = 6
+)
+
+// stack is the embedded environment: a Kafka broker and an OpenSearch
+// emulator in this process, and an index under a map planned from the
+// bundled city data.
+type stack struct {
+	kafka  *kafkatest.Cluster
+	osURL  string
+	osSrv  *http.Server
+	osDone chan struct{}
+	m      *router.Map
+	client *bulk.Admin
+}
+
+func loopback(flagName, addr string) (string, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", usageError{fmt.Errorf("%s %q: want host:port", flagName, addr)}
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return "", usageError{fmt.Errorf("%s %q: the embedded servers listen on loopback addresses only", flagName, addr)}
+	}
+	return addr, nil
+}
+
+func startStack(ctx context.Context, o *options, logger *slog.Logger) (*stack, error) {
+	osAddr, err := loopback("--embedded-opensearch", o.embOS)
+	if err != nil {
+		return nil, err
+	}
+	kAddr, err := loopback("--embedded-kafka", o.embKafka)
+	if err != nil {
+		return nil, err
+	}
+	_, kPort, _ := net.SplitHostPort(kAddr)
+	port, err := strconv.Atoi(kPort)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--embedded-kafka %q: bad port", kAddr)}
+	}
+
+	s := &stack{osDone: make(chan struct{})}
+	ln, err := net.Listen("tcp", osAddr)
+	if err != nil {
+		return nil, fmt.Errorf("embedded OpenSearch: %w", err)
+	}
+	s.osURL = "http://" + ln.Addr().String()
+	s.osSrv = &http.Server{Handler: osfake.New(osfake.Options{}), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		defer close(s.osDone)
+		s.osSrv.Serve(ln)
+	}()
+
+	s.kafka, err = kafkatest.New(
+		kafkatest.WithPorts(port),
+		kafkatest.WithTopic(o.pipe.RestaurantTopic, partitions),
+		kafkatest.WithTopic(o.pipe.DishTopic, partitions),
+		kafkatest.WithTopic(o.pipe.DLQTopic, 1),
+	)
+	if err != nil {
+		s.close()
+		return nil, fmt.Errorf("embedded Kafka: %w", err)
+	}
+
+	// The map: planned from the bundled city data, 650,000 US restaurants
+	// and their dishes, as `reshard plan --loads testdata/loads/us.csv
+	// --shards 18` does.
+	cities, err := datagen.Cities()
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	rs, err := datagen.Generate(cities, datagen.DefaultUS())
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	s.m, err = router.Plan(datagen.Loads(rs, router.DefaultLevel), nil, router.PlanConfig{Shards: 18})
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	client, err := bulk.NewClient(bulk.ClientConfig{Addresses: []string{s.osURL}})
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	s.client = bulk.NewAdmin(client)
+	if err := migrate.Init(ctx, s.client, migrate.InitConfig{Map: s.m, Index: embeddedIndex, Alias: o.pipe.Alias}); err != nil {
+		s.close()
+		return nil, err
+	}
+	logger.Info("embedded stack up", "kafka", s.kafka.Addrs()[0], "opensearch", s.osURL, "index", embeddedIndex, "map_hash", s.m.ShortHash())
+	return s, nil
+}
+
+func (s *stack) close() {
+	if s.kafka != nil {
+		s.kafka.Close()
+	}
+	if s.osSrv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		s.osSrv.Shutdown(ctx)
+		cancel()
+		<-s.osDone
+	}
+}
+
+// produce generates the demo event stream from the bundled data and
+// produces it. It returns the messages by kind.
+func (s *stack) produce(ctx context.Context, o *options) (map[string]int, int, error) {
+	if o.demoEvents == 0 {
+		return nil, 0, nil
+	}
+	cities, err := datagen.Cities()
+	if err != nil {
+		return nil, 0, err
+	}
+	cfg := datagen.DefaultStreamConfig()
+	cfg.RestaurantTopic, cfg.DishTopic = o.pipe.RestaurantTopic, o.pipe.DishTopic
+	// About 12.6 messages per restaurant with the default rates; the
+	// stream is sized, not cut, so no restaurant loses its first upsert.
+	cfg.Restaurants = max(1, int(float64(o.demoEvents)/12.6))
+	msgs, err := datagen.Stream(cities, cfg)
+	if err != nil {
+		return nil, 0, err
+	}
+	kinds := map[string]int{}
+	byTopic := map[string][]kafkatest.Message{}
+	n := 0
+	for _, m := range msgs {
+		if m.Kind == datagen.KindPoisonOversized {
+			// Over the producer's 1 MB record limit: a broker would refuse
+			// it before the pipeline could. The pipeline's tests cover
+			// oversized events.
+			continue
+		}
+		n++
+		kinds[m.Kind]++
+		byTopic[m.Topic] = append(byTopic[m.Topic], kafkatest.Message{Key: m.Key, Value: m.Value})
+	}
+	for topic, ms := range byTopic {
+		if _, err := s.kafka.ProduceBatch(ctx, topic, ms); err != nil {
+			return nil, 0, err
+		}
+	}
+	return kinds, n, nil
+}
+
+func runEmbedded(ctx context.Context, o *options, logger *slog.Logger, stdout io.Writer) error {
+	start := time.Now()
+	s, err := startStack(ctx, o, logger)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	kinds, produced, err := s.produce(ctx, o)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "embedded: Kafka %s, OpenSearch %s, index %s (map %s, %d shards); %d events produced\n",
+		s.kafka.Addrs()[0], s.osURL, embeddedIndex, s.m.ShortHash(), s.m.NumShards(), produced)
+
+	o.pipe.Brokers = s.kafka.Addrs()
+	o.pipe.Logger = logger
+	if o.pipe.PendingMaxAge == 0 {
+		// The demo's orphan dishes never see their restaurant: let them
+		// reach the dead-letter topic in seconds rather than minutes.
+		o.pipe.PendingMaxAge = 3 * time.Second
+	}
+	reg := prometheus.NewRegistry()
+	o.pipe.Registerer = reg
+	bar := newProgressBar(stdout, produced)
+	o.pipe.OnProgress = bar.update
+	client, err := bulk.NewClient(bulk.ClientConfig{Addresses: []string{s.osURL}})
+	if err != nil {
+		return err
+	}
+	p, err := pipeline.New(o.pipe, client)
+	if err != nil {
+		return err
+	}
+	stopHTTP, err := serveHTTP(o.metricsAddr, reg, p, logger)
+	if err != nil {
+		return err
+	}
+	defer stopHTTP()
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var runErr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		runErr = p.Run(runCtx)
+	}()
+	waitErr := waitDone(ctx, p, produced, o.summaryLimit)
+	ingestTime := time.Since(start)
+	cancel()
+	wg.Wait()
+	bar.finish()
+	if runErr != nil {
+		return runErr
+	}
+	if waitErr != nil {
+		return waitErr
+	}
+	if err := s.client.Refresh(ctx, embeddedIndex); err != nil {
+		return err
+	}
+	if err := writeSummary(ctx, stdout, s, p, reg, kinds, produced, ingestTime); err != nil {
+		return err
+	}
+	if o.serve {
+		fmt.Fprintf(stdout, "\nserving until interrupted: Kafka %s, OpenSearch %s\n", s.kafka.Addrs()[0], s.osURL)
+		<-ctx.Done()
+	}
+	return nil
+}
+
+// waitDone waits until every produced event is finished and committed.
+func waitDone(ctx context.Context, p *pipeline.Pipeline, produced int, limit time.Duration) error {
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		st := p.Stats()
+		if st.Fetched >= int64(produced) && st.Lag == 0 && st.Pending == 0 && st.Finished >= st.Fetched {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return errors.New("embedded: the events were not all processed in time (see --embedded-timeout)")
+		case <-tick.C:
+		}
+	}
+}
+
+// isTerminal reports whether w is a character device, where a progress
+// bar can redraw itself.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,248 @@
+// Command ingest is the geoshard consumer deployment: it reads restaurant
+// and dish change events from Kafka and writes every document to the
+// OpenSearch shard of its geoshard, at least once and idempotently.
+//
+//	ingest --brokers kafka:9092 --opensearch https://search:9200 --alias menu
+//	ingest --embedded     # in-process broker and emulator, bundled data, a summary
+//
+// Every flag has a GEOSHARD_* environment variable (shown in --help);
+// secrets come only from the environment or files. Exit status: 0 after a
+// clean shutdown, 2 for bad flags, 1 for any other failure.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/pipeline"
+	"github.com/geoshard/geoshard/router"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+// usageError is bad flags: exit status 2.
+type usageError struct{ error }
+
+// options are the parsed flags.
+type options struct {
+	pipe        pipeline.Config
+	client      bulk.ClientConfig
+	mapFile     string
+	metricsAddr string
+	logLevel    string
+
+	embedded     bool
+	embKafka     string
+	embOS        string
+	demoEvents   int
+	serve        bool
+	summaryLimit time.Duration
+}
+
+func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	env := func(k, def string) string {
+		if v := getenv(k); v != "" {
+			return v
+		}
+		return def
+	}
+	envInt := func(k string, def int) int {
+		if v, err := strconv.Atoi(getenv(k)); err == nil {
+			return v
+		}
+		return def
+	}
+	envDur := func(k string, def time.Duration) time.Duration {
+		if v, err := time.ParseDuration(getenv(k)); err == nil {
+			return v
+		}
+		return def
+	}
+	brokers := fs.String("brokers", env("GEOSHARD_BROKERS", "127.0.0.1:9092"), "Kafka `brokers`, comma-separated (GEOSHARD_BROKERS)")
+	fs.StringVar(&o.pipe.RestaurantTopic, "restaurant-topic", env("GEOSHARD_RESTAURANT_TOPIC", "restaurants"), "topic of restaurant events (GEOSHARD_RESTAURANT_TOPIC)")
+	fs.StringVar(&o.pipe.DishTopic, "dish-topic", env("GEOSHARD_DISH_TOPIC", "dishes"), "topic of dish events; may equal --restaurant-topic (GEOSHARD_DISH_TOPIC)")
+	fs.StringVar(&o.pipe.Group, "group", env("GEOSHARD_GROUP", "geoshard-ingest"), "consumer group (GEOSHARD_GROUP)")
+	fs.StringVar(&o.pipe.DLQTopic, "dlq-topic", env("GEOSHARD_DLQ_TOPIC", "geoshard.dlq"), "dead-letter topic (GEOSHARD_DLQ_TOPIC)")
+	fs.StringVar(&o.pipe.Alias, "alias", env("GEOSHARD_ALIAS", "menu"), "alias to write through; the map comes from its write index (GEOSHARD_ALIAS)")
+	fs.StringVar(&o.mapFile, "map", env("GEOSHARD_MAP", ""), "optional map `file`: refuse to start unless the index was built with this map (GEOSHARD_MAP)")
+	fs.StringVar(&o.pipe.Kafka.SASLMechanism, "kafka-sasl-mechanism", env("GEOSHARD_KAFKA_SASL_MECHANISM", ""), "plain or scram-sha-512; password from GEOSHARD_KAFKA_SASL_PASSWORD (GEOSHARD_KAFKA_SASL_MECHANISM)")
+	fs.StringVar(&o.pipe.Kafka.Username, "kafka-sasl-username", env("GEOSHARD_KAFKA_SASL_USERNAME", ""), "SASL user (GEOSHARD_KAFKA_SASL_USERNAME)")
+	tlsDefault, _ := strconv.ParseBool(getenv("GEOSHARD_KAFKA_TLS"))
+	fs.BoolVar(&o.pipe.Kafka.TLS, "kafka-tls", tlsDefault, "connect to Kafka over TLS (GEOSHARD_KAFKA_TLS)")
+	fs.StringVar(&o.pipe.Kafka.CAFile, "kafka-ca", env("GEOSHARD_KAFKA_CA", ""), "PEM `file` of CAs for Kafka TLS (GEOSHARD_KAFKA_CA)")
+	fs.IntVar(&o.pipe.Bulk.Workers, "workers", envInt("GEOSHARD_WORKERS", bulk.DefaultWorkers), "bulk workers (GEOSHARD_WORKERS)")
+	fs.IntVar(&o.pipe.Bulk.FlushItems, "flush-items", envInt("GEOSHARD_FLUSH_ITEMS", bulk.DefaultFlushItems), "items per bulk request (GEOSHARD_FLUSH_ITEMS)")
+	fs.IntVar(&o.pipe.Bulk.FlushBytes, "flush-bytes", envInt("GEOSHARD_FLUSH_BYTES", bulk.DefaultFlushBytes), "bytes per bulk request (GEOSHARD_FLUSH_BYTES)")
+	fs.DurationVar(&o.pipe.Bulk.FlushInterval, "flush-interval", envDur("GEOSHARD_FLUSH_INTERVAL", bulk.DefaultFlushInterval), "longest wait before a partial batch is sent (GEOSHARD_FLUSH_INTERVAL)")
+	fs.DurationVar(&o.pipe.DrainTimeout, "drain-timeout", envDur("GEOSHARD_DRAIN_TIMEOUT", 20*time.Second), "on SIGTERM, finish in-flight work within this long (GEOSHARD_DRAIN_TIMEOUT)")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", env("GEOSHARD_METRICS_ADDR", ":9464"), "listen `address` of /metrics, /healthz and /readyz; empty disables (GEOSHARD_METRICS_ADDR)")
+	fs.StringVar(&o.logLevel, "log-level", env("GEOSHARD_LOG_LEVEL", "info"), "debug, info, warn or error (GEOSHARD_LOG_LEVEL)")
+	cf := o.client.RegisterFlags(fs, getenv)
+
+	fs.BoolVar(&o.embedded, "embedded", false, "run with an in-process Kafka broker and OpenSearch emulator on bundled data, then print a summary")
+	fs.StringVar(&o.embKafka, "embedded-kafka", "127.0.0.1:0", "listen `address` of the embedded broker (loopback)")
+	fs.StringVar(&o.embOS, "embedded-opensearch", "127.0.0.1:0", "listen `address` of the embedded OpenSearch emulator (loopback)")
+	fs.IntVar(&o.demoEvents, "demo-events", 40000, "how many events the embedded mode produces (0: none)")
+	fs.BoolVar(&o.serve, "serve", false, "with --embedded: keep running after the summary until interrupted")
+	fs.DurationVar(&o.summaryLimit, "embedded-timeout", 5*time.Minute, "with --embedded: give up if the events are not all processed by then")
+
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return nil, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	for _, b := range strings.Split(*brokers, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			o.pipe.Brokers = append(o.pipe.Brokers, b)
+		}
+	}
+	o.pipe.Kafka.Password = bulk.NewSecret(getenv("GEOSHARD_KAFKA_SASL_PASSWORD"))
+	if o.demoEvents < 0 {
+		return nil, usageError{fmt.Errorf("--demo-events %d: must not be negative", o.demoEvents)}
+	}
+	if _, err := parseLevel(o.logLevel); err != nil {
+		return nil, usageError{err}
+	}
+	if !o.embedded {
+		if err := cf.Resolve(); err != nil {
+			return nil, usageError{err}
+		}
+	}
+	return o, nil
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("--log-level %q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "ingest: %v\n", err)
+		return 2
+	}
+	level, _ := parseLevel(o.logLevel)
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if o.embedded {
+		err = runEmbedded(ctx, o, logger, stdout)
+	} else {
+		err = runConsumer(ctx, o, logger)
+	}
+	var ue usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "ingest: %v\n", err)
+		return 2
+	}
+	fmt.Fprintf(stderr, "ingest: %v\n", err)
+	return 1
+}
+
+// runConsumer is the deployment: the pipeline plus its HTTP endpoints.
+func runConsumer(ctx context.Context, o *options, logger *slog.Logger) error {
+	if o.mapFile != "" {
+		data, err := os.ReadFile(o.mapFile)
+		if err != nil {
+			return usageError{fmt.Errorf("--map: %w", err)}
+		}
+		m, err := router.Parse(data)
+		if err != nil {
+			return usageError{fmt.Errorf("--map %s: %w", o.mapFile, err)}
+		}
+		o.pipe.MapHash = m.Hash()
+	}
+	client, err := bulk.NewClient(o.client)
+	if err != nil {
+		return usageError{err}
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	o.pipe.Logger, o.pipe.Registerer = logger, reg
+	p, err := pipeline.New(o.pipe, client)
+	if err != nil {
+		return usageError{err}
+	}
+	stopHTTP, err := serveHTTP(o.metricsAddr, reg, p, logger)
+	if err != nil {
+		return err
+	}
+	defer stopHTTP()
+	logger.Info("ingest starting", "brokers", strings.Join(o.pipe.Brokers, ","), "alias", o.pipe.Alias, "group", o.pipe.Group)
+	return p.Run(ctx)
+}
+
+// serveHTTP serves /metrics, /healthz and /readyz until the returned stop
+// function is called.
+func serveHTTP(addr string, reg *prometheus.Registry, p *pipeline.Pipeline, logger *slog.Logger) (func(), error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		ready, why := p.Ready()
+		if !ready {
+			http.Error(w, why, http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("metrics server stopped", "error", err)
+		}
+	}()
+	logger.Info("serving metrics", "addr", ln.Addr().String())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		<-done
+	}, nil
+}

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestBadFlagsExit2(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"unknown flag", []string{"--nope"}, nil, "flag provided but not defined"},
+		{"stray argument", []string{"extra"}, nil, `unexpected argument "extra"`},
+		{"bad log level", []string{"--log-level", "loud"}, nil, `--log-level "loud"`},
+		{"bad opensearch url", []string{"--opensearch", "ftp://x"}, nil, `"ftp://x"`},
+		{"negative demo events", []string{"--embedded", "--demo-events", "-1"}, nil, "--demo-events -1"},
+		{"bad env duration", []string{"--flush-interval", "soon"}, nil, "invalid value"},
+		{"missing map file", []string{"--map", "/nonexistent/map.json", "--metrics-addr", ""}, nil, "--map"},
+		{"non-loopback embedded address", []string{"--embedded", "--embedded-opensearch", "10.1.2.3:9200", "--metrics-addr", ""}, nil, "loopback"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run(context.Background(), tc.args, envOf(tc.env), &out, &errb)
+			if code != 2 || !strings.Contains(errb.String(), tc.want) {
+				t.Errorf("ingest %v: exit %d, stderr %q; want 2 and %q", tc.args, code, errb.String(), tc.want)
+			}
+		})
+	}
+}
+
+func TestEnvironmentSetsDefaultsAndSecretsStayHidden(t *testing.T) {
+	env := map[string]string{
+		"GEOSHARD_BROKERS": "k1:9092,k2:9092", "GEOSHARD_ALIAS": "food", "GEOSHARD_WORKERS": "7",
+		"GEOSHARD_OPENSEARCH": "https://search:9200", "GEOSHARD_OPENSEARCH_USERNAME": "ingest",
+		"GEOSHARD_OPENSEARCH_PASSWORD": "hunter2", "GEOSHARD_KAFKA_SASL_PASSWORD": "kafkapass",
+	}
+	var errb bytes.Buffer
+	o, err := parseFlags(nil, envOf(env), &errb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(o.pipe.Brokers, ",") != "k1:9092,k2:9092" || o.pipe.Alias != "food" || o.pipe.Bulk.Workers != 7 ||
+		o.client.Addresses[0] != "https://search:9200" || o.client.Password.Reveal() != "hunter2" || o.pipe.Kafka.Password.Reveal() != "kafkapass" {
+		t.Errorf("options from the environment = %+v", o)
+	}
+	// Neither --help nor a printed config shows a secret.
+	var help bytes.Buffer
+	run(context.Background(), []string{"--help"}, envOf(env), &help, &help)
+	for _, s := range []string{help.String(), errb.String(), strings.ReplaceAll(strings.ReplaceAll(
+		sprint(o), "\n", " "), "\t", " ")} {
+		if strings.Contains(s, "hunter2") || strings.Contains(s, "kafkapass") {
+			t.Errorf("a secret was printed: %s", s)
+		}
+	}
+}
+
+// The embedded mode runs the whole job on a small stream: every routed
+// search matches the all-shards search, and the metrics endpoint serves
+// the pipeline's metrics while it runs.
+func TestEmbeddedRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the whole embedded job")
+	}
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	code := run(ctx, []string{"--embedded", "--demo-events", "3000", "--metrics-addr", "127.0.0.1:0"}, envOf(nil), &out, &errb)
+	if code != 0 {
+		t.Fatalf("embedded run exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+	}
+	s := out.String()
+	for _, want := range []string{"documents per shard:", "dead letters by reason:", "San Francisco 15 mi", "New York 50 mi"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("summary lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "  NO\n") || strings.Count(s, "  yes") != 3 {
+		t.Errorf("routed and all-shard searches disagree:\n%s", s)
+	}
+	if !regexp.MustCompile(`invalid_json +[1-9]`).MatchString(s) {
+		t.Errorf("no poison event reached the dead-letter summary:\n%s", s)
+	}
+}
+
+func TestHealthEndpoints(t *testing.T) {
+	// /healthz answers as soon as the server is up; /readyz reflects the
+	// pipeline; /metrics serves the registry.
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int)
+	go func() {
+		done <- run(ctx, []string{"--embedded", "--demo-events", "0", "--serve", "--metrics-addr", "127.0.0.1:19464"}, envOf(nil), &out, &errb)
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	var ready bool
+	for time.Now().Before(deadline) && !ready {
+		time.Sleep(50 * time.Millisecond)
+		resp, err := http.Get("http://127.0.0.1:19464/healthz")
+		if err != nil {
+			continue
+		}
+		resp.Body.Close()
+		r2, err := http.Get("http://127.0.0.1:19464/metrics")
+		if err == nil {
+			var b bytes.Buffer
+			b.ReadFrom(r2.Body)
+			r2.Body.Close()
+			ready = strings.Contains(b.String(), "geoshard_bulk_") || strings.Contains(b.String(), "geoshard_ingest_")
+		}
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Errorf("exit %d: %s", code, errb.String())
+	}
+	if !ready {
+		t.Errorf("/healthz and /metrics with geoshard metrics never answered")
+	}
+}
+
+func sprint(v any) string { return strings.TrimSpace(strings.ReplaceAll(fmtV(v), "  ", " ")) }

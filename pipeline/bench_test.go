@@ -1,0 +1,117 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/opensearch-project/opensearch-go/v4"
+
+	"github.com/geoshard/geoshard/internal/acksrv"
+)
+
+// benchEvents is a stream of n upserts: a restaurant, then its dishes,
+// about one restaurant in ten events, spread over US cities.
+func benchEvents(n int) []genEvent {
+	evs := make([]genEvent, 0, n)
+	cities := [][2]float64{{40.71, -74.0}, {37.77, -122.42}, {34.05, -118.24}, {41.88, -87.63}, {29.76, -95.37}, {47.61, -122.33}, {25.76, -80.19}, {39.74, -104.99}}
+	var rid string
+	for i := 0; len(evs) < n; i++ {
+		if i%10 == 0 {
+			c := cities[(i/10)%len(cities)]
+			rid = fmt.Sprintf("r%07d", i/10)
+			evs = append(evs, genEvent{typ: TypeRestaurant, op: OpUpsert, id: rid, rid: rid, version: 1,
+				lat: c[0] + float64(i%97)*0.001, lon: c[1] + float64(i%89)*0.001,
+				doc: map[string]any{"name": "place " + rid, "cuisines": []string{"thai", "ramen"}}})
+			continue
+		}
+		evs = append(evs, genEvent{dish: true, typ: TypeDish, op: OpUpsert, id: fmt.Sprintf("d%08d", i), rid: rid, version: 1,
+			doc: map[string]any{"name": "noodles", "price_cents": 1250, "allergens": []string{"peanut"}, "diets": []string{"vegan"}}})
+	}
+	return encodeAll(evs)
+}
+
+// splitTransport sends _bulk requests to one server and everything else
+// to another.
+type splitTransport struct {
+	bulk *url.URL
+	next http.RoundTripper
+}
+
+func (s *splitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(req.URL.Path, "/_bulk") {
+		req = req.Clone(req.Context())
+		req.URL.Scheme, req.URL.Host = s.bulk.Scheme, s.bulk.Host
+		req.Host = s.bulk.Host
+	}
+	return s.next.RoundTrip(req)
+}
+
+func benchPipeline(b *testing.B, client func(e *testEnv) *opensearch.Client) {
+	b.ReportAllocs()
+	e := newEnv(b, envOptions{partitions: 4})
+	evs := benchEvents(b.N)
+	cfg := e.config()
+	cfg.Bulk.FlushInterval = 20 * time.Millisecond
+	cfg.Registerer = nil
+	p, err := New(cfg, client(e))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	for ok, why := p.Ready(); !ok; ok, why = p.Ready() {
+		if strings.HasPrefix(why, "waiting") || strings.HasPrefix(why, "warming") || why == "not started" {
+			time.Sleep(5 * time.Millisecond)
+			continue
+		}
+		b.Fatalf("not ready: %s", why)
+	}
+	b.ResetTimer()
+	start := time.Now()
+	e.produce(context.Background(), evs)
+	for {
+		if ok, _ := e.caughtUp(context.Background()); ok {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
+}
+
+// BenchmarkPipeline: events through the whole pipeline in one process,
+// from the in-process broker to the OpenSearch emulator.
+func BenchmarkPipeline(b *testing.B) {
+	benchPipeline(b, func(e *testEnv) *opensearch.Client { return e.client })
+}
+
+// BenchmarkPipelineAckServer: the same, with the bulk writes going to a
+// server that acknowledges them without storing anything (the admin calls
+// still go to the emulator), so the figure is the pipeline's own cost.
+func BenchmarkPipelineAckServer(b *testing.B) {
+	benchPipeline(b, func(e *testEnv) *opensearch.Client {
+		ack := acksrv.Start()
+		b.Cleanup(ack.Close)
+		u, _ := url.Parse(ack.URL)
+		c, err := opensearch.NewClient(opensearch.Config{
+			Addresses:    []string{e.os.URL},
+			Transport:    &splitTransport{bulk: u, next: http.DefaultTransport.(*http.Transport).Clone()},
+			DisableRetry: true,
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return c
+	})
+}

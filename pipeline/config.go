@@ -1,0 +1,308 @@
+package pipeline
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/sasl"
+	"github.com/segmentio/kafka-go/sasl/plain"
+	"github.com/segmentio/kafka-go/sasl/scram"
+
+	"github.com/geoshard/geoshard/bulk"
+)
+
+// Config configures a Pipeline. Every zero field takes the default named
+// in its comment (see withDefaults, the one place defaults are applied).
+type Config struct {
+	// Brokers are the Kafka bootstrap addresses, host:port. Required.
+	Brokers []string
+	// RestaurantTopic and DishTopic are the topics of restaurant and dish
+	// events; they may name the same topic. Defaults "restaurants" and
+	// "dishes".
+	RestaurantTopic, DishTopic string
+	// Group is the Kafka consumer group. Default "geoshard-ingest".
+	Group string
+	// DLQTopic receives dead letters. Default "geoshard.dlq".
+	DLQTopic string
+	// Alias is the OpenSearch alias written through; its write index and
+	// that index's map are resolved at start. Default "menu".
+	Alias string
+	// MapHash, if set, is the hash of the map the operator expects (from a
+	// --map file): the pipeline refuses to write to an index built with
+	// another map. Default: accept the index's map.
+	MapHash string
+	// MapCheckInterval is how often the alias's write index and its map
+	// are checked for a change. Default 30s.
+	MapCheckInterval time.Duration
+	// CommitInterval is how often finished offsets are committed. Default
+	// 1s.
+	CommitInterval time.Duration
+	// PendingMaxAge is how long a dish waits for its restaurant before it
+	// is dead-lettered with reason unknown_restaurant. Default 5m.
+	PendingMaxAge time.Duration
+	// StallTimeout: Ready reports not ready when no event has finished for
+	// this long while there is lag. Default 2m.
+	StallTimeout time.Duration
+	// DrainTimeout bounds the shutdown: writes in flight and dead letters
+	// are given this long to finish before the last commit. Default 20s.
+	DrainTimeout time.Duration
+	// PendingMax bounds the dishes waiting for their restaurant, in events;
+	// past it the oldest is dead-lettered. Default 100,000.
+	PendingMax int
+	// MaxEventBytes is the largest event value accepted, in bytes; larger
+	// ones are dead-lettered as oversized. Default 1 MiB.
+	MaxEventBytes int
+	// Kafka holds the connection security and consumer-group timing.
+	Kafka KafkaConfig
+	// Bulk configures the bulk writer (workers, batches, buffers, retries).
+	// Its OnResult, Registerer and Logger are set by the pipeline.
+	Bulk bulk.Config
+	// Logger receives the pipeline's logs. Default: discard.
+	Logger *slog.Logger
+	// Registerer registers the pipeline's and the bulk writer's metrics.
+	// Default: none (metrics are kept but not exported).
+	Registerer prometheus.Registerer
+	// OnProgress, if set, is called with a progress summary at most every
+	// 200ms, from one goroutine. Optional.
+	OnProgress func(Progress)
+}
+
+// KafkaConfig says how to connect to Kafka and how the consumer behaves
+// in its group.
+type KafkaConfig struct {
+	// SASLMechanism is "" (no SASL), "plain" or "scram-sha-512". Default "".
+	SASLMechanism string
+	// Username and Password authenticate with SASL; both required when
+	// SASLMechanism is set.
+	Username string
+	Password bulk.Secret
+	// TLS enables TLS to the brokers. Default off.
+	TLS bool
+	// CAFile is a PEM file of CA certificates to trust for TLS (implies
+	// TLS). Default: the system pool.
+	CAFile string
+	// ClientID identifies the consumer and DLQ producer to the brokers.
+	// Default "geoshard-ingest".
+	ClientID string
+	// DialTimeout bounds one connection attempt. Default 10s.
+	DialTimeout time.Duration
+	// SessionTimeout, HeartbeatInterval, RebalanceTimeout and
+	// JoinGroupBackoff are the consumer-group timings. Defaults 30s, 3s,
+	// 30s and 5s (kafka-go's).
+	SessionTimeout    time.Duration
+	HeartbeatInterval time.Duration
+	RebalanceTimeout  time.Duration
+	JoinGroupBackoff  time.Duration
+	// MaxWait bounds a fetch's long poll. Default 1s.
+	MaxWait time.Duration
+}
+
+// Defaults.
+const (
+	DefaultRestaurantTopic  = "restaurants"
+	DefaultDishTopic        = "dishes"
+	DefaultGroup            = "geoshard-ingest"
+	DefaultDLQTopic         = "geoshard.dlq"
+	DefaultAlias            = "menu"
+	DefaultMapCheckInterval = 30 * time.Second
+	DefaultCommitInterval   = time.Second
+	DefaultPendingMaxAge    = 5 * time.Minute
+	DefaultStallTimeout     = 2 * time.Minute
+	DefaultDrainTimeout     = 20 * time.Second
+	DefaultPendingMax       = 100_000
+	DefaultMaxEventBytes    = 1 << 20
+	DefaultClientID         = "geoshard-ingest"
+
+	// MaxIDBytes is the longest id (or restaurant id) accepted, in bytes:
+	// OpenSearch refuses an _id over 512 bytes.
+	MaxIDBytes = 512
+)
+
+// withDefaults fills every zero field with its default.
+func (c Config) withDefaults() Config {
+	str := func(v *string, d string) {
+		if *v == "" {
+			*v = d
+		}
+	}
+	dur := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	num := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	str(&c.RestaurantTopic, DefaultRestaurantTopic)
+	str(&c.DishTopic, DefaultDishTopic)
+	str(&c.Group, DefaultGroup)
+	str(&c.DLQTopic, DefaultDLQTopic)
+	str(&c.Alias, DefaultAlias)
+	dur(&c.MapCheckInterval, DefaultMapCheckInterval)
+	dur(&c.CommitInterval, DefaultCommitInterval)
+	dur(&c.PendingMaxAge, DefaultPendingMaxAge)
+	dur(&c.StallTimeout, DefaultStallTimeout)
+	dur(&c.DrainTimeout, DefaultDrainTimeout)
+	num(&c.PendingMax, DefaultPendingMax)
+	num(&c.MaxEventBytes, DefaultMaxEventBytes)
+	k := &c.Kafka
+	str(&k.ClientID, DefaultClientID)
+	dur(&k.DialTimeout, 10*time.Second)
+	dur(&k.SessionTimeout, 30*time.Second)
+	dur(&k.HeartbeatInterval, 3*time.Second)
+	dur(&k.RebalanceTimeout, 30*time.Second)
+	dur(&k.JoinGroupBackoff, 5*time.Second)
+	dur(&k.MaxWait, time.Second)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Validate reports every bad field at once.
+func (c Config) Validate() error {
+	var p []string
+	bad := func(format string, args ...any) { p = append(p, fmt.Sprintf(format, args...)) }
+	if len(c.Brokers) == 0 {
+		bad("brokers: none given; want at least one host:port")
+	}
+	for _, b := range c.Brokers {
+		if i := strings.LastIndexByte(b, ':'); i <= 0 || i == len(b)-1 {
+			bad("broker %q: want host:port", b)
+		}
+	}
+	d := c.withDefaults()
+	if d.DLQTopic == d.RestaurantTopic || d.DLQTopic == d.DishTopic {
+		bad("dlq topic %q: must differ from the event topics", d.DLQTopic)
+	}
+	if c.MapHash != "" && (len(c.MapHash) != 64 || strings.Trim(c.MapHash, "0123456789abcdef") != "") {
+		bad("map hash %q: want 64 lowercase hex digits (router.Map.Hash)", c.MapHash)
+	}
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"map check interval", c.MapCheckInterval}, {"commit interval", c.CommitInterval},
+		{"pending max age", c.PendingMaxAge}, {"stall timeout", c.StallTimeout},
+		{"drain timeout", c.DrainTimeout}, {"kafka dial timeout", c.Kafka.DialTimeout},
+		{"kafka session timeout", c.Kafka.SessionTimeout}, {"kafka heartbeat interval", c.Kafka.HeartbeatInterval},
+		{"kafka rebalance timeout", c.Kafka.RebalanceTimeout}, {"kafka join group backoff", c.Kafka.JoinGroupBackoff},
+		{"kafka max wait", c.Kafka.MaxWait},
+	} {
+		if f.v < 0 {
+			bad("%s %v: must not be negative", f.name, f.v)
+		}
+	}
+	if c.PendingMax < 0 {
+		bad("pending max %d: must not be negative", c.PendingMax)
+	}
+	if c.MaxEventBytes < 0 {
+		bad("max event bytes %d: must not be negative", c.MaxEventBytes)
+	}
+	if d.Kafka.HeartbeatInterval >= d.Kafka.SessionTimeout {
+		bad("kafka heartbeat interval %v: must be shorter than the session timeout %v", d.Kafka.HeartbeatInterval, d.Kafka.SessionTimeout)
+	}
+	switch c.Kafka.SASLMechanism {
+	case "":
+		if c.Kafka.Username != "" || !c.Kafka.Password.IsZero() {
+			bad("kafka username or password given without a SASL mechanism")
+		}
+	case "plain", "scram-sha-512":
+		if c.Kafka.Username == "" || c.Kafka.Password.IsZero() {
+			bad("kafka SASL %s: needs a username and a password", c.Kafka.SASLMechanism)
+		}
+	default:
+		bad("kafka SASL mechanism %q: want plain or scram-sha-512", c.Kafka.SASLMechanism)
+	}
+	if c.Bulk.OnResult != nil {
+		bad("bulk OnResult: set by the pipeline; leave it nil")
+	}
+	if err := c.Bulk.Validate(); err != nil {
+		bad("%v", err)
+	}
+	if len(p) > 0 {
+		return errors.New("pipeline: config: " + strings.Join(p, "; "))
+	}
+	return nil
+}
+
+// topics returns the distinct event topics.
+func (c Config) topics() []string {
+	if c.RestaurantTopic == c.DishTopic {
+		return []string{c.RestaurantTopic}
+	}
+	return []string{c.RestaurantTopic, c.DishTopic}
+}
+
+// KafkaDialer returns the kafka-go Dialer and Transport for the
+// connection settings: SASL and TLS. cmd/ingest can use them for its own
+// checks (e.g. that the topics exist).
+func (k KafkaConfig) KafkaDialer() (*kafka.Dialer, *kafka.Transport, error) {
+	mech, err := k.mechanism()
+	if err != nil {
+		return nil, nil, err
+	}
+	tlsConf, err := k.tlsConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	d := &kafka.Dialer{
+		ClientID:      k.ClientID,
+		Timeout:       k.DialTimeout,
+		DualStack:     true,
+		TLS:           tlsConf,
+		SASLMechanism: mech,
+	}
+	t := &kafka.Transport{
+		ClientID:    k.ClientID,
+		DialTimeout: k.DialTimeout,
+		TLS:         tlsConf,
+		SASL:        mech,
+	}
+	return d, t, nil
+}
+
+func (k KafkaConfig) mechanism() (sasl.Mechanism, error) {
+	switch k.SASLMechanism {
+	case "":
+		return nil, nil
+	case "plain":
+		return plain.Mechanism{Username: k.Username, Password: k.Password.Reveal()}, nil
+	case "scram-sha-512":
+		m, err := scram.Mechanism(scram.SHA512, k.Username, k.Password.Reveal())
+		if err != nil {
+			return nil, fmt.Errorf("pipeline: kafka SASL scram-sha-512: %w", err)
+		}
+		return m, nil
+	}
+	return nil, fmt.Errorf("pipeline: kafka SASL mechanism %q: want plain or scram-sha-512", k.SASLMechanism)
+}
+
+func (k KafkaConfig) tlsConfig() (*tls.Config, error) {
+	if !k.TLS && k.CAFile == "" {
+		return nil, nil
+	}
+	conf := &tls.Config{MinVersion: tls.VersionTLS12}
+	if k.CAFile != "" {
+		pem, err := os.ReadFile(k.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("pipeline: kafka CA file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("pipeline: kafka CA file %s holds no PEM certificate", k.CAFile)
+		}
+		conf.RootCAs = pool
+	}
+	return conf, nil
+}

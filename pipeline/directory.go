@@ -1,0 +1,287 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/golang/geo/s2"
+
+	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/schema"
+)
+
+// dirEntry is what the directory knows of one restaurant.
+type dirEntry struct {
+	// cell holds the restaurant's location: a leaf cell for a location
+	// learnt from an event, the map-level cell for one warmed from the
+	// index (its geo_cell). Routing under any map is derived from it.
+	cell s2.CellID
+	// version is the newest version seen, of an upsert or of a delete.
+	version int64
+	// deleted: the newest version seen is a delete. The entry is kept so
+	// that an older upsert replayed later is recognised as stale.
+	deleted bool
+}
+
+// directory maps restaurant ids to their location and version. It is
+// owned by the processing goroutine (and by the warm-up before it); only
+// the counters are read concurrently, for Stats and metrics.
+type directory struct {
+	m    map[string]dirEntry
+	live atomic.Int64 // entries that are not deleted
+}
+
+func newDirectory() *directory { return &directory{m: make(map[string]dirEntry)} }
+
+// get returns the entry of a restaurant.
+func (d *directory) get(id string) (dirEntry, bool) {
+	e, ok := d.m[id]
+	return e, ok
+}
+
+// lookup returns the cell of a live restaurant.
+func (d *directory) lookup(id string) (s2.CellID, bool) {
+	e, ok := d.m[id]
+	if !ok || e.deleted {
+		return 0, false
+	}
+	return e.cell, true
+}
+
+// set records a live restaurant at cell with version, if version is newer
+// than what the directory holds. It reports whether it changed anything.
+func (d *directory) set(id string, cell s2.CellID, version int64) bool {
+	old, ok := d.m[id]
+	if ok && version <= old.version {
+		return false
+	}
+	if !ok || old.deleted {
+		d.live.Add(1)
+	}
+	d.m[id] = dirEntry{cell: cell, version: version}
+	return true
+}
+
+// warm records a restaurant found in the index. Two copies of one
+// restaurant (possible only if a move was interrupted between writing the
+// new copy and deleting the old one) resolve to the higher version.
+func (d *directory) warm(id string, cell s2.CellID, version int64) {
+	d.set(id, cell, version)
+}
+
+// remove marks a restaurant deleted at version, if version is newer than
+// what the directory holds. It reports whether it changed anything.
+func (d *directory) remove(id string, version int64) bool {
+	old, ok := d.m[id]
+	if ok && version <= old.version {
+		return false
+	}
+	if ok && !old.deleted {
+		d.live.Add(-1)
+	}
+	d.m[id] = dirEntry{cell: old.cell, version: version, deleted: true}
+	return true
+}
+
+// size is the number of live restaurants.
+func (d *directory) size() int64 { return d.live.Load() }
+
+// cellAt returns the cell at level that contains c: its parent when c is
+// finer, c itself when it is already at that level or coarser (a warmed
+// map-level cell asked for a finer level can say no more).
+func cellAt(c s2.CellID, level int) s2.CellID {
+	if c.Level() > level {
+		return c.Parent(level)
+	}
+	return c
+}
+
+// adopt replaces the entries with those of nd, read again from the index,
+// keeping the deletes newer than what nd says (the index shows no deleted
+// document, and an older upsert replayed later must still be stale).
+func (d *directory) adopt(nd *directory) {
+	for id, e := range d.m {
+		if !e.deleted {
+			continue
+		}
+		if n, ok := nd.m[id]; !ok || n.version < e.version {
+			nd.m[id] = e
+			if ok && !n.deleted {
+				nd.live.Add(-1)
+			}
+		}
+	}
+	d.m = nd.m
+	d.live.Store(nd.live.Load())
+}
+
+// warm fills d from the restaurants stored in the target's index: their
+// geo_cell and version, read in doc_id order with search_after.
+func (p *Pipeline) warm(ctx context.Context, t *target, d *directory) error {
+	start := time.Now()
+	if err := p.retry(ctx, "refresh "+t.index, func() error { return p.admin.Refresh(ctx, t.index) }); err != nil {
+		return err
+	}
+	const logEvery = 20
+	var after json.RawMessage
+	skipped := 0
+	for page := 1; ; page++ {
+		q := map[string]any{
+			"query":            map[string]any{"term": map[string]any{schema.FieldRelation: schema.RelationRestaurant}},
+			"_source":          []string{schema.FieldGeoCell, schema.FieldVersion},
+			"sort":             []any{map[string]any{schema.FieldDocID: "asc"}},
+			"size":             p.warmPageSize,
+			"track_total_hits": true,
+		}
+		if after != nil {
+			q["search_after"] = []json.RawMessage{after}
+		}
+		body, err := json.Marshal(q)
+		if err != nil {
+			return err
+		}
+		var pg *bulk.Page
+		err = p.retry(ctx, "warm the directory", func() error {
+			var err error
+			pg, err = p.admin.Search(ctx, t.index, body, bulk.SearchParams{})
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if page == 1 {
+			p.warmTotal.Store(pg.Total)
+		}
+		for _, h := range pg.Hits {
+			if err := p.warmHit(t, h, d); err != nil {
+				skipped++
+				p.log.Warn("directory: skipping a restaurant document", "index", t.index, "error", err)
+			}
+		}
+		p.warmPages.Add(1)
+		p.warmSeen.Add(int64(len(pg.Hits)))
+		if page%logEvery == 0 {
+			p.log.Info("warming the directory", "index", t.index, "pages", page, "restaurants", p.warmSeen.Load(), "total", pg.Total)
+		}
+		if len(pg.Hits) < p.warmPageSize || len(pg.Hits) == 0 {
+			break
+		}
+		last := pg.Hits[len(pg.Hits)-1]
+		if len(last.Sort) == 0 {
+			return fmt.Errorf("pipeline: warm: search of %s returned no sort values", t.index)
+		}
+		after = last.Sort[0]
+	}
+	p.warmDone.Store(true)
+	p.log.Info("directory warm", "index", t.index, "restaurants", d.size(), "skipped", skipped, "pages", p.warmPages.Load(), "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// rewarm reads the directory again after the consumer group began a new
+// generation. Partitions may have moved: another instance may have
+// created, moved or deleted restaurants of a partition that is ours now,
+// and our directory does not know. Our own writes are flushed first, and
+// the index refreshed, so the scan sees every acknowledged write (ours and
+// the previous owner's; what the previous owner had not acknowledged it
+// had not committed either, so those events come to us again). Delete
+// versions the index cannot show are kept. Dishes waiting for a
+// restaurant the index now has are written.
+func (p *Pipeline) rewarm(ctx context.Context, gen int64) error {
+	start := time.Now()
+	if err := p.writer.Flush(ctx); err != nil {
+		return err
+	}
+	nd := newDirectory()
+	p.warmPages.Store(0)
+	p.warmSeen.Store(0)
+	t := p.targets[0]
+	if err := p.warm(ctx, &t, nd); err != nil {
+		return err
+	}
+	p.dir.adopt(nd)
+	p.dirGen = gen
+	released := 0
+	for rid := range p.pend.byRest {
+		if _, ok := p.dir.lookup(rid); !ok {
+			continue
+		}
+		for _, d := range p.pend.take(rid) {
+			released++
+			if err := p.dishUpsert(ctx, d); err != nil {
+				return err
+			}
+		}
+	}
+	p.log.Info("consumer group rebalanced: directory read again", "generation", gen, "restaurants", p.dir.size(), "pending_released", released, "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// lookupRestaurants reads restaurants from the write index into the
+// directory (where the index holds a newer version than the directory),
+// in one search.
+func (p *Pipeline) lookupRestaurants(ctx context.Context, rids []string) error {
+	if len(rids) == 0 {
+		return nil
+	}
+	t := &p.targets[0]
+	ids := make([]string, len(rids))
+	for i, rid := range rids {
+		ids[i] = schema.RestaurantID(rid)
+	}
+	body, err := json.Marshal(map[string]any{
+		"query":   map[string]any{"ids": map[string]any{"values": ids}},
+		"_source": []string{schema.FieldGeoCell, schema.FieldVersion},
+		"size":    len(ids),
+	})
+	if err != nil {
+		return err
+	}
+	var pg *bulk.Page
+	err = p.retry(ctx, "look up restaurants", func() error {
+		var err error
+		pg, err = p.admin.Search(ctx, t.index, body, bulk.SearchParams{})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, h := range pg.Hits {
+		if err := p.warmHit(t, h, p.dir); err != nil {
+			p.log.Warn("directory: skipping a restaurant document", "index", t.index, "error", err)
+		}
+	}
+	return nil
+}
+
+func (p *Pipeline) warmHit(t *target, h bulk.Hit, d *directory) error {
+	rel, id, err := schema.ParseID(h.ID)
+	if err != nil || rel != schema.RelationRestaurant {
+		return fmt.Errorf("_id %q is not a restaurant id", h.ID)
+	}
+	var src struct {
+		GeoCell string      `json:"geo_cell"`
+		Version json.Number `json:"version"`
+	}
+	if err := json.Unmarshal(h.Source, &src); err != nil {
+		return fmt.Errorf("%s: %w", h.ID, err)
+	}
+	cell := s2.CellIDFromToken(src.GeoCell)
+	if !cell.IsValid() {
+		return fmt.Errorf("%s: geo_cell %q is not a cell token", h.ID, src.GeoCell)
+	}
+	v, err := strconv.ParseInt(src.Version.String(), 10, 64)
+	if err != nil {
+		return fmt.Errorf("%s: version %q: %w", h.ID, src.Version, err)
+	}
+	if _, routing := t.routing(cell); h.Routing != "" && h.Routing != routing {
+		// Kept: geo_cell is what a reshard routes by, so it stays the
+		// truth for the restaurant's dishes too.
+		p.log.Warn("directory: restaurant stored under another routing than its geo_cell's", "index", t.index, "routing", h.Routing, "want", routing)
+	}
+	d.warm(id, cell, v)
+	return nil
+}

@@ -1,0 +1,216 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// Dead-letter headers.
+const (
+	HeaderReason          = "geoshard-reason"
+	HeaderError           = "geoshard-error"
+	HeaderSourceTopic     = "geoshard-source-topic"
+	HeaderSourcePartition = "geoshard-source-partition"
+	HeaderSourceOffset    = "geoshard-source-offset"
+)
+
+// producer is the part of kafka-go's Writer the dead-letter queue uses.
+type producer interface {
+	WriteMessages(ctx context.Context, msgs ...kafka.Message) error
+	Close() error
+}
+
+var _ producer = (*kafka.Writer)(nil)
+
+// deadLetter is one event on its way to the dead-letter topic.
+type deadLetter struct {
+	ev     *event
+	reason Reason
+	detail string
+	// result is the event's result label once written: dead_letter, or
+	// pending_expired for a dish that waited too long.
+	result string
+}
+
+func (d *deadLetter) message() kafka.Message {
+	ev := d.ev
+	return kafka.Message{
+		Key:   ev.key,
+		Value: ev.value,
+		Headers: []kafka.Header{
+			{Key: HeaderReason, Value: []byte(d.reason)},
+			{Key: HeaderError, Value: []byte(d.detail)},
+			{Key: HeaderSourceTopic, Value: []byte(ev.part.topic)},
+			{Key: HeaderSourcePartition, Value: strconv.AppendInt(nil, int64(ev.part.partition), 10)},
+			{Key: HeaderSourceOffset, Value: strconv.AppendInt(nil, ev.offset, 10)},
+		},
+	}
+}
+
+// dlq writes dead letters, synchronously acknowledged, retrying with
+// backoff until they are written: a dead letter that is not written keeps
+// its event unfinished, so its offset is not committed.
+type dlq struct {
+	w         producer
+	log       *slog.Logger
+	maxBatch  int
+	maxQueued int
+	// written is called for each dead letter once the broker acknowledged
+	// it; skip reports a dead letter no longer worth writing (its event
+	// was superseded by a redelivery).
+	written func(*deadLetter)
+	skip    func(*deadLetter) bool
+
+	mu      sync.Mutex
+	queue   []*deadLetter
+	busy    int           // dead letters taken by the writing loop
+	wake    chan struct{} // signalled when the queue grows
+	changed chan struct{} // closed and replaced when the queue shrinks
+}
+
+func newDLQ(w producer, log *slog.Logger, written func(*deadLetter), skip func(*deadLetter) bool) *dlq {
+	return &dlq{
+		w: w, log: log, maxBatch: 500, maxQueued: 10_000, written: written, skip: skip,
+		wake: make(chan struct{}, 1), changed: make(chan struct{}),
+	}
+}
+
+// enqueue adds a dead letter. It never blocks: write callbacks call it.
+func (q *dlq) enqueue(d *deadLetter) {
+	q.mu.Lock()
+	q.queue = append(q.queue, d)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// waitRoom blocks while the queue is full, so that a dead-letter topic
+// that is down slows fetching instead of filling memory.
+func (q *dlq) waitRoom(ctx context.Context) error {
+	for {
+		q.mu.Lock()
+		n, ch := len(q.queue)+q.busy, q.changed
+		q.mu.Unlock()
+		if n < q.maxQueued {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ch:
+		}
+	}
+}
+
+// waitEmpty blocks until every dead letter enqueued is written.
+func (q *dlq) waitEmpty(ctx context.Context) error {
+	for {
+		q.mu.Lock()
+		n, ch := len(q.queue)+q.busy, q.changed
+		q.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ch:
+		}
+	}
+}
+
+func (q *dlq) signalChanged() {
+	close(q.changed)
+	q.changed = make(chan struct{})
+}
+
+// run writes dead letters until ctx ends.
+func (q *dlq) run(ctx context.Context) error {
+	failures := 0
+	for {
+		q.mu.Lock()
+		n := min(len(q.queue), q.maxBatch)
+		batch := append([]*deadLetter(nil), q.queue[:n]...)
+		clear(q.queue[:n])
+		q.queue = q.queue[n:]
+		q.busy = n
+		q.mu.Unlock()
+		if n == 0 {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-q.wake:
+				continue
+			}
+		}
+		retry := q.write(ctx, batch)
+		q.mu.Lock()
+		q.queue = append(retry, q.queue...)
+		q.busy = 0
+		q.signalChanged()
+		q.mu.Unlock()
+		if len(retry) == 0 {
+			failures = 0
+			continue
+		}
+		failures++
+		ceiling := min(100*time.Millisecond<<min(failures, 5), 2*time.Second)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Duration(rand.Int64N(int64(ceiling))) + 10*time.Millisecond):
+		}
+	}
+}
+
+// write sends one batch and returns the dead letters to retry.
+func (q *dlq) write(ctx context.Context, batch []*deadLetter) []*deadLetter {
+	live := batch[:0]
+	for _, d := range batch {
+		if !q.skip(d) {
+			live = append(live, d)
+		}
+	}
+	if len(live) == 0 {
+		return nil
+	}
+	msgs := make([]kafka.Message, len(live))
+	for i, d := range live {
+		msgs[i] = d.message()
+	}
+	err := q.w.WriteMessages(ctx, msgs...)
+	if err == nil {
+		for _, d := range live {
+			q.written(d)
+		}
+		return nil
+	}
+	var werrs kafka.WriteErrors
+	if !errors.As(err, &werrs) || len(werrs) != len(live) {
+		if ctx.Err() == nil {
+			q.log.Warn("dead-letter write failed; retrying", "count", len(live), "error", err)
+		}
+		return append([]*deadLetter(nil), live...)
+	}
+	var retry []*deadLetter
+	for i, d := range live {
+		if werrs[i] == nil {
+			q.written(d)
+			continue
+		}
+		retry = append(retry, d)
+	}
+	if ctx.Err() == nil {
+		q.log.Warn("dead-letter write partly failed; retrying", "count", len(retry), "error", err)
+	}
+	return retry
+}

@@ -1,0 +1,86 @@
+// Package pipeline is the ingest pipeline: it consumes restaurant and dish
+// change events from Kafka, validates them, routes each document to the
+// geoshard of its restaurant's location, writes it through package bulk
+// with external versioning, and commits Kafka offsets only behind writes
+// that OpenSearch acknowledged.
+//
+// # What it owns
+//
+//   - Decoding and validation of events (events.go). A bad event goes to
+//     the dead-letter topic with a bounded reason code; nothing is dropped
+//     silently (dlq.go).
+//   - The write targets: an index and the geoshard map it was built with,
+//     read from the index's mapping _meta through the alias, re-checked
+//     periodically (targets.go). Routing is computed and items are emitted
+//     per target in one place, so that dual writes during a reshard are a
+//     second entry in the list.
+//   - The restaurant directory, id → cell of the location, warmed from the
+//     index at start and kept current from restaurant events
+//     (directory.go), and the bounded set of dishes that wait for their
+//     restaurant (pending.go). A document is never written without routing.
+//   - Restaurant moves and deletes, which carry the restaurant's dishes
+//     with them in an order that a crash half-way cannot break (moves.go).
+//   - Offset tracking per partition and commits (offsets.go): an offset is
+//     committed only when every event below it is finished — written
+//     (ok, stale or not found) or dead-lettered.
+//   - Metrics (metrics.go), Stats, Ready and the run loop (pipeline.go).
+//
+// # Guarantees
+//
+// Delivery is at least once: whatever is not finished when the process
+// stops is fetched again by the next consumer. Every write carries the
+// event's source version with version_type=external, so a replay or a
+// reordering never overwrites newer data; the Kafka offset is never used
+// as a version. Dishes are always written under their restaurant's
+// routing, so parent and child share a shard.
+//
+// # Index documents
+//
+// A document's source is the event's doc plus the fields the pipeline
+// owns: relation, geo_cell, version, doc_id, and location (restaurant) or
+// restaurant_id (dish). Top-level doc fields with those names are dropped
+// before the pipeline's own are added, so an event cannot override them.
+// Other fields pass through untouched; OpenSearch's verdict on them (a
+// mapping conflict, a metadata field) comes back as a permanent error and
+// the event is dead-lettered with reason rejected.
+//
+// # Several instances in one group
+//
+// Each instance reads the directory from the index once it has joined its
+// consumer group, and again at every later generation: partitions may
+// have moved, and the previous owner of a partition may have created,
+// moved or deleted its restaurants. Before the new read the instance's own
+// writes are flushed and the index refreshed, so the read sees every
+// acknowledged write; what a previous owner had not acknowledged it had
+// not committed, so those events are delivered again.
+//
+// # Limits
+//
+//   - External versions live per shard. A delete leaves its tombstone on
+//     the shard it ran on, for index.gc_deletes (60s by default): a replay
+//     of an event older than a delete is stale only while the tombstone
+//     lives, and after a restaurant moved, a replay of a dish event older
+//     than a delete made before the move reaches the new shard, where no
+//     tombstone is.
+//   - A dish's restaurant_id is taken to be fixed: a dish that changes
+//     restaurant leaves its old copy in place (it is a delete plus an
+//     upsert of a new dish for the source system).
+//   - With separate restaurant and dish topics their relative order is
+//     undefined, so a dish upsert may be processed after its restaurant's
+//     delete even though it was produced before; it then waits and is
+//     dead-lettered as unknown_restaurant. Any restaurant delete finishes
+//     the dishes waiting for that restaurant (they belong to a deleted
+//     restaurant).
+//   - Dead letters are written at least once: after a rebalance an
+//     instance may dead-letter a waiting dish of a partition it has lost,
+//     which the new owner also handles. Before dead-lettering an expired
+//     dish, the index is asked for its restaurant and the broker for the
+//     group's committed offset, which avoids most such duplicates.
+//
+// # Boundaries
+//
+// pipeline imports bulk (the OpenSearch wire), router and schema, and
+// talks to Kafka through github.com/segmentio/kafka-go. It never imports
+// migrate: it learns about a migration only through what the index and
+// its alias say.
+package pipeline

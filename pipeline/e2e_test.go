@@ -1,0 +1,236 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// checkFinal compares the index, the dead letters and the committed
+// offsets with what the model predicts from the event log.
+func checkFinal(t *testing.T, e *testEnv, evs []genEvent, where []produced) {
+	t.Helper()
+	checkFinalOpts(t, e, evs, where, false)
+}
+
+// checkFinalOpts is checkFinal; with extraPending, unexpected dead letters
+// of reason unknown_restaurant are logged, not failed: after a rebalance,
+// an instance that lost a partition may dead-letter a waiting dish that
+// the partition's new owner finished (a duplicate; the index is checked
+// as strictly).
+func checkFinalOpts(t *testing.T, e *testEnv, evs []genEvent, where []produced, extraPending bool) {
+	t.Helper()
+	m := runModel(evs)
+	want := m.expectedDocs(e.m)
+	got := e.scanIndex(t)
+	mismatches := 0
+	report := func(format string, args ...any) {
+		mismatches++
+		if mismatches <= 15 {
+			t.Errorf(format, args...)
+		}
+	}
+	for _, id := range sortedKeys(want) {
+		w := want[id]
+		g, ok := got[id]
+		switch {
+		case !ok:
+			report("%s missing from the index (want routing %s, version %v)", id, w.routing, w.source["version"])
+		case g.routing != w.routing:
+			report("%s stored with routing %q, want %q", id, g.routing, w.routing)
+		case !reflect.DeepEqual(g.source, roundTrip(w.source)):
+			report("%s source = %v\nwant %v", id, g.source, roundTrip(w.source))
+		}
+	}
+	for _, id := range sortedKeys(got) {
+		if _, ok := want[id]; !ok {
+			report("%s is in the index (routing %s, version %v) but should not be", id, got[id].routing, got[id].source["version"])
+		}
+	}
+	if mismatches > 15 {
+		t.Errorf("… %d mismatches in all", mismatches)
+	}
+
+	// Every document on the shard its routing says: counts per physical
+	// shard, asked with preference=_shards:i, match the model's placement.
+	wantCounts := make([]int64, e.m.NumShards())
+	for _, d := range want {
+		for i := range e.m.NumShards() {
+			if e.m.Shard(i).Routing == d.routing {
+				wantCounts[i]++
+			}
+		}
+	}
+	if gotCounts := e.shardCounts(t); !reflect.DeepEqual(gotCounts, wantCounts) {
+		t.Errorf("documents per shard = %v, want %v", gotCounts, wantCounts)
+	}
+
+	// Every event the model dead-letters is in the dead-letter topic with
+	// its reason, and nothing else is (redelivery may repeat one).
+	dl := e.readDLQ(t)
+	byPlace := map[produced][]string{}
+	for _, r := range dl {
+		byPlace[r.src] = append(byPlace[r.src], r.reason)
+	}
+	for i, reason := range m.deadLetters {
+		reasons := byPlace[where[i]]
+		if len(reasons) == 0 {
+			t.Errorf("event %d (%s/%d@%d, %.80s) not dead-lettered, want reason %s", i, where[i].topic, where[i].partition, where[i].offset, evs[i].value, reason)
+			continue
+		}
+		for _, r := range reasons {
+			if r != string(reason) {
+				t.Errorf("event %d (%.80s) dead-lettered with reason %s, want %s", i, evs[i].value, r, reason)
+			}
+		}
+		delete(byPlace, where[i])
+	}
+	index := map[produced]int{}
+	for i, w := range where {
+		index[w] = i
+	}
+	details := map[produced]string{}
+	for _, r := range dl {
+		details[r.src] = r.detail
+	}
+	tolerated := 0
+	for src, reasons := range byPlace {
+		if extraPending && len(reasons) > 0 && reasons[0] == string(ReasonUnknownRestaurant) {
+			tolerated++
+			continue
+		}
+		i := index[src]
+		mr := m.rests[evs[i].rid]
+		t.Errorf("unexpected dead letter %v (%s) from %s/%d@%d: event %d %.120s; the model's restaurant: %+v", reasons, details[src], src.topic, src.partition, src.offset, i, evs[i].value, mr)
+	}
+	if tolerated > 0 {
+		t.Logf("%d extra unknown_restaurant dead letters from a rebalance (tolerated)", tolerated)
+	}
+	if ok, why := e.caughtUp(context.Background()); !ok {
+		t.Errorf("committed offsets behind the high watermarks: %s", why)
+	}
+	t.Logf("final state: %d documents, %d dead letters (%d expected)", len(got), len(dl), len(m.deadLetters))
+}
+
+func summarize(evs []genEvent) string {
+	counts := map[string]int{}
+	for _, ev := range evs {
+		k := ev.typ + "/" + ev.op
+		if ev.poison != "" {
+			k = "poison/" + string(ev.poison)
+		}
+		counts[k]++
+	}
+	var parts []string
+	for _, k := range sortedKeys(counts) {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, counts[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+func TestEndToEnd(t *testing.T) {
+	t.Parallel()
+	const seed = 1
+	e := newEnv(t, envOptions{partitions: 4})
+	evs := generate(t, defaultGen(seed, 3000))
+	t.Logf("seed %d: %d events: %s", seed, len(evs), summarize(evs))
+	where := e.produce(context.Background(), evs)
+	r := e.start(e.config())
+	e.waitCaughtUp(t, r, 40*time.Second)
+	st := r.p.Stats()
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	t.Logf("stats: fetched %d finished %d moves %d pending %d directory %d events %v dead %v", st.Fetched, st.Finished, st.Moves, st.Pending, st.Directory, st.Events, st.DeadLetters)
+	checkFinal(t, e, evs, where)
+}
+
+// TestEndToEndTwoTopics reads restaurants and dishes from two topics, so
+// their relative order is not defined: a dish may come before its
+// restaurant, or after a move. The stream has no deletes of restaurants
+// and no replays, whose outcome would depend on that order.
+func TestEndToEndTwoTopics(t *testing.T) {
+	t.Parallel()
+	const seed = 2
+	e := newEnv(t, envOptions{partitions: 3, twoTopics: true})
+	g := defaultGen(seed, 1500)
+	g.wRestDelete, g.wReplay, g.wDishOutOfOrder = 0, 0, 0
+	evs := generate(t, g)
+	t.Logf("seed %d: %d events: %s", seed, len(evs), summarize(evs))
+	where := e.produce(context.Background(), evs)
+	r := e.start(e.config())
+	e.waitCaughtUp(t, r, 40*time.Second)
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	checkFinal(t, e, evs, where)
+}
+
+// TestKillAndResume cancels consumers mid-stream without draining (their
+// writes in flight are abandoned, nothing more is committed) and starts
+// another in the same group each time: the last one reaches the same
+// final state, and nothing is lost.
+func TestKillAndResume(t *testing.T) {
+	t.Parallel()
+	const seed = 3
+	e := newEnv(t, envOptions{partitions: 4})
+	evs := generate(t, defaultGen(seed, 2500))
+	t.Logf("seed %d: %d events: %s", seed, len(evs), summarize(evs))
+	where := e.produce(context.Background(), evs)
+	for i, frac := range []float64{0.2, 0.5, 0.8} {
+		cfg := e.config()
+		cfg.DrainTimeout = time.Nanosecond
+		r := e.start(cfg)
+		target := int64(frac * float64(len(evs)))
+		deadline := time.Now().Add(30 * time.Second)
+		for r.p.Stats().Finished < target && time.Now().Before(deadline) {
+			time.Sleep(2 * time.Millisecond)
+		}
+		if err := r.stop(t); err != nil {
+			t.Fatalf("kill %d: Run = %v", i, err)
+		}
+		st := r.p.Stats()
+		t.Logf("kill %d at %d finished events: bulk added %d, %d ok; pending %d", i, st.Finished, st.Bulk.Added, st.Bulk.OK, st.Pending)
+	}
+	r := e.start(e.config())
+	e.waitCaughtUp(t, r, 40*time.Second)
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	checkFinal(t, e, evs, where)
+}
+
+// TestRebalance runs two instances in one group: the second joins
+// mid-stream, then the first leaves. Partitions move both ways, with
+// redelivery, and each instance must see the restaurants the other wrote.
+func TestRebalance(t *testing.T) {
+	t.Parallel()
+	const seed = 4
+	e := newEnv(t, envOptions{partitions: 4})
+	evs := generate(t, defaultGen(seed, 2400))
+	t.Logf("seed %d: %d events: %s", seed, len(evs), summarize(evs))
+	third := len(evs) / 3
+	where := e.produce(context.Background(), evs[:third])
+	a := e.start(e.config())
+	e.waitCaughtUp(t, a, 30*time.Second)
+	b := e.start(e.config())
+	where = append(where, e.produce(context.Background(), evs[third:2*third])...)
+	e.waitCaughtUp(t, b, 30*time.Second)
+	if err := a.stop(t); err != nil {
+		t.Fatalf("first instance: Run = %v", err)
+	}
+	where = append(where, e.produce(context.Background(), evs[2*third:])...)
+	e.waitCaughtUp(t, b, 30*time.Second)
+	if err := b.stop(t); err != nil {
+		t.Fatalf("second instance: Run = %v", err)
+	}
+	sa, sb := a.p.Stats(), b.p.Stats()
+	t.Logf("first instance finished %d, second %d", sa.Finished, sb.Finished)
+	if sa.Finished == 0 || sb.Finished == 0 {
+		t.Errorf("an instance finished nothing: %d and %d", sa.Finished, sb.Finished)
+	}
+	checkFinalOpts(t, e, evs, where, true)
+}

@@ -1,0 +1,413 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/opensearch-project/opensearch-go/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/internal/kafkatest"
+	"github.com/geoshard/geoshard/internal/osfake"
+	"github.com/geoshard/geoshard/migrate"
+	"github.com/geoshard/geoshard/router"
+)
+
+const (
+	testIndex = "menu-v1"
+	testAlias = "menu"
+	testGroup = "ingest-test"
+	testDLQ   = "geoshard.dlq"
+)
+
+// testEnv is a Kafka broker and an OpenSearch emulator with the menu
+// index created under the us-18 map, behind its alias.
+type testEnv struct {
+	t      testing.TB
+	kafka  *kafkatest.Cluster
+	os     *osfake.TestServer
+	client *opensearch.Client
+	admin  *bulk.Admin
+	m      *router.Map
+	// restaurantTopic and dishTopic may be the same topic.
+	restaurantTopic, dishTopic string
+}
+
+type envOptions struct {
+	partitions int
+	twoTopics  bool
+}
+
+func loadTestMap(t testing.TB) *router.Map {
+	t.Helper()
+	data, err := os.ReadFile("../testdata/maps/us-18.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := router.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func newEnv(t testing.TB, o envOptions) *testEnv {
+	t.Helper()
+	if o.partitions == 0 {
+		o.partitions = 4
+	}
+	e := &testEnv{t: t, m: loadTestMap(t), restaurantTopic: "menu-events", dishTopic: "menu-events"}
+	opts := []kafkatest.Option{kafkatest.WithTopic(testDLQ, 2)}
+	if o.twoTopics {
+		e.restaurantTopic, e.dishTopic = "restaurants", "dishes"
+		opts = append(opts, kafkatest.WithTopic(e.restaurantTopic, o.partitions), kafkatest.WithTopic(e.dishTopic, o.partitions))
+	} else {
+		opts = append(opts, kafkatest.WithTopic(e.restaurantTopic, o.partitions))
+	}
+	e.kafka = kafkatest.Start(t, opts...)
+	e.os = osfake.NewTestServer(osfake.Options{})
+	t.Cleanup(e.os.Close)
+	var err error
+	e.client, err = bulk.NewClient(bulk.ClientConfig{Addresses: []string{e.os.URL}, RequestTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.admin = bulk.NewAdmin(e.client)
+	replicas := 0
+	if err := migrate.Init(context.Background(), e.admin, migrate.InitConfig{Map: e.m, Index: testIndex, Alias: testAlias, Replicas: &replicas}); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// config is a pipeline configuration for the environment, with timings
+// short enough for tests.
+func (e *testEnv) config() Config {
+	return Config{
+		Brokers:          e.kafka.Addrs(),
+		RestaurantTopic:  e.restaurantTopic,
+		DishTopic:        e.dishTopic,
+		Group:            testGroup,
+		DLQTopic:         testDLQ,
+		Alias:            testAlias,
+		CommitInterval:   50 * time.Millisecond,
+		PendingMaxAge:    2 * time.Second,
+		MapCheckInterval: time.Second,
+		DrainTimeout:     10 * time.Second,
+		MaxEventBytes:    64 << 10,
+		Kafka: KafkaConfig{
+			SessionTimeout:    3 * time.Second,
+			HeartbeatInterval: 200 * time.Millisecond,
+			RebalanceTimeout:  5 * time.Second,
+			JoinGroupBackoff:  200 * time.Millisecond,
+			MaxWait:           200 * time.Millisecond,
+			DialTimeout:       5 * time.Second,
+		},
+		Bulk: bulk.Config{
+			Workers:       4,
+			FlushInterval: 5 * time.Millisecond,
+			RetryInitial:  20 * time.Millisecond,
+			RetryMax:      200 * time.Millisecond,
+		},
+		Logger:     testLogger(),
+		Registerer: prometheus.NewRegistry(),
+	}
+}
+
+func testLogger() *slog.Logger {
+	if os.Getenv("PIPELINE_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// running is a pipeline started in the background.
+type running struct {
+	p      *Pipeline
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func (e *testEnv) start(cfg Config) *running {
+	e.t.Helper()
+	return e.startWith(cfg, nil)
+}
+
+// startWith starts a pipeline after letting setup adjust it.
+func (e *testEnv) startWith(cfg Config, setup func(*Pipeline)) *running {
+	e.t.Helper()
+	p, err := New(cfg, e.client)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if setup != nil {
+		setup(p)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{p: p, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- p.Run(ctx) }()
+	e.t.Cleanup(func() {
+		cancel()
+		select {
+		case <-r.done:
+		case <-time.After(30 * time.Second):
+			e.t.Error("Run did not return within 30s of its cancel")
+		}
+	})
+	return r
+}
+
+// stop cancels Run and returns its error.
+func (r *running) stop(t testing.TB) error {
+	t.Helper()
+	r.cancel()
+	select {
+	case err := <-r.done:
+		r.done <- err // for the cleanup
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return within 30s of its cancel")
+		return nil
+	}
+}
+
+// produced is one event as stored in Kafka.
+type produced struct {
+	topic     string
+	partition int
+	offset    int64
+}
+
+// produce writes events in order, each to its type's topic, keyed as given.
+func (e *testEnv) produce(ctx context.Context, evs []genEvent) []produced {
+	e.t.Helper()
+	out := make([]produced, len(evs))
+	// ProduceBatch keeps the order of messages with the same key; batch by
+	// topic in runs so the global order is kept too.
+	for i := 0; i < len(evs); {
+		topic := e.topicOf(evs[i])
+		j := i
+		var msgs []kafkatest.Message
+		for j < len(evs) && e.topicOf(evs[j]) == topic && j-i < 500 {
+			msgs = append(msgs, kafkatest.Message{Key: evs[j].key, Value: evs[j].value})
+			j++
+		}
+		res, err := e.kafka.ProduceBatch(ctx, topic, msgs)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		for k, r := range res {
+			out[i+k] = produced{topic: topic, partition: r.Partition, offset: r.Offset}
+		}
+		i = j
+	}
+	return out
+}
+
+func (e *testEnv) topicOf(ev genEvent) string {
+	if ev.dish {
+		return e.dishTopic
+	}
+	return e.restaurantTopic
+}
+
+// caughtUp reports whether the group has committed every event topic up
+// to its high watermarks.
+func (e *testEnv) caughtUp(ctx context.Context) (bool, string) {
+	topics := []string{e.restaurantTopic}
+	if e.dishTopic != e.restaurantTopic {
+		topics = append(topics, e.dishTopic)
+	}
+	for _, topic := range topics {
+		hw, err := e.kafka.HighWatermarks(ctx, topic)
+		if err != nil {
+			return false, err.Error()
+		}
+		co, err := e.kafka.CommittedOffsets(ctx, testGroup, topic)
+		if err != nil {
+			return false, err.Error()
+		}
+		for p, h := range hw {
+			if h > 0 && co[p] != h {
+				return false, fmt.Sprintf("%s/%d committed %d, high watermark %d", topic, p, co[p], h)
+			}
+		}
+	}
+	return true, ""
+}
+
+// waitCaughtUp waits until every event is committed.
+func (e *testEnv) waitCaughtUp(t testing.TB, r *running, timeout time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(timeout)
+	why := ""
+	for time.Now().Before(deadline) {
+		var ok bool
+		if ok, why = e.caughtUp(ctx); ok {
+			return
+		}
+		select {
+		case err := <-r.done:
+			r.done <- err
+			t.Fatalf("Run returned %v before catching up (%s)", err, why)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	st := r.p.Stats()
+	t.Fatalf("not caught up after %v: %s; pending %d, fetched %d, finished %d, events %v", timeout, why, st.Pending, st.Fetched, st.Finished, st.Events)
+}
+
+// dlqRecord is a dead letter read back.
+type dlqRecord struct {
+	reason, detail string
+	src            produced
+	key, value     string
+}
+
+// readDLQ reads every dead letter written so far.
+func (e *testEnv) readDLQ(t testing.TB) []dlqRecord {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	hw, err := e.kafka.HighWatermarks(ctx, testDLQ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []dlqRecord
+	for p, h := range hw {
+		if h == 0 {
+			continue
+		}
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: e.kafka.Addrs(), Topic: testDLQ, Partition: p, MinBytes: 1, MaxBytes: 4 << 20, MaxWait: 100 * time.Millisecond})
+		for {
+			m, err := r.ReadMessage(ctx)
+			if err != nil {
+				r.Close()
+				t.Fatalf("read dead letters of partition %d: %v", p, err)
+			}
+			rec := dlqRecord{key: string(m.Key), value: string(m.Value)}
+			for _, h := range m.Headers {
+				switch h.Key {
+				case HeaderReason:
+					rec.reason = string(h.Value)
+				case HeaderError:
+					rec.detail = string(h.Value)
+				case HeaderSourceTopic:
+					rec.src.topic = string(h.Value)
+				case HeaderSourcePartition:
+					rec.src.partition, _ = strconv.Atoi(string(h.Value))
+				case HeaderSourceOffset:
+					rec.src.offset, _ = strconv.ParseInt(string(h.Value), 10, 64)
+				}
+			}
+			out = append(out, rec)
+			if m.Offset+1 >= h {
+				break
+			}
+		}
+		r.Close()
+	}
+	return out
+}
+
+// storedDoc is a document read back from the index.
+type storedDoc struct {
+	routing string
+	source  map[string]any
+}
+
+// scanIndex reads every document of the index, failing on an _id stored
+// twice (on two shards).
+func (e *testEnv) scanIndex(t testing.TB) map[string]storedDoc {
+	t.Helper()
+	ctx := context.Background()
+	if err := e.admin.Refresh(ctx, testIndex); err != nil {
+		t.Fatal(err)
+	}
+	out := make(map[string]storedDoc)
+	var after json.RawMessage
+	for {
+		q := map[string]any{"query": map[string]any{"match_all": map[string]any{}}, "sort": []any{map[string]any{"doc_id": "asc"}}, "size": 5000}
+		if after != nil {
+			q["search_after"] = []json.RawMessage{after}
+		}
+		body, _ := json.Marshal(q)
+		pg, err := e.admin.Search(ctx, testIndex, body, bulk.SearchParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range pg.Hits {
+			var src map[string]any
+			if err := json.Unmarshal(h.Source, &src); err != nil {
+				t.Fatal(err)
+			}
+			if prev, dup := out[h.ID]; dup {
+				t.Errorf("%s is stored twice: routing %q and %q", h.ID, prev.routing, h.Routing)
+			}
+			out[h.ID] = storedDoc{routing: h.Routing, source: src}
+		}
+		if len(pg.Hits) < 5000 {
+			return out
+		}
+		after = pg.Hits[len(pg.Hits)-1].Sort[0]
+	}
+}
+
+// shardCounts counts the documents of each physical shard.
+func (e *testEnv) shardCounts(t testing.TB) []int64 {
+	t.Helper()
+	out := make([]int64, e.m.NumShards())
+	for i := range out {
+		n, err := e.admin.Count(context.Background(), testIndex, nil, bulk.SearchParams{Preference: "_shards:" + strconv.Itoa(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = n
+	}
+	return out
+}
+
+func sortedKeys[M ~map[K]V, K ~string, V any](m M) []K {
+	ks := make([]K, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(i, j int) bool { return ks[i] < ks[j] })
+	return ks
+}
+
+// wait waits for Run to return by itself and returns its error.
+func (r *running) wait(t testing.TB, timeout time.Duration) error {
+	t.Helper()
+	select {
+	case err := <-r.done:
+		r.done <- err
+		return err
+	case <-time.After(timeout):
+		t.Fatalf("Run did not return within %v", timeout)
+		return nil
+	}
+}
+
+func loadMapFile(t testing.TB, path string) *router.Map {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := router.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}

@@ -1,0 +1,33 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors.
+var (
+	// ErrMapMismatch: the map of the index differs from the one the
+	// pipeline was told to expect (Config.MapHash). Wrapped in a
+	// *MapMismatchError that names both hashes.
+	ErrMapMismatch = errors.New("pipeline: map mismatch")
+	// ErrWriteFailed: the bulk writer gave up on an item (its retry budget
+	// ran out). The pipeline stops without committing past the event, so
+	// the next start writes it again.
+	ErrWriteFailed = errors.New("pipeline: write failed")
+	// ErrAlreadyRun: Run was called twice on one Pipeline.
+	ErrAlreadyRun = errors.New("pipeline: Run called more than once")
+)
+
+// MapMismatchError reports an index whose map is not the expected one.
+type MapMismatchError struct {
+	Index    string
+	Expected string // Config.MapHash
+	Actual   string // the hash recorded in the index's _meta
+}
+
+func (e *MapMismatchError) Error() string {
+	return fmt.Sprintf("pipeline: index %q was built with map %s, but the expected map is %s", e.Index, e.Actual, e.Expected)
+}
+
+func (e *MapMismatchError) Unwrap() error { return ErrMapMismatch }

@@ -1,0 +1,226 @@
+package pipeline
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// Event types and operations, as they appear in events and in metric
+// labels.
+const (
+	TypeRestaurant = "restaurant"
+	TypeDish       = "dish"
+	OpUpsert       = "upsert"
+	OpDelete       = "delete"
+	// labelUnknown is the type or op label of an event too broken to have
+	// a valid one, so labels stay bounded.
+	labelUnknown = "unknown"
+)
+
+// Reason is a dead-letter reason code: a bounded set, used as the
+// geoshard-reason header and as a metric label.
+type Reason string
+
+// Reasons.
+const (
+	ReasonInvalidJSON         Reason = "invalid_json"          // the value is not a JSON object
+	ReasonUnknownType         Reason = "unknown_type"          // type is not restaurant or dish
+	ReasonUnknownOp           Reason = "unknown_op"            // op is not upsert or delete
+	ReasonMissingID           Reason = "missing_id"            // id absent, empty or not a string
+	ReasonMissingVersion      Reason = "missing_version"       // version absent, negative or not an integer
+	ReasonBadLocation         Reason = "bad_location"          // restaurant upsert without a valid lat/lon
+	ReasonMissingRestaurantID Reason = "missing_restaurant_id" // dish without restaurant_id
+	ReasonMissingDoc          Reason = "missing_doc"           // upsert whose doc is not an object
+	ReasonOversized           Reason = "oversized"             // value over MaxEventBytes, or an id over 512 bytes
+	ReasonKeyMismatch         Reason = "key_mismatch"          // Kafka key present and not the restaurant id
+	ReasonUnknownRestaurant   Reason = "unknown_restaurant"    // dish waited past its bound for its restaurant
+	ReasonRejected            Reason = "rejected"              // OpenSearch rejected the write for good
+)
+
+// Reasons lists every reason code, for metrics initialisation and docs.
+var Reasons = []Reason{
+	ReasonInvalidJSON, ReasonUnknownType, ReasonUnknownOp, ReasonMissingID, ReasonMissingVersion,
+	ReasonBadLocation, ReasonMissingRestaurantID, ReasonMissingDoc, ReasonOversized, ReasonKeyMismatch,
+	ReasonUnknownRestaurant, ReasonRejected,
+}
+
+// Change is a decoded, valid event.
+type Change struct {
+	Type string // TypeRestaurant or TypeDish
+	Op   string // OpUpsert or OpDelete
+	// ID is the restaurant's or the dish's source id.
+	ID string
+	// RestaurantID is the dish's restaurant; for a restaurant, its own id.
+	RestaurantID string
+	// Version is the source system's version of the document.
+	Version int64
+	// Lat and Lon are a restaurant upsert's location.
+	Lat, Lon float64
+	// Doc is an upsert's document object, raw.
+	Doc json.RawMessage
+}
+
+// InvalidEventError is why an event cannot be processed.
+type InvalidEventError struct {
+	Reason Reason
+	Detail string
+}
+
+func (e *InvalidEventError) Error() string { return string(e.Reason) + ": " + e.Detail }
+
+func invalid(r Reason, format string, args ...any) *InvalidEventError {
+	return &InvalidEventError{Reason: r, Detail: fmt.Sprintf(format, args...)}
+}
+
+// wireEvent is the JSON shape of an event. Every field is raw so that a
+// value of the wrong type is reported with its own reason, not as
+// invalid JSON.
+type wireEvent struct {
+	Type         json.RawMessage `json:"type"`
+	Op           json.RawMessage `json:"op"`
+	ID           json.RawMessage `json:"id"`
+	RestaurantID json.RawMessage `json:"restaurant_id"`
+	Version      json.RawMessage `json:"version"`
+	Location     json.RawMessage `json:"location"`
+	Doc          json.RawMessage `json:"doc"`
+}
+
+// Decode decodes and validates an event value. key is the Kafka key (nil
+// or empty: none). maxBytes bounds the value (0: no bound). The checks run
+// in a fixed order, so an event with several defects always gets the same
+// reason: size, JSON, type, op, id, version, restaurant id, key, location,
+// doc. On error the returned Change holds what was read so far (Type and
+// Op once they are valid), for metric labels.
+func Decode(key, value []byte, maxBytes int) (*Change, *InvalidEventError) {
+	c := &Change{}
+	if err := decode(c, key, value, maxBytes); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+func decode(c *Change, key, value []byte, maxBytes int) *InvalidEventError {
+	if maxBytes > 0 && len(value) > maxBytes {
+		return invalid(ReasonOversized, "value of %d bytes exceeds %d", len(value), maxBytes)
+	}
+	trimmed := bytes.TrimLeft(value, " \t\r\n")
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return invalid(ReasonInvalidJSON, "value is not a JSON object")
+	}
+	var w wireEvent
+	if err := json.Unmarshal(value, &w); err != nil {
+		return invalid(ReasonInvalidJSON, "%v", err)
+	}
+	var ok bool
+	if c.Type, ok = jsonString(w.Type); !ok || (c.Type != TypeRestaurant && c.Type != TypeDish) {
+		c.Type = ""
+		return invalid(ReasonUnknownType, "type %s: want \"restaurant\" or \"dish\"", clip(w.Type))
+	}
+	if c.Op, ok = jsonString(w.Op); !ok || (c.Op != OpUpsert && c.Op != OpDelete) {
+		c.Op = ""
+		return invalid(ReasonUnknownOp, "op %s: want \"upsert\" or \"delete\"", clip(w.Op))
+	}
+	if c.ID, ok = jsonString(w.ID); !ok || c.ID == "" {
+		return invalid(ReasonMissingID, "id %s: want a non-empty string", clip(w.ID))
+	}
+	if len(c.ID) > MaxIDBytes {
+		return invalid(ReasonOversized, "id of %d bytes exceeds %d", len(c.ID), MaxIDBytes)
+	}
+	v, err := strconv.ParseInt(string(w.Version), 10, 64)
+	if err != nil || v < 0 {
+		return invalid(ReasonMissingVersion, "version %s: want an integer >= 0", clip(w.Version))
+	}
+	c.Version = v
+	if c.Type == TypeDish {
+		if c.RestaurantID, ok = jsonString(w.RestaurantID); !ok || c.RestaurantID == "" {
+			return invalid(ReasonMissingRestaurantID, "restaurant_id %s: want a non-empty string", clip(w.RestaurantID))
+		}
+		if len(c.RestaurantID) > MaxIDBytes {
+			return invalid(ReasonOversized, "restaurant_id of %d bytes exceeds %d", len(c.RestaurantID), MaxIDBytes)
+		}
+	} else {
+		c.RestaurantID = c.ID
+	}
+	if len(key) > 0 && string(key) != c.RestaurantID {
+		return invalid(ReasonKeyMismatch, "key %q is not the restaurant id %q", clip(key), c.RestaurantID)
+	}
+	if c.Op == OpDelete {
+		return nil
+	}
+	if c.Type == TypeRestaurant {
+		lat, lon, err := parseLocation(w.Location)
+		if err != nil {
+			return invalid(ReasonBadLocation, "%v", err)
+		}
+		c.Lat, c.Lon = lat, lon
+	}
+	doc := bytes.TrimSpace(w.Doc)
+	if len(doc) == 0 || doc[0] != '{' {
+		return invalid(ReasonMissingDoc, "doc %s: want an object", clip(w.Doc))
+	}
+	c.Doc = doc
+	return nil
+}
+
+// jsonString decodes a JSON string; ok is false for anything else.
+func jsonString(raw json.RawMessage) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	if bytes.IndexByte(raw[1:len(raw)-1], '\\') < 0 {
+		return string(raw[1 : len(raw)-1]), true
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// parseLocation reads {"lat":..,"lon":..}: both finite numbers in range.
+// Numbers too large for a float64 (1e999) parse as ±Inf and are refused
+// here rather than as invalid JSON.
+func parseLocation(raw json.RawMessage) (lat, lon float64, err error) {
+	var loc struct {
+		Lat json.RawMessage `json:"lat"`
+		Lon json.RawMessage `json:"lon"`
+	}
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, 0, fmt.Errorf("location missing")
+	}
+	if raw[0] != '{' || json.Unmarshal(raw, &loc) != nil {
+		return 0, 0, fmt.Errorf("location %s: want {\"lat\":..,\"lon\":..}", clip(raw))
+	}
+	num := func(name string, r json.RawMessage, limit float64) (float64, error) {
+		if len(r) == 0 || r[0] == '"' || r[0] == 'n' || r[0] == 't' || r[0] == 'f' || r[0] == '{' || r[0] == '[' {
+			return 0, fmt.Errorf("location %s %s: want a number", name, clip(r))
+		}
+		f, err := strconv.ParseFloat(string(r), 64)
+		if (err != nil && f == 0) || math.IsNaN(f) || math.IsInf(f, 0) || f < -limit || f > limit {
+			return 0, fmt.Errorf("location %s %s: want a finite number in [-%v, %v]", name, clip(r), limit, limit)
+		}
+		return f, nil
+	}
+	if lat, err = num("lat", loc.Lat, 90); err != nil {
+		return 0, 0, err
+	}
+	if lon, err = num("lon", loc.Lon, 180); err != nil {
+		return 0, 0, err
+	}
+	return lat, lon, nil
+}
+
+// clip shortens a value for an error message.
+func clip(b []byte) string {
+	if len(b) == 0 {
+		return "(absent)"
+	}
+	const max = 64
+	if len(b) > max {
+		return string(b[:max]) + "…"
+	}
+	return string(b)
+}

@@ -1,0 +1,250 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/internal/osfake"
+	"github.com/geoshard/geoshard/schema"
+)
+
+// TestRejectStorm ingests while OpenSearch rejects 30% of bulk items with
+// 429: only the rejected items are retried, and the result is the same.
+func TestRejectStorm(t *testing.T) {
+	t.Parallel()
+	const seed = 5
+	e := newEnv(t, envOptions{partitions: 4})
+	evs := generate(t, defaultGen(seed, 1000))
+	t.Logf("seed %d: %d events: %s", seed, len(evs), summarize(evs))
+	if err := e.os.SetFaults(osfake.Faults{Seed: seed, RejectRate: 0.3}); err != nil {
+		t.Fatal(err)
+	}
+	where := e.produce(context.Background(), evs)
+	cfg := e.config()
+	cfg.PendingMaxAge = 4 * time.Second
+	cfg.Bulk.RetryMax = 50 * time.Millisecond
+	r := e.start(cfg)
+	e.waitCaughtUp(t, r, 40*time.Second)
+	st := r.p.Stats()
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	if fs := e.os.FaultStats(); fs.RejectedItems == 0 || st.Bulk.Retries == 0 {
+		t.Errorf("no rejection happened (%+v, %d retries): the test tests nothing", fs, st.Bulk.Retries)
+	}
+	if st.Lag != 0 {
+		t.Errorf("lag = %d after catching up, want 0", st.Lag)
+	}
+	t.Logf("%d items rejected, %d retries, %d moves", e.os.FaultStats().RejectedItems, st.Bulk.Retries, st.Moves)
+	e.os.ClearFaults()
+	checkFinal(t, e, evs, where)
+}
+
+// TestHotShard ingests while one shard answers every request 500ms late,
+// and 30% of items are rejected: the other shards keep flowing, and the
+// result is the same. (No restaurant moves or deletes: each waits for
+// every write in flight, the hot shard's too, several times.)
+func TestHotShard(t *testing.T) {
+	t.Parallel()
+	const seed = 6
+	e := newEnv(t, envOptions{partitions: 4})
+	g := defaultGen(seed, 1500)
+	g.wMoveFar, g.wMoveNear, g.wRestDelete = 0, 0, 0
+	evs := generate(t, g)
+	t.Logf("seed %d: %d events: %s", seed, len(evs), summarize(evs))
+	// The busiest shard is the hot one.
+	counts := make([]int, e.m.NumShards())
+	for _, d := range runModel(evs).expectedDocs(e.m) {
+		for i := range counts {
+			if e.m.Shard(i).Routing == d.routing {
+				counts[i]++
+			}
+		}
+	}
+	hot := 0
+	for i, n := range counts {
+		if n > counts[hot] {
+			hot = i
+		}
+	}
+	if err := e.os.SetFaults(osfake.Faults{Seed: seed, RejectRate: 0.3,
+		ShardLatency: []osfake.ShardLatency{{Index: testIndex, Shard: hot, Delay: osfake.Duration(500 * time.Millisecond)}}}); err != nil {
+		t.Fatal(err)
+	}
+	where := e.produce(context.Background(), evs)
+	cfg := e.config()
+	cfg.PendingMaxAge = 5 * time.Second
+	start := time.Now()
+	r := e.start(cfg)
+	e.waitCaughtUp(t, r, 50*time.Second)
+	st := r.p.Stats()
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	hs := st.Bulk.Shards[e.m.Shard(hot).Name]
+	t.Logf("hot shard %s (%d documents): %+v; caught up in %v", e.m.Shard(hot).Name, counts[hot], hs, time.Since(start).Round(time.Millisecond))
+	if st.Lag != 0 {
+		t.Errorf("lag = %d after catching up, want 0", st.Lag)
+	}
+	e.os.ClearFaults()
+	checkFinal(t, e, evs, where)
+}
+
+// TestWriteFailureStops: when a write runs out of retries, Run stops with
+// ErrWriteFailed and does not commit past it; the next run writes it.
+func TestWriteFailureStops(t *testing.T) {
+	t.Parallel()
+	const seed = 7
+	e := newEnv(t, envOptions{partitions: 2})
+	g := defaultGen(seed, 300)
+	g.poison = false
+	evs := generate(t, g)
+	if err := e.os.SetFaults(osfake.Faults{FailRate: 1, FailEndpoints: []string{"bulk"}}); err != nil {
+		t.Fatal(err)
+	}
+	where := e.produce(context.Background(), evs)
+	cfg := e.config()
+	cfg.Bulk.RetryMaxElapsed = 300 * time.Millisecond
+	r := e.start(cfg)
+	err := r.wait(t, 30*time.Second)
+	if !errors.Is(err, ErrWriteFailed) || !errors.Is(err, bulk.ErrRetryBudget) {
+		t.Fatalf("Run = %v, want ErrWriteFailed wrapping bulk.ErrRetryBudget", err)
+	}
+	if ok, _ := e.caughtUp(context.Background()); ok {
+		t.Fatal("every offset was committed although no write succeeded")
+	}
+	e.os.ClearFaults()
+	r2 := e.start(e.config())
+	e.waitCaughtUp(t, r2, 30*time.Second)
+	if err := r2.stop(t); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	checkFinal(t, e, evs, where)
+}
+
+// TestDeadLetterTopicDown: while dead letters cannot be written, their
+// offsets are not committed; once the topic is back they are written and
+// committed.
+func TestDeadLetterTopicDown(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{partitions: 1})
+	evs := []genEvent{
+		{typ: TypeRestaurant, op: OpUpsert, id: "r1", rid: "r1", version: 1, lat: 40.7, lon: -74, doc: map[string]any{"name": "a"}},
+		{key: []byte("x"), value: []byte(`not json`), poison: ReasonInvalidJSON},
+		{typ: TypeRestaurant, op: OpUpsert, id: "r2", rid: "r2", version: 1, lat: 37.7, lon: -122.4, doc: map[string]any{"name": "b"}},
+	}
+	for i := range evs {
+		if evs[i].value == nil {
+			evs[i].value, evs[i].key = encodeEvent(evs[i]), []byte(evs[i].rid)
+		}
+	}
+	where := e.produce(context.Background(), evs)
+	cfg := e.config()
+	cfg.DLQTopic = "dlq-not-yet"
+	r := e.start(cfg)
+	time.Sleep(time.Second)
+	co, err := e.kafka.CommittedOffsets(context.Background(), testGroup, e.restaurantTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if co[0] > where[1].offset {
+		t.Fatalf("committed %d, past the dead letter at %d that could not be written", co[0], where[1].offset)
+	}
+	if err := e.kafka.CreateTopic(context.Background(), "dlq-not-yet", 1); err != nil {
+		t.Fatal(err)
+	}
+	e.waitCaughtUp(t, r, 30*time.Second)
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	if st := r.p.Stats(); st.DeadLetters[ReasonInvalidJSON] != 1 {
+		t.Errorf("dead letters = %v, want one invalid_json", st.DeadLetters)
+	}
+}
+
+// TestMapMismatch: a pipeline told to expect another map refuses to start,
+// naming both hashes.
+func TestMapMismatch(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{partitions: 1})
+	cfg := e.config()
+	cfg.MapHash = strings.Repeat("ab", 32)
+	p, err := New(cfg, e.client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.Run(context.Background())
+	var mm *MapMismatchError
+	if !errors.As(err, &mm) || !errors.Is(err, ErrMapMismatch) {
+		t.Fatalf("Run = %v, want a *MapMismatchError", err)
+	}
+	for _, h := range []string{cfg.MapHash, e.m.Hash()} {
+		if !strings.Contains(err.Error(), h) {
+			t.Errorf("Run error %q does not name hash %s", err, h)
+		}
+	}
+	cfg.MapHash = e.m.Hash()
+	cfg.Registerer = nil
+	if _, err := New(cfg, e.client); err != nil {
+		t.Errorf("New with the index's own hash = %v", err)
+	}
+}
+
+// TestMapSwitch moves the alias to a new index built with another map
+// while the pipeline runs: it flushes and writes to the new index, under
+// the new map's routing.
+func TestMapSwitch(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{partitions: 1})
+	cfg := e.config()
+	cfg.MapCheckInterval = 100 * time.Millisecond
+	r := e.start(cfg)
+	first := []genEvent{{typ: TypeRestaurant, op: OpUpsert, id: "r1", rid: "r1", version: 1, lat: 40.7, lon: -74, doc: map[string]any{"name": "a"}}}
+	first[0].value, first[0].key = encodeEvent(first[0]), []byte("r1")
+	e.produce(context.Background(), first)
+	e.waitCaughtUp(t, r, 20*time.Second)
+
+	m2 := loadMapFile(t, "../testdata/maps/us-18-rns576.json")
+	body, err := schema.IndexBody(m2, schema.IndexOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := e.admin.CreateIndex(ctx, "menu-v2", body); err != nil {
+		t.Fatal(err)
+	}
+	yes := true
+	if err := e.admin.UpdateAliases(ctx, []bulk.AliasAction{
+		{Remove: &bulk.AliasSpec{Index: testIndex, Alias: testAlias}},
+		{Add: &bulk.AliasSpec{Index: "menu-v2", Alias: testAlias, IsWriteIndex: &yes}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if ts := r.p.Stats().Targets; len(ts) == 1 && ts[0].Index == "menu-v2" {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if ts := r.p.Stats().Targets; len(ts) != 1 || ts[0].Index != "menu-v2" || ts[0].MapHash != m2.Hash() {
+		t.Fatalf("targets = %+v, want menu-v2 with map %s", ts, m2.ShortHash())
+	}
+	second := []genEvent{{typ: TypeRestaurant, op: OpUpsert, id: "r1", rid: "r1", version: 2, lat: 40.7, lon: -74, doc: map[string]any{"name": "b"}}}
+	second[0].value, second[0].key = encodeEvent(second[0]), []byte("r1")
+	e.produce(ctx, second)
+	e.waitCaughtUp(t, r, 20*time.Second)
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	cell, _ := m2.Cell(40.7, -74)
+	routing := m2.Shard(m2.LocateCell(cell)).Routing
+	src, version, found, err := e.admin.Get(ctx, "menu-v2", "restaurant:r1", routing)
+	if err != nil || !found || version != 2 || !strings.Contains(string(src), `"name":"b"`) {
+		t.Errorf("menu-v2 restaurant:r1 with routing %s = %s, version %d, found %v, %v; want version 2", routing, src, version, found, err)
+	}
+}

@@ -1,0 +1,399 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/golang/geo/s2"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/schema"
+)
+
+// event is one fetched message on its way through the pipeline.
+type event struct {
+	part   partKey
+	offset int64
+	key    []byte
+	value  []byte
+	ts     time.Time // the Kafka message timestamp
+	entry  *trackEntry
+	change *Change
+	// members are an upsert's doc members, reserved fields stripped.
+	members []byte
+
+	mu          sync.Mutex
+	outstanding int    // writes not yet answered
+	result      string // the first successful write's result label
+	rejected    error  // a permanent error of one of its writes
+	failed      bool   // a write failed for good: the event never finishes
+}
+
+func (ev *event) labels() (typ, op string) {
+	typ, op = labelUnknown, labelUnknown
+	if ev.change != nil {
+		if ev.change.Type != "" {
+			typ = ev.change.Type
+		}
+		if ev.change.Op != "" {
+			op = ev.change.Op
+		}
+	}
+	return typ, op
+}
+
+// expect counts n writes about to be added for ev.
+func (ev *event) expect(n int) {
+	ev.mu.Lock()
+	ev.outstanding += n
+	ev.mu.Unlock()
+}
+
+// handle processes one fetched message. It returns an error only when
+// the pipeline cannot go on (ctx ended, or a fatal failure).
+func (p *Pipeline) handle(ctx context.Context, m kafka.Message) error {
+	k := partKey{topic: m.Topic, partition: m.Partition}
+	entry, dropped := p.track.track(k, m.Offset, m.HighWaterMark)
+	if len(dropped) > 0 {
+		p.redelivered(k, m.Offset, dropped)
+	}
+	p.fetched.Add(1)
+	ev := &event{part: k, offset: m.Offset, key: m.Key, value: m.Value, ts: m.Time, entry: entry}
+	c, bad := Decode(m.Key, m.Value, p.cfg.MaxEventBytes)
+	ev.change = c
+	if bad != nil {
+		return p.deadLetter(ctx, ev, bad.Reason, bad.Error(), resultDeadLetter)
+	}
+	if c.Op == OpUpsert {
+		members, err := docMembers(c.Doc)
+		if err != nil {
+			return p.deadLetter(ctx, ev, ReasonInvalidJSON, "doc: "+err.Error(), resultDeadLetter)
+		}
+		ev.members = members
+	}
+	switch {
+	case c.Type == TypeRestaurant && c.Op == OpUpsert:
+		return p.restaurantUpsert(ctx, ev)
+	case c.Type == TypeRestaurant:
+		return p.restaurantDelete(ctx, ev)
+	case c.Op == OpUpsert:
+		return p.dishUpsert(ctx, ev)
+	default:
+		return p.dishDelete(ctx, ev)
+	}
+}
+
+// redelivered forgets the pending dishes a redelivery superseded: they
+// come again.
+func (p *Pipeline) redelivered(k partKey, offset int64, dropped []*trackEntry) {
+	gone := make(map[*trackEntry]bool, len(dropped))
+	for _, e := range dropped {
+		gone[e] = true
+	}
+	n := len(p.pend.purge(func(ev *event) bool { return gone[ev.entry] }))
+	p.log.Info("redelivery restarts partition tracking", "partition", k.String(), "offset", offset, "dropped", len(dropped), "pending_dropped", n)
+}
+
+// restaurantUpsert writes a restaurant at its location, moving it and its
+// dishes first if the location left the restaurant's cell, then writes the
+// dishes that waited for it.
+func (p *Pipeline) restaurantUpsert(ctx context.Context, ev *event) error {
+	c := ev.change
+	cell := s2.CellIDFromLatLng(s2.LatLngFromDegrees(c.Lat, c.Lon))
+	old, known := p.dir.get(c.ID)
+	if known && c.Version <= old.version {
+		// The directory holds a newer version (live or deleted): writing
+		// this one under its own location could leave a stray copy on
+		// another shard, where no tombstone protects it.
+		p.finish(ev, resultStale)
+		return nil
+	}
+	if known && !old.deleted && p.cellChanged(old.cell, cell) {
+		ok, err := p.relocate(ctx, ev, old.cell, cell)
+		if err != nil || !ok {
+			return err
+		}
+	}
+	members := ev.members
+	ev.expect(len(p.targets))
+	err := p.emit(ctx, p.targets, docWrite{
+		action: bulk.Index, vtype: bulk.External, id: schema.RestaurantID(c.ID), version: c.Version, cell: cell, ref: ev,
+		body: func(level int) []byte {
+			return restaurantBody(members, c.ID, c.Version, cell, c.Lat, c.Lon, level)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	p.dir.set(c.ID, cell, c.Version)
+	for _, d := range p.pend.take(c.ID) {
+		if err := p.dishUpsert(ctx, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cellChanged reports whether a location change moves the restaurant to
+// another cell under any target's map (hence possibly another shard).
+func (p *Pipeline) cellChanged(from, to s2.CellID) bool {
+	for i := range p.targets {
+		l := p.targets[i].m.Level()
+		if cellAt(from, l) != cellAt(to, l) {
+			return true
+		}
+	}
+	return false
+}
+
+// restaurantDelete deletes a restaurant and all its dishes.
+//
+// Any delete of a restaurant, stale or not, also finishes the dishes
+// waiting for it: they belong to a deleted restaurant, whether they came
+// before the delete (a redelivery after a crash looks like that: the index
+// no longer shows the restaurant, its dishes wait, then its delete comes
+// again) or are replays after it.
+func (p *Pipeline) restaurantDelete(ctx context.Context, ev *event) error {
+	c := ev.change
+	for _, x := range p.pend.take(c.ID) {
+		p.finish(x, resultStale)
+	}
+	old, known := p.dir.get(c.ID)
+	switch {
+	case known && c.Version <= old.version:
+		p.finish(ev, resultStale)
+		return nil
+	case !known || old.deleted:
+		// Nothing of it can be in the index (nothing is written without
+		// routing); remember the version so an older upsert is stale.
+		p.dir.remove(c.ID, c.Version)
+		p.finish(ev, resultNoop)
+		return nil
+	}
+	ok, err := p.deleteDishes(ctx, ev, c.ID, old.cell)
+	if err != nil || !ok {
+		return err
+	}
+	ev.expect(len(p.targets))
+	err = p.emit(ctx, p.targets, docWrite{
+		action: bulk.Delete, vtype: bulk.External, id: schema.RestaurantID(c.ID), version: c.Version, cell: old.cell, ref: ev,
+	})
+	if err != nil {
+		return err
+	}
+	p.dir.remove(c.ID, c.Version)
+	return nil
+}
+
+// dishUpsert writes a dish under its restaurant's routing, or holds it
+// until the restaurant is known.
+func (p *Pipeline) dishUpsert(ctx context.Context, ev *event) error {
+	c := ev.change
+	cell, ok := p.dir.lookup(c.RestaurantID)
+	if !ok {
+		for _, x := range p.pend.add(ev, time.Now()) {
+			if err := p.deadLetter(ctx, x, ReasonUnknownRestaurant, "restaurant "+x.change.RestaurantID+" unknown; the pending set is full", resultPendingExpired); err != nil {
+				return err
+			}
+		}
+		p.met.pending.Set(float64(p.pend.len()))
+		return nil
+	}
+	members := ev.members
+	ev.expect(len(p.targets))
+	return p.emit(ctx, p.targets, docWrite{
+		action: bulk.Index, vtype: bulk.External, id: schema.DishID(c.ID), version: c.Version, cell: cell, ref: ev,
+		body: func(level int) []byte {
+			return dishBody(members, c.ID, c.RestaurantID, c.Version, cell, level)
+		},
+	})
+}
+
+// dishDelete deletes a dish under its restaurant's routing. If the
+// restaurant is unknown the dish cannot be in the index: the delete only
+// cancels a pending upsert of the dish.
+func (p *Pipeline) dishDelete(ctx context.Context, ev *event) error {
+	c := ev.change
+	cell, ok := p.dir.lookup(c.RestaurantID)
+	if !ok {
+		for _, x := range p.pend.cancel(c.RestaurantID, c.ID, c.Version) {
+			p.finish(x, resultStale)
+		}
+		p.finish(ev, resultNoop)
+		return nil
+	}
+	ev.expect(len(p.targets))
+	return p.emit(ctx, p.targets, docWrite{
+		action: bulk.Delete, vtype: bulk.External, id: schema.DishID(c.ID), version: c.Version, cell: cell, ref: ev,
+	})
+}
+
+// expirePending dead-letters the dishes that waited too long. Before it
+// does, it asks the index once per restaurant: another instance may have
+// written the restaurant meanwhile (after a rebalance, kafka-go still hands
+// out messages of a partition this instance has lost, and their dishes
+// wait here for a restaurant that only the partition's new owner sees).
+//
+// It also asks the broker how far the group has committed the partitions
+// of the dishes it is about to dead-letter: a dish behind the group's
+// committed offset was finished by the member that committed it (no
+// member commits past an event it has not finished: this instance's
+// tracker never does), so it is finished here as a noop instead. That
+// member owns or owned the partition; a commit this instance then makes
+// for it may land behind the owner's, which only redelivers.
+func (p *Pipeline) expirePending(ctx context.Context) error {
+	expired := p.pend.expire(time.Now())
+	if len(expired) == 0 {
+		return nil
+	}
+	var rids []string
+	seen := map[string]bool{}
+	for _, x := range expired {
+		if rid := x.change.RestaurantID; !seen[rid] {
+			seen[rid] = true
+			rids = append(rids, rid)
+		}
+	}
+	if err := p.lookupRestaurants(ctx, rids); err != nil {
+		return err
+	}
+	var dead []*event
+	for _, x := range expired {
+		rid := x.change.RestaurantID
+		if _, ok := p.dir.lookup(rid); ok {
+			if err := p.dishUpsert(ctx, x); err != nil {
+				return err
+			}
+			continue
+		}
+		dead = append(dead, x)
+	}
+	var committed map[partKey]int64
+	if len(dead) > 0 && p.groupCommitted != nil {
+		parts := map[partKey]bool{}
+		for _, x := range dead {
+			parts[x.part] = true
+		}
+		var err error
+		if committed, err = p.groupCommitted(ctx, parts); err != nil {
+			p.log.Warn("reading the group's committed offsets failed; dead-lettering the expired dishes", "error", err)
+		}
+	}
+	for _, x := range dead {
+		if c, ok := committed[x.part]; ok && c > x.offset {
+			p.log.Debug("expired dish already finished by another member", "partition", x.part.String(), "offset", x.offset, "committed", c)
+			p.finish(x, resultNoop)
+			continue
+		}
+		rid := x.change.RestaurantID
+		if err := p.deadLetter(ctx, x, ReasonUnknownRestaurant,
+			fmt.Sprintf("restaurant %s unknown after %v", rid, p.cfg.PendingMaxAge), resultPendingExpired); err != nil {
+			return err
+		}
+	}
+	p.met.pending.Set(float64(p.pend.len()))
+	return nil
+}
+
+// deadLetter queues an event for the dead-letter topic, waiting while the
+// queue is full. The event finishes when the write is acknowledged.
+func (p *Pipeline) deadLetter(ctx context.Context, ev *event, r Reason, detail, result string) error {
+	if err := p.dead.waitRoom(ctx); err != nil {
+		return err
+	}
+	p.dead.enqueue(&deadLetter{ev: ev, reason: r, detail: detail, result: result})
+	return nil
+}
+
+// deadLetterWritten finishes an event whose dead letter is acknowledged.
+func (p *Pipeline) deadLetterWritten(d *deadLetter) {
+	if !p.finish(d.ev, d.result) {
+		return
+	}
+	p.deadLetters.Add(1)
+	p.met.deadLetters.WithLabelValues(string(d.reason)).Inc()
+	p.mu.Lock()
+	p.deadCount[d.reason]++
+	p.mu.Unlock()
+}
+
+// onResult is the bulk writer's callback, called from its workers.
+func (p *Pipeline) onResult(r bulk.Result) {
+	switch ref := r.Item.Ref.(type) {
+	case *event:
+		p.eventResult(ref, r)
+	case *auxGroup:
+		ref.add(r)
+	}
+	if r.Outcome == bulk.Failed && errors.Is(r.Err, bulk.ErrRetryBudget) {
+		p.fail(fmt.Errorf("%w: %s %s/%s (routing %s): %w", ErrWriteFailed, r.Item.Action, r.Item.Index, r.Item.ID, r.Item.Routing, r.Err))
+	}
+}
+
+func (p *Pipeline) eventResult(ev *event, r bulk.Result) {
+	ev.mu.Lock()
+	switch r.Outcome {
+	case bulk.Failed:
+		ev.failed = true
+	case bulk.Permanent:
+		if ev.rejected == nil {
+			ev.rejected = r.Err
+		}
+	default:
+		if ev.result == "" {
+			ev.result = resultOf(r)
+		}
+	}
+	ev.outstanding--
+	done := ev.outstanding == 0
+	failed, rejected, result := ev.failed, ev.rejected, ev.result
+	ev.mu.Unlock()
+	switch {
+	case !done || failed:
+		// A failed write leaves the event unfinished: its offset is never
+		// committed, so the next start writes it again.
+	case rejected != nil:
+		p.dead.enqueue(&deadLetter{ev: ev, reason: ReasonRejected, detail: rejected.Error(), result: resultDeadLetter})
+	default:
+		p.finish(ev, result)
+	}
+}
+
+func resultOf(r bulk.Result) string {
+	switch {
+	case r.Coalesced:
+		return resultCoalesced
+	case r.Outcome == bulk.Stale:
+		return resultStale
+	case r.Outcome == bulk.NotFound:
+		return resultNotFound
+	}
+	return resultWritten
+}
+
+// finish records an event as finished, so its offset may be committed,
+// and counts it. It reports false for an event a redelivery superseded.
+func (p *Pipeline) finish(ev *event, result string) bool {
+	if !p.track.finish(ev.entry) {
+		return false
+	}
+	typ, op := ev.labels()
+	p.met.events.WithLabelValues(typ, op, result).Inc()
+	now := time.Now()
+	switch result {
+	case resultWritten, resultStale, resultNotFound, resultCoalesced:
+		if !ev.ts.IsZero() {
+			p.met.endToEnd.Observe(now.Sub(ev.ts).Seconds())
+		}
+	}
+	p.mu.Lock()
+	p.counts[EventKey{Type: typ, Op: op, Result: result}]++
+	p.mu.Unlock()
+	p.finished.Add(1)
+	p.lastProgress.Store(now.UnixNano())
+	return true
+}

@@ -1,0 +1,83 @@
+package pipeline
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Event results, the result label of geoshard_ingest_events_total.
+const (
+	resultWritten        = "written"         // every write acknowledged as applied
+	resultStale          = "stale"           // a newer version was already stored (or known to the directory)
+	resultNotFound       = "not_found"       // a delete of a document that was not there
+	resultDeadLetter     = "dead_letter"     // sent to the dead-letter topic
+	resultCoalesced      = "coalesced"       // superseded by a newer version in the same batch
+	resultPendingExpired = "pending_expired" // a dish dead-lettered after waiting for its restaurant
+	resultNoop           = "noop"            // nothing to write (e.g. a delete of a dish whose restaurant is unknown)
+)
+
+// metrics are the pipeline's Prometheus metrics. Labels are bounded: type,
+// op, result, reason and partition ("topic/partition"); never an id.
+type metrics struct {
+	lag          *prometheus.GaugeVec   // partition
+	events       *prometheus.CounterVec // type, op, result
+	endToEnd     prometheus.Histogram   // seconds
+	pending      prometheus.Gauge       // dishes waiting for their restaurant
+	directory    prometheus.Gauge       // live restaurants known
+	deadLetters  *prometheus.CounterVec // reason
+	lastProgress prometheus.Gauge       // unix seconds
+	moves        prometheus.Counter
+	committed    *prometheus.GaugeVec // partition
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "geoshard_ingest_consumer_lag",
+			Help: "Messages behind, per partition: the high watermark of the latest fetch minus the committed offset.",
+		}, []string{"partition"}),
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "geoshard_ingest_events_total",
+			Help: "Events finished, by type, op and result (written, stale, not_found, dead_letter, coalesced, pending_expired, noop).",
+		}, []string{"type", "op", "result"}),
+		endToEnd: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "geoshard_ingest_end_to_end_seconds",
+			Help:    "Time from an event's Kafka timestamp to the acknowledgement of all its writes.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 16),
+		}),
+		pending: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "geoshard_ingest_pending_dishes",
+			Help: "Dish events waiting for their restaurant.",
+		}),
+		directory: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "geoshard_ingest_directory_restaurants",
+			Help: "Live restaurants in the routing directory.",
+		}),
+		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "geoshard_ingest_dead_letters_total",
+			Help: "Events written to the dead-letter topic, by reason.",
+		}, []string{"reason"}),
+		lastProgress: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "geoshard_ingest_last_progress_timestamp_seconds",
+			Help: "Unix time at which an event last finished.",
+		}),
+		moves: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "geoshard_ingest_moves_total",
+			Help: "Restaurants moved to another geoshard with their dishes.",
+		}),
+		committed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "geoshard_ingest_committed_offset",
+			Help: "Offset last committed, per partition.",
+		}, []string{"partition"}),
+	}
+	for _, r := range Reasons {
+		m.deadLetters.WithLabelValues(string(r))
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.lag, m.events, m.endToEnd, m.pending, m.directory, m.deadLetters, m.lastProgress, m.moves, m.committed} {
+			if err := reg.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}

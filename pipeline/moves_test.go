@@ -1,0 +1,103 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+)
+
+var errCrash = errors.New("crash")
+
+// restaurantWithDishes is a restaurant in San Francisco with n dishes,
+// and a dish of another restaurant in New York (which must not move).
+func restaurantWithDishes(n int) []genEvent {
+	evs := []genEvent{
+		{typ: TypeRestaurant, op: OpUpsert, id: "r1", rid: "r1", version: 1, lat: 37.7749, lon: -122.4194, doc: map[string]any{"name": "sf"}},
+		{typ: TypeRestaurant, op: OpUpsert, id: "r2", rid: "r2", version: 1, lat: 40.7128, lon: -74.006, doc: map[string]any{"name": "ny"}},
+		{dish: true, typ: TypeDish, op: OpUpsert, id: "other", rid: "r2", version: 1, doc: map[string]any{"name": "bagel"}},
+	}
+	for i := range n {
+		evs = append(evs, genEvent{dish: true, typ: TypeDish, op: OpUpsert, id: fmt.Sprintf("d%03d", i), rid: "r1",
+			version: int64(1 + i%3), doc: map[string]any{"name": fmt.Sprintf("dish %d", i), "price_cents": float64(100 + i)}})
+	}
+	return evs
+}
+
+func encodeAll(evs []genEvent) []genEvent {
+	for i := range evs {
+		if evs[i].value == nil {
+			evs[i].value = encodeEvent(evs[i])
+		}
+		if evs[i].key == nil {
+			evs[i].key = []byte(evs[i].rid)
+		}
+	}
+	return evs
+}
+
+// TestCrashMidMove stops the pipeline after each step of a move (and of a
+// restaurant delete) and starts another: the redelivered event completes
+// the change, and every dish ends with its restaurant, exactly once.
+func TestCrashMidMove(t *testing.T) {
+	t.Parallel()
+	moveToNY := genEvent{typ: TypeRestaurant, op: OpUpsert, id: "r1", rid: "r1", version: 2, lat: 40.73, lon: -73.99, doc: map[string]any{"name": "moved"}}
+	nearby := genEvent{typ: TypeRestaurant, op: OpUpsert, id: "r1", rid: "r1", version: 2, lat: 37.80, lon: -122.27, doc: map[string]any{"name": "oakland"}}
+	remove := genEvent{typ: TypeRestaurant, op: OpDelete, id: "r1", rid: "r1", version: 2}
+	// After the move back, the old shard holds a tombstone of every dish at
+	// the version being copied back.
+	back := genEvent{typ: TypeRestaurant, op: OpUpsert, id: "r1", rid: "r1", version: 3, lat: 37.7749, lon: -122.4194, doc: map[string]any{"name": "back"}}
+	for _, tc := range []struct {
+		name   string
+		change []genEvent
+		step   string
+	}{
+		{"move/copy", []genEvent{moveToNY}, "copy dishes"},
+		{"move/delete dishes", []genEvent{moveToNY}, "delete old dish copies"},
+		{"move/delete restaurant", []genEvent{moveToNY}, "delete old restaurant copy"},
+		{"move and back", []genEvent{moveToNY, back}, "delete old restaurant copy"},
+		{"new cell same shard", []genEvent{nearby}, "copy dishes"},
+		{"delete", []genEvent{remove}, "delete dishes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, envOptions{partitions: 1})
+			ctx := context.Background()
+			evs := encodeAll(restaurantWithDishes(40))
+			where := e.produce(ctx, evs)
+			r := e.start(e.config())
+			e.waitCaughtUp(t, r, 20*time.Second)
+			if err := r.stop(t); err != nil {
+				t.Fatal(err)
+			}
+			change := encodeAll(append([]genEvent(nil), tc.change...))
+			evs = append(evs, change...)
+			where = append(where, e.produce(ctx, change)...)
+
+			crashes := 0
+			r = e.startWith(e.config(), func(p *Pipeline) {
+				p.searchPageSize = 7 // several pages
+				p.stepHook = func(step string) error {
+					if step == tc.step && crashes == 0 {
+						crashes++
+						return errCrash
+					}
+					return nil
+				}
+			})
+			if err := r.wait(t, 20*time.Second); !errors.Is(err, errCrash) {
+				t.Fatalf("Run = %v, want the crash after %q", err, tc.step)
+			}
+			if ok, _ := e.caughtUp(ctx); ok {
+				t.Fatal("the interrupted change was committed")
+			}
+			r = e.startWith(e.config(), func(p *Pipeline) { p.searchPageSize = 7 })
+			e.waitCaughtUp(t, r, 20*time.Second)
+			if err := r.stop(t); err != nil {
+				t.Fatal(err)
+			}
+			checkFinal(t, e, evs, where)
+		})
+	}
+}

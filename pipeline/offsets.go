@@ -1,0 +1,342 @@
+package pipeline
+
+import (
+	"context"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// partKey names a partition of a topic.
+type partKey struct {
+	topic     string
+	partition int
+}
+
+// String is the partition's metric label, "topic/partition".
+func (k partKey) String() string { return k.topic + "/" + strconv.Itoa(k.partition) }
+
+// trackEntry is one fetched message of a partition.
+type trackEntry struct {
+	part    *partState
+	offset  int64
+	done    bool // finished: written or dead-lettered
+	dropped bool // superseded by a redelivery; its finish counts for nothing
+}
+
+// partState tracks one partition.
+type partState struct {
+	key partKey
+	// entries are the fetched messages not yet behind ready, in offset
+	// order, from head on.
+	entries []*trackEntry
+	head    int
+	// last is the highest offset tracked, -1 before the first.
+	last int64
+	// ready is the offset to commit: every message fetched below it is
+	// finished. -1 before anything finished.
+	ready int64
+	// committed is the offset last committed, -1 before the first commit.
+	committed int64
+	// base is the first offset fetched, the lag's origin before a commit.
+	base int64
+	// hwm is the newest high watermark seen on a fetched message.
+	hwm      int64
+	restarts int64
+}
+
+// tracker decides, per partition, how far offsets may be committed: up
+// to the first message that is not finished. Messages may finish in any
+// order (different shards answer at different speeds, a dish waits for its
+// restaurant, a dead letter is retried); the commit point only moves over
+// a contiguous run of finished messages. Offsets need not be contiguous
+// (compaction and transaction markers leave gaps): only fetched offsets
+// are tracked.
+//
+// # Redelivery
+//
+// kafka-go restarts every assigned partition at its committed offset when
+// a generation begins, so after a rebalance a partition we keep delivers
+// again messages we already track, some finished, some still in flight.
+// A message whose offset is at or below the highest tracked offset of its
+// partition therefore restarts the tracking from that offset: the entries
+// at and above it are dropped (their writes may still land; their finish
+// no longer counts) and the redelivered messages are tracked afresh. The
+// interleavings:
+//
+//   - Kept partition, in-flight writes. We track 10..20, 10..14 done,
+//     ready = 15 but the broker still holds 10 (the rebalance came before
+//     our commit). Offset 10 arrives again: entries 10..20 drop. The
+//     old writes of 15..20 land later and are ignored by the tracker; the
+//     redelivered 15..20 are written again (stale under external
+//     versioning, or the same document again) and finish. ready never
+//     moves back: 10..14 were finished by this process, so committing 15
+//     stays true, and a commit behind the broker's would only cause more
+//     redelivery.
+//   - Entries below the redelivered offset that are not finished (possible
+//     when another member committed further than we had) stay tracked and
+//     keep holding the commit: nothing we have not finished is committed
+//     on our behalf.
+//   - Partition lost, then messages already queued in the reader are
+//     returned after the rebalance (kafka-go does not discard them). Our
+//     commit for that partition may then land after the new owner's and
+//     move the group's offset. It never moves past what this process
+//     finished, so nothing is lost; moving back only redelivers. The
+//     committer skips partitions whose ready point has not advanced, which
+//     keeps such stale commits rare.
+//
+// A tracker is safe for concurrent use: the fetching goroutine tracks,
+// write callbacks finish, the committer reads.
+type tracker struct {
+	mu    sync.Mutex
+	parts map[partKey]*partState
+}
+
+func newTracker() *tracker { return &tracker{parts: make(map[partKey]*partState)} }
+
+// track records a fetched message. dropped lists the entries a
+// redelivery superseded.
+func (t *tracker) track(k partKey, offset, hwm int64) (e *trackEntry, dropped []*trackEntry) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p, ok := t.parts[k]
+	if !ok {
+		p = &partState{key: k, last: -1, ready: -1, committed: -1, base: offset}
+		t.parts[k] = p
+	}
+	if hwm > p.hwm {
+		p.hwm = hwm
+	}
+	if p.last >= 0 && offset <= p.last {
+		p.restarts++
+		i := sort.Search(len(p.entries)-p.head, func(i int) bool { return p.entries[p.head+i].offset >= offset }) + p.head
+		for _, d := range p.entries[i:] {
+			d.dropped = true
+			dropped = append(dropped, d)
+		}
+		clear(p.entries[i:])
+		p.entries = p.entries[:i]
+		p.last = offset - 1
+	}
+	e = &trackEntry{part: p, offset: offset}
+	p.entries = append(p.entries, e)
+	p.last = offset
+	return e, dropped
+}
+
+// finish marks an entry finished and moves its partition's commit point
+// over the finished run at its front. It reports false for an entry that
+// a redelivery dropped (or that was already finished).
+func (t *tracker) finish(e *trackEntry) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e.done || e.dropped {
+		return false
+	}
+	e.done = true
+	p := e.part
+	for p.head < len(p.entries) && p.entries[p.head].done {
+		if off := p.entries[p.head].offset + 1; off > p.ready {
+			p.ready = off
+		}
+		p.entries[p.head] = nil
+		p.head++
+	}
+	if p.head > 64 && p.head*2 >= len(p.entries) {
+		n := copy(p.entries, p.entries[p.head:])
+		clear(p.entries[n:])
+		p.entries = p.entries[:n]
+		p.head = 0
+	}
+	return true
+}
+
+// isDropped reports whether a redelivery superseded the entry.
+func (t *tracker) isDropped(e *trackEntry) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return e.dropped
+}
+
+// commitPoint is an offset to commit: the next offset to read.
+type commitPoint struct {
+	key    partKey
+	offset int64
+}
+
+// due returns the partitions whose commit point moved past their last
+// commit.
+func (t *tracker) due() []commitPoint {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []commitPoint
+	for k, p := range t.parts {
+		if p.ready >= 0 && p.ready > p.committed {
+			out = append(out, commitPoint{key: k, offset: p.ready})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].key.String() < out[j].key.String() })
+	return out
+}
+
+// committed records a successful commit.
+func (t *tracker) committed(cs []commitPoint) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, c := range cs {
+		if p := t.parts[c.key]; p != nil && c.offset > p.committed {
+			p.committed = c.offset
+		}
+	}
+}
+
+// PartitionStats describe one partition, "topic/partition".
+type PartitionStats struct {
+	// Committed is the offset last committed (-1 before the first).
+	Committed int64
+	// Ready is the offset that would be committed now.
+	Ready int64
+	// HighWatermark is the newest high watermark seen.
+	HighWatermark int64
+	// Lag is HighWatermark − Committed (from the first offset fetched
+	// before the first commit).
+	Lag int64
+	// Tracked is the number of fetched messages not yet finished, or
+	// finished behind one that is not.
+	Tracked int
+	// Restarts counts redeliveries that restarted the tracking.
+	Restarts int64
+}
+
+// snapshot returns every partition's figures.
+func (t *tracker) snapshot() map[string]PartitionStats {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]PartitionStats, len(t.parts))
+	for k, p := range t.parts {
+		out[k.String()] = PartitionStats{
+			Committed: p.committed, Ready: p.ready, HighWatermark: p.hwm,
+			Lag: p.lag(), Tracked: len(p.entries) - p.head, Restarts: p.restarts,
+		}
+	}
+	return out
+}
+
+func (p *partState) lag() int64 {
+	from := p.committed
+	if from < 0 {
+		from = p.base
+	}
+	return max(p.hwm-from, 0)
+}
+
+// totalLag sums the lag of every partition.
+func (t *tracker) totalLag() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var n int64
+	for _, p := range t.parts {
+		n += p.lag()
+	}
+	return n
+}
+
+// commitLoop commits finished offsets every CommitInterval.
+func (p *Pipeline) commitLoop(ctx context.Context, r consumer) {
+	tick := time.NewTicker(p.cfg.CommitInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			p.commit(ctx, r)
+		}
+	}
+}
+
+// commit commits every partition whose commit point moved. kafka-go
+// commits a message's offset plus one, hence the −1.
+//
+// Commits are not fenced by generation (see package kafkatest): after a
+// rebalance, an instance that still finishes events of a partition it has
+// lost would commit that partition behind its new owner, and the owner,
+// which commits only when its own point moves, would not correct it. So
+// the group's committed offsets are read first, and a point the group has
+// already reached is not committed. (A commit by the owner between that
+// read and this commit can still be overtaken; it only causes
+// redelivery.)
+func (p *Pipeline) commit(ctx context.Context, r consumer) {
+	due := p.track.due()
+	if len(due) == 0 {
+		return
+	}
+	if p.groupCommitted != nil {
+		parts := make(map[partKey]bool, len(due))
+		for _, c := range due {
+			parts[c.key] = true
+		}
+		group, err := p.groupCommitted(ctx, parts)
+		if err != nil && ctx.Err() == nil {
+			p.log.Debug("reading the group's committed offsets failed", "error", err)
+		}
+		var behind []commitPoint
+		kept := due[:0]
+		for _, c := range due {
+			if g, ok := group[c.key]; ok && g >= c.offset {
+				behind = append(behind, commitPoint{key: c.key, offset: g})
+				continue
+			}
+			kept = append(kept, c)
+		}
+		p.track.committed(behind)
+		if due = kept; len(due) == 0 {
+			return
+		}
+	}
+	msgs := make([]kafka.Message, len(due))
+	for i, c := range due {
+		msgs[i] = kafka.Message{Topic: c.key.topic, Partition: c.key.partition, Offset: c.offset - 1}
+	}
+	if err := r.CommitMessages(ctx, msgs...); err != nil {
+		if ctx.Err() == nil {
+			p.log.Warn("commit failed; will retry", "partitions", len(due), "error", err)
+		}
+		return
+	}
+	p.track.committed(due)
+	for _, c := range due {
+		p.met.committed.WithLabelValues(c.key.String()).Set(float64(c.offset))
+	}
+}
+
+// offsetFetcher reads the group's committed offsets with an OffsetFetch
+// request.
+func (p *Pipeline) offsetFetcher(t *kafka.Transport) func(context.Context, map[partKey]bool) (map[partKey]int64, error) {
+	client := &kafka.Client{Addr: kafka.TCP(p.cfg.Brokers...), Timeout: 10 * time.Second, Transport: t}
+	return func(ctx context.Context, parts map[partKey]bool) (map[partKey]int64, error) {
+		topics := map[string][]int{}
+		for k := range parts {
+			topics[k.topic] = append(topics[k.topic], k.partition)
+		}
+		resp, err := client.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: p.cfg.Group, Topics: topics})
+		if err != nil {
+			return nil, err
+		}
+		if resp.Error != nil {
+			return nil, resp.Error
+		}
+		out := map[partKey]int64{}
+		for topic, ps := range resp.Topics {
+			for _, x := range ps {
+				if x.Error == nil && x.CommittedOffset >= 0 {
+					out[partKey{topic, x.Partition}] = x.CommittedOffset
+				}
+			}
+		}
+		return out, nil
+	}
+}

@@ -1,0 +1,176 @@
+package pipeline
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// pendingSet holds dish events whose restaurant is unknown (or deleted)
+// until the restaurant arrives, bounded by a count and an age. A pending
+// event is unfinished, so it holds its partition's commit back: if the
+// process stops, the dish is fetched again.
+//
+// It is owned by the processing goroutine; only the count is read
+// concurrently.
+type pendingSet struct {
+	max    int
+	maxAge time.Duration
+
+	byRest map[string][]*pendingItem
+	// queue is every item in arrival order, oldest first, from head on;
+	// removed items stay until they reach the head.
+	queue []*pendingItem
+	head  int
+	n     atomic.Int64 // items held
+}
+
+type pendingItem struct {
+	ev      *event
+	at      time.Time
+	removed bool
+}
+
+func newPendingSet(max int, maxAge time.Duration) *pendingSet {
+	return &pendingSet{max: max, maxAge: maxAge, byRest: make(map[string][]*pendingItem)}
+}
+
+// len is the number of events held.
+func (s *pendingSet) len() int { return int(s.n.Load()) }
+
+// add holds ev, which arrived at now, and returns the events evicted to
+// keep within the count bound, oldest first.
+func (s *pendingSet) add(ev *event, now time.Time) []*event {
+	it := &pendingItem{ev: ev, at: now}
+	rid := ev.change.RestaurantID
+	s.byRest[rid] = append(s.byRest[rid], it)
+	s.queue = append(s.queue, it)
+	s.n.Add(1)
+	var out []*event
+	for s.len() > s.max {
+		out = append(out, s.popOldest())
+	}
+	return out
+}
+
+// popOldest removes and returns the oldest event. The set is not empty.
+func (s *pendingSet) popOldest() *event {
+	for {
+		it := s.queue[s.head]
+		s.queue[s.head] = nil
+		s.head++
+		if !it.removed {
+			s.unlink(it)
+			s.compact()
+			return it.ev
+		}
+	}
+}
+
+// expire removes and returns the events that have waited longer than the
+// age bound, oldest first.
+func (s *pendingSet) expire(now time.Time) []*event {
+	var out []*event
+	for s.head < len(s.queue) {
+		it := s.queue[s.head]
+		if it.removed {
+			s.queue[s.head] = nil
+			s.head++
+			continue
+		}
+		if now.Sub(it.at) <= s.maxAge {
+			break
+		}
+		out = append(out, s.popOldest())
+	}
+	s.compact()
+	return out
+}
+
+// take removes and returns the events waiting for restaurant rid, in
+// arrival order.
+func (s *pendingSet) take(rid string) []*event {
+	items := s.byRest[rid]
+	if len(items) == 0 {
+		return nil
+	}
+	delete(s.byRest, rid)
+	out := make([]*event, len(items))
+	for i, it := range items {
+		it.removed = true
+		out[i] = it.ev
+	}
+	s.n.Add(-int64(len(items)))
+	return out
+}
+
+// cancel removes and returns the pending upserts of dish dishID of
+// restaurant rid whose version is at most version: a delete of the dish
+// supersedes them.
+func (s *pendingSet) cancel(rid, dishID string, version int64) []*event {
+	return s.removeIf(rid, func(ev *event) bool {
+		c := ev.change
+		return c.ID == dishID && c.Op == OpUpsert && c.Version <= version
+	})
+}
+
+// purge removes the events for which drop is true, from every restaurant.
+func (s *pendingSet) purge(drop func(*event) bool) []*event {
+	var out []*event
+	for rid := range s.byRest {
+		out = append(out, s.removeIf(rid, drop)...)
+	}
+	return out
+}
+
+func (s *pendingSet) removeIf(rid string, drop func(*event) bool) []*event {
+	items := s.byRest[rid]
+	var out []*event
+	kept := items[:0]
+	for _, it := range items {
+		if drop(it.ev) {
+			it.removed = true
+			out = append(out, it.ev)
+			continue
+		}
+		kept = append(kept, it)
+	}
+	for i := len(kept); i < len(items); i++ {
+		items[i] = nil
+	}
+	if len(kept) == 0 {
+		delete(s.byRest, rid)
+	} else {
+		s.byRest[rid] = kept
+	}
+	s.n.Add(-int64(len(out)))
+	return out
+}
+
+// unlink removes it from its restaurant's list.
+func (s *pendingSet) unlink(it *pendingItem) {
+	it.removed = true
+	rid := it.ev.change.RestaurantID
+	items := s.byRest[rid]
+	for i, x := range items {
+		if x == it {
+			items = append(items[:i], items[i+1:]...)
+			break
+		}
+	}
+	if len(items) == 0 {
+		delete(s.byRest, rid)
+	} else {
+		s.byRest[rid] = items
+	}
+	s.n.Add(-1)
+}
+
+// compact drops the consumed front of the queue once it is half of it.
+func (s *pendingSet) compact() {
+	if s.head > 64 && s.head*2 >= len(s.queue) {
+		n := copy(s.queue, s.queue[s.head:])
+		clear(s.queue[n:])
+		s.queue = s.queue[:n]
+		s.head = 0
+	}
+}

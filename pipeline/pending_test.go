@@ -1,0 +1,107 @@
+package pipeline
+
+import (
+	"testing"
+	"time"
+)
+
+func pendingEvent(rid, id string, op string, version int64) *event {
+	return &event{change: &Change{Type: TypeDish, Op: op, ID: id, RestaurantID: rid, Version: version}}
+}
+
+func ids(evs []*event) []string {
+	var out []string
+	for _, ev := range evs {
+		out = append(out, ev.change.ID)
+	}
+	return out
+}
+
+func TestPendingCountBound(t *testing.T) {
+	s := newPendingSet(3, time.Hour)
+	now := time.Unix(0, 0)
+	for i, id := range []string{"a", "b", "c"} {
+		if ev := s.add(pendingEvent("r"+id, id, OpUpsert, 1), now.Add(time.Duration(i))); ev != nil {
+			t.Fatalf("add %s evicted %v", id, ids(ev))
+		}
+	}
+	got := s.add(pendingEvent("rd", "d", OpUpsert, 1), now.Add(3))
+	if len(got) != 1 || got[0].change.ID != "a" {
+		t.Fatalf("add over the bound evicted %v, want [a] (the oldest)", ids(got))
+	}
+	if s.len() != 3 {
+		t.Errorf("len = %d, want 3", s.len())
+	}
+	if got := s.take("ra"); got != nil {
+		t.Errorf("take of an evicted restaurant = %v, want none", ids(got))
+	}
+}
+
+func TestPendingAgeBound(t *testing.T) {
+	s := newPendingSet(100, 5*time.Minute)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s.add(pendingEvent("r1", "d1", OpUpsert, 1), t0)
+	s.add(pendingEvent("r2", "d2", OpUpsert, 1), t0.Add(time.Minute))
+	s.add(pendingEvent("r1", "d3", OpUpsert, 1), t0.Add(2*time.Minute))
+	if got := s.expire(t0.Add(5 * time.Minute)); len(got) != 0 {
+		t.Fatalf("expire at exactly the age = %v, want none", ids(got))
+	}
+	got := s.expire(t0.Add(6*time.Minute + time.Second))
+	if len(got) != 2 || got[0].change.ID != "d1" || got[1].change.ID != "d2" {
+		t.Fatalf("expire = %v, want [d1 d2], oldest first", ids(got))
+	}
+	if got := s.take("r1"); len(got) != 1 || got[0].change.ID != "d3" {
+		t.Fatalf("take(r1) = %v, want [d3]", ids(got))
+	}
+	if s.len() != 0 {
+		t.Errorf("len = %d, want 0", s.len())
+	}
+}
+
+func TestPendingTakeAndCancel(t *testing.T) {
+	s := newPendingSet(100, time.Hour)
+	now := time.Unix(0, 0)
+	s.add(pendingEvent("r1", "d1", OpUpsert, 3), now)
+	s.add(pendingEvent("r1", "d2", OpUpsert, 1), now)
+	s.add(pendingEvent("r1", "d1", OpUpsert, 5), now)
+	s.add(pendingEvent("r2", "d9", OpUpsert, 1), now)
+	if got := s.cancel("r1", "d1", 4); len(got) != 1 || got[0].change.Version != 3 {
+		t.Fatalf("cancel(d1, 4) = %v, want the version 3 upsert only", got)
+	}
+	if got := s.take("r1"); len(got) != 2 || got[0].change.ID != "d2" || got[1].change.Version != 5 {
+		t.Fatalf("take(r1) = %v, want [d2 d1@5] in arrival order", ids(got))
+	}
+	if s.len() != 1 {
+		t.Errorf("len = %d, want 1", s.len())
+	}
+	// Removed items are skipped by expiry and eviction.
+	if got := s.expire(now.Add(2 * time.Hour)); len(got) != 1 || got[0].change.ID != "d9" {
+		t.Fatalf("expire = %v, want [d9]", ids(got))
+	}
+}
+
+func TestPendingPurgeAndCompact(t *testing.T) {
+	s := newPendingSet(1000, time.Hour)
+	now := time.Unix(0, 0)
+	var evs []*event
+	for i := range 300 {
+		ev := pendingEvent("r", string(rune('a'+i%26))+string(rune('0'+i/26)), OpUpsert, 1)
+		ev.offset = int64(i)
+		evs = append(evs, ev)
+		s.add(ev, now.Add(time.Duration(i)*time.Second))
+	}
+	purged := s.purge(func(ev *event) bool { return ev.offset >= 200 })
+	if len(purged) != 100 || s.len() != 200 {
+		t.Fatalf("purge removed %d, len %d; want 100 and 200", len(purged), s.len())
+	}
+	got := s.expire(now.Add(time.Hour + 150*time.Second))
+	if len(got) != 150 || got[0] != evs[0] || got[149] != evs[149] {
+		t.Fatalf("expire = %d events, want the 150 oldest", len(got))
+	}
+	if s.len() != 50 || len(s.queue)-s.head != 150 {
+		t.Errorf("len %d, queue %d; want 50 held and 150 queue slots (100 purged ones not yet reached)", s.len(), len(s.queue)-s.head)
+	}
+	if got := s.expire(now.Add(10 * time.Hour)); len(got) != 50 {
+		t.Errorf("final expire = %d, want 50", len(got))
+	}
+}

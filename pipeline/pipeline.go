@@ -1,0 +1,468 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/opensearch-project/opensearch-go/v4"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/geoshard/geoshard/bulk"
+)
+
+// consumer is the part of kafka-go's Reader the pipeline uses.
+type consumer interface {
+	FetchMessage(ctx context.Context) (kafka.Message, error)
+	CommitMessages(ctx context.Context, msgs ...kafka.Message) error
+	Stats() kafka.ReaderStats
+	Close() error
+}
+
+var _ consumer = (*kafka.Reader)(nil)
+
+// Pipeline consumes change events and writes them to OpenSearch. Create it
+// with New and run it once with Run; Ready and Stats may be called at any
+// time, from any goroutine.
+type Pipeline struct {
+	cfg    Config
+	log    *slog.Logger
+	client *opensearch.Client
+	admin  *bulk.Admin
+	met    *metrics
+
+	// Hooks, replaced by tests.
+	newConsumer    func(kafka.ReaderConfig) consumer
+	newProducer    func(*kafka.Transport) producer
+	warmPageSize   int // restaurants per page when warming the directory
+	searchPageSize int // dishes per page when moving or deleting a restaurant
+
+	started atomic.Bool
+	running atomic.Bool
+
+	// Owned by Run's processing goroutine (and set up before it starts).
+	targets []target
+	dir     *directory
+	pend    *pendingSet
+	track   *tracker
+	dead    *dlq
+	writer  *bulk.Writer
+	// switches carries a new write target from the map watcher to the
+	// processing goroutine, which applies it between events.
+	switches chan target
+	// dirGen is the consumer-group generation count the directory was
+	// last read from the index at.
+	dirGen int64
+	// stepHook, if set, runs after each step of a move or delete; an error
+	// stops the pipeline there (tests use it to crash mid-move).
+	stepHook func(step string) error
+	// groupCommitted reads the group's committed offsets from the broker.
+	groupCommitted func(ctx context.Context, parts map[partKey]bool) (map[partKey]int64, error)
+
+	sampleMu sync.Mutex // serialises reads of the reader's reset-on-read stats
+
+	mu        sync.Mutex // guards the fields below
+	primary   target     // targets[0], for the map watcher and Stats
+	counts    map[EventKey]int64
+	deadCount map[Reason]int64
+	fatalErr  error
+	cancelRun context.CancelCauseFunc
+
+	fetched, finished, deadLetters, moves atomic.Int64
+	lastProgress                          atomic.Int64 // unix nanoseconds
+	rebalances                            atomic.Int64
+	warmPages, warmSeen, warmTotal        atomic.Int64
+	warmDone                              atomic.Bool
+}
+
+// New checks the configuration and registers the metrics. It does no
+// I/O: Run connects, resolves the alias and loads the map.
+func New(cfg Config, client *opensearch.Client) (*Pipeline, error) {
+	if client == nil {
+		return nil, errors.New("pipeline: nil OpenSearch client")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: register metrics: %w", err)
+	}
+	p := &Pipeline{
+		cfg: cfg, log: cfg.Logger, client: client, admin: bulk.NewAdmin(client), met: m,
+		newConsumer:    func(rc kafka.ReaderConfig) consumer { return kafka.NewReader(rc) },
+		warmPageSize:   5000,
+		searchPageSize: 1000,
+		dir:            newDirectory(),
+		pend:           newPendingSet(cfg.PendingMax, cfg.PendingMaxAge),
+		track:          newTracker(),
+		switches:       make(chan target),
+		counts:         make(map[EventKey]int64),
+		deadCount:      make(map[Reason]int64),
+	}
+	p.newProducer = p.kafkaProducer
+	return p, nil
+}
+
+// readerConfig is the consumer-group reader: explicit commits only
+// (CommitInterval 0, so CommitMessages is synchronous), every event topic
+// in one group.
+func (p *Pipeline) readerConfig(d *kafka.Dialer) kafka.ReaderConfig {
+	k := p.cfg.Kafka
+	return kafka.ReaderConfig{
+		Brokers:               p.cfg.Brokers,
+		GroupID:               p.cfg.Group,
+		GroupTopics:           p.cfg.topics(),
+		Dialer:                d,
+		MinBytes:              1,
+		MaxBytes:              max(10<<20, 2*p.cfg.MaxEventBytes),
+		MaxWait:               k.MaxWait,
+		CommitInterval:        0,
+		HeartbeatInterval:     k.HeartbeatInterval,
+		SessionTimeout:        k.SessionTimeout,
+		RebalanceTimeout:      k.RebalanceTimeout,
+		JoinGroupBackoff:      k.JoinGroupBackoff,
+		StartOffset:           kafka.FirstOffset,
+		ReadLagInterval:       -1,
+		WatchPartitionChanges: true,
+		ReadBackoffMin:        50 * time.Millisecond,
+		ReadBackoffMax:        time.Second,
+		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
+			p.log.Debug("kafka reader", "detail", fmt.Sprintf(msg, args...))
+		}),
+	}
+}
+
+// kafkaProducer is the dead-letter writer: acknowledged by every in-sync
+// replica, keyed like the source so a restaurant's dead letters stay in
+// order.
+func (p *Pipeline) kafkaProducer(t *kafka.Transport) producer {
+	return &kafka.Writer{
+		Addr:         kafka.TCP(p.cfg.Brokers...),
+		Topic:        p.cfg.DLQTopic,
+		Balancer:     &kafka.Hash{},
+		RequiredAcks: kafka.RequireAll,
+		BatchSize:    500,
+		BatchTimeout: 5 * time.Millisecond,
+		MaxAttempts:  3,
+		Transport:    t,
+	}
+}
+
+// Run consumes until ctx is cancelled or a fatal error. On cancel it stops
+// fetching, gives the writes in flight and the dead letters
+// Config.DrainTimeout to finish, commits what is finished, closes the
+// reader and writers, and returns nil. A fatal error (the map changed to
+// one that is not expected, a write that ran out of retries) stops it the
+// same way without the drain, and is returned.
+func (p *Pipeline) Run(ctx context.Context) error {
+	if !p.started.CompareAndSwap(false, true) {
+		return ErrAlreadyRun
+	}
+	t, err := loadTarget(ctx, p.admin, p.cfg.Alias, p.cfg.MapHash)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	p.setTargets([]target{t})
+	p.log.Info("write target", "index", t.index, "map_hash", t.m.Hash(), "shards", t.m.NumShards())
+
+	dialer, transport, err := p.cfg.Kafka.KafkaDialer()
+	if err != nil {
+		return err
+	}
+	runCtx, cancelRun := context.WithCancelCause(context.Background())
+	defer cancelRun(nil)
+	p.mu.Lock()
+	p.cancelRun = cancelRun
+	p.mu.Unlock()
+
+	bcfg := p.cfg.Bulk
+	bcfg.OnResult = p.onResult
+	bcfg.Registerer = p.cfg.Registerer
+	if bcfg.Logger == nil {
+		bcfg.Logger = p.log
+	}
+	w, err := bulk.New(p.client, bcfg)
+	if err != nil {
+		return fmt.Errorf("pipeline: bulk writer: %w", err)
+	}
+	p.mu.Lock()
+	p.writer = w
+	p.mu.Unlock()
+	if p.groupCommitted == nil {
+		p.groupCommitted = p.offsetFetcher(transport)
+	}
+	reader := p.newConsumer(p.readerConfig(dialer))
+	prod := p.newProducer(transport)
+	p.dead = newDLQ(prod, p.log, p.deadLetterWritten, func(d *deadLetter) bool { return p.track.isDropped(d.ev.entry) })
+
+	// fetchCtx ends intake; workCtx bounds every blocking step, and ends
+	// DrainTimeout after ctx does; runCtx ends on a fatal error.
+	fetchCtx, cancelFetch := context.WithCancel(runCtx)
+	workCtx, cancelWork := context.WithCancel(runCtx)
+	defer cancelFetch()
+	defer cancelWork()
+	var drainTimer *time.Timer
+	var timerMu sync.Mutex
+	stopWatch := context.AfterFunc(ctx, func() {
+		cancelFetch()
+		timerMu.Lock()
+		drainTimer = time.AfterFunc(p.cfg.DrainTimeout, cancelWork)
+		timerMu.Unlock()
+	})
+	defer func() {
+		stopWatch()
+		timerMu.Lock()
+		if drainTimer != nil {
+			drainTimer.Stop()
+		}
+		timerMu.Unlock()
+	}()
+
+	p.lastProgress.Store(time.Now().UnixNano())
+	p.running.Store(true)
+	defer p.running.Store(false)
+	p.log.Info("consuming", "topics", p.cfg.topics(), "group", p.cfg.Group)
+
+	var bg sync.WaitGroup
+	commitCtx, stopCommit := context.WithCancel(runCtx)
+	defer stopCommit()
+	bg.Go(func() { p.dead.run(workCtx) })
+	bg.Go(func() { p.commitLoop(commitCtx, reader) })
+	bg.Go(func() { p.progressLoop(workCtx, reader) })
+	bg.Go(func() { p.watchMap(fetchCtx) })
+	msgs := make(chan fetched, 16)
+	var fetcher sync.WaitGroup
+	fetcher.Go(func() { p.fetch(fetchCtx, reader, msgs) })
+
+	if err := p.process(fetchCtx, workCtx, reader, msgs); err != nil && workCtx.Err() == nil {
+		p.fail(err)
+	}
+	cancelFetch()
+	fetcher.Wait()
+
+	// Drain: writes in flight and dead letters, within DrainTimeout (none
+	// after a fatal error: runCtx has ended).
+	if err := p.writer.Flush(workCtx); err != nil && runCtx.Err() == nil {
+		p.log.Warn("drain: writes still in flight at the deadline", "error", err)
+	}
+	if err := p.dead.waitEmpty(workCtx); err != nil && runCtx.Err() == nil {
+		p.log.Warn("drain: dead letters still unwritten at the deadline", "error", err)
+	}
+	closeCtx, cancelClose := context.WithTimeout(workCtx, time.Second)
+	_ = p.writer.Close(closeCtx) // after the drain: aborts what is still in flight
+	cancelClose()
+	stopCommit()
+	cancelWork()
+	bg.Wait() // the committer has stopped: the last commit below is the only one
+
+	finalCtx, cancelFinal := context.WithTimeout(context.Background(), 5*time.Second)
+	p.commit(finalCtx, reader)
+	cancelFinal()
+	cancelRun(nil)
+	if err := reader.Close(); err != nil {
+		p.log.Warn("close kafka reader", "error", err)
+	}
+	if err := prod.Close(); err != nil {
+		p.log.Warn("close dead-letter writer", "error", err)
+	}
+	p.publishGauges()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.log.Info("stopped", "finished", p.finished.Load(), "pending", p.pend.len(), "error", p.fatalErr)
+	return p.fatalErr
+}
+
+// fail stops the pipeline with err; the first error wins.
+func (p *Pipeline) fail(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fatalErr == nil {
+		p.fatalErr = err
+		p.log.Error("stopping", "error", err)
+	}
+	if p.cancelRun != nil {
+		p.cancelRun(err)
+	}
+}
+
+// fetched is a message and the number of consumer-group generations the
+// reader had begun when it was fetched.
+type fetched struct {
+	msg kafka.Message
+	gen int64
+}
+
+// sampleReader reads the reader's counters (kafka-go resets them when
+// read, so every read goes through here) and returns the generations
+// begun so far.
+func (p *Pipeline) sampleReader(r consumer) int64 {
+	p.sampleMu.Lock()
+	defer p.sampleMu.Unlock()
+	return p.rebalances.Add(r.Stats().Rebalances)
+}
+
+// fetch hands fetched messages to the processing goroutine until ctx ends.
+//
+// Each message carries the generation count read after it was fetched.
+// kafka-go counts a new generation before it subscribes to the new
+// assignments, so a message of generation n always carries a count of at
+// least n (a message of an earlier generation still queued in the reader
+// may carry a later count, which only makes the directory refresh early).
+func (p *Pipeline) fetch(ctx context.Context, r consumer, out chan<- fetched) {
+	defer close(out)
+	for {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, io.EOF) {
+				return
+			}
+			// kafka-go retries broker and group errors itself; what reaches
+			// here (a generation that failed MaxAttempts times) is retried
+			// after a pause.
+			p.log.Warn("kafka fetch failed; retrying", "error", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		select {
+		case out <- fetched{msg: m, gen: p.sampleReader(r)}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// process is the processing goroutine: it warms the directory once the
+// reader has joined its group, then handles events one at a time, in fetch
+// order, with housekeeping between them. Intake stops when stop ends;
+// blocking steps run under work.
+func (p *Pipeline) process(stop, work context.Context, r consumer, msgs <-chan fetched) error {
+	if err := p.initialWarm(stop, r); err != nil || stop.Err() != nil {
+		return err
+	}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop.Done():
+			return nil
+		case f, ok := <-msgs:
+			if !ok {
+				return nil
+			}
+			if f.gen > p.dirGen {
+				if err := p.rewarm(work, f.gen); err != nil {
+					return err
+				}
+			}
+			if err := p.handle(work, f.msg); err != nil {
+				return err
+			}
+		case <-tick.C:
+			if err := p.expirePending(work); err != nil {
+				return err
+			}
+		case t := <-p.switches:
+			if err := p.switchTarget(work, t); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// initialWarm waits for the reader to join its group, then reads the
+// directory. Reading it only then matters when instances come and go: until
+// the group has settled, the previous owners of our partitions may still
+// be writing, and a directory read before would miss what they wrote.
+// What they wrote but had not acknowledged they had not committed either,
+// so those events come to us again.
+func (p *Pipeline) initialWarm(ctx context.Context, r consumer) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for p.sampleReader(r) == 0 {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+	gen := p.rebalances.Load()
+	if err := p.warm(ctx, &p.targets[0], p.dir); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	p.dirGen = gen
+	return nil
+}
+
+// watchMap re-reads the alias's write index and its map every
+// MapCheckInterval and hands a change to the processing goroutine.
+func (p *Pipeline) watchMap(ctx context.Context) {
+	tick := time.NewTicker(p.cfg.MapCheckInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		t, err := loadTarget(ctx, p.admin, p.cfg.Alias, p.cfg.MapHash)
+		var mm *MapMismatchError
+		switch {
+		case errors.As(err, &mm):
+			p.fail(err)
+			return
+		case err != nil:
+			if ctx.Err() == nil {
+				p.log.Warn("map check failed", "error", err)
+			}
+			continue
+		}
+		p.mu.Lock()
+		cur := p.primary
+		p.mu.Unlock()
+		if t.index == cur.index && t.m.Hash() == cur.m.Hash() {
+			continue
+		}
+		select {
+		case p.switches <- t:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// switchTarget flushes what was written to the old target and writes to
+// the new one from now on.
+func (p *Pipeline) switchTarget(ctx context.Context, t target) error {
+	if err := p.writer.Flush(ctx); err != nil {
+		return err
+	}
+	old := p.targets[0]
+	ts := append([]target{t}, p.targets[1:]...)
+	p.setTargets(ts)
+	p.log.Info("write target changed", "index", t.index, "map_hash", t.m.Hash(), "previous_index", old.index, "previous_map_hash", old.m.Hash())
+	return nil
+}
+
+func (p *Pipeline) setTargets(ts []target) {
+	p.targets = ts
+	p.mu.Lock()
+	p.primary = ts[0]
+	p.mu.Unlock()
+}

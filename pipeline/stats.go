@@ -1,0 +1,175 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/geoshard/geoshard/bulk"
+)
+
+// EventKey is one (type, op, result) series of finished events.
+type EventKey struct {
+	Type, Op, Result string
+}
+
+// WarmProgress is how far the directory warm-up has got.
+type WarmProgress struct {
+	// Pages and Restaurants read so far; Total is the number of restaurant
+	// documents the index reported on the first page.
+	Pages, Restaurants, Total int64
+	// Done is set once the whole index has been read.
+	Done bool
+}
+
+// TargetInfo names an index written to and the hash of its map.
+type TargetInfo struct {
+	Index, MapHash string
+}
+
+// Stats is a snapshot of the pipeline's counters. Taking it changes
+// nothing.
+type Stats struct {
+	// Events counts finished events by type, op and result.
+	Events map[EventKey]int64
+	// DeadLetters counts events written to the dead-letter topic, by
+	// reason.
+	DeadLetters map[Reason]int64
+	// Fetched and Finished count messages fetched and events finished.
+	Fetched, Finished int64
+	// Pending is the number of dish events waiting for their restaurant.
+	Pending int
+	// Directory is the number of live restaurants known.
+	Directory int64
+	// Moves counts restaurants moved to another geoshard.
+	Moves int64
+	// Warm is the directory warm-up's progress.
+	Warm WarmProgress
+	// Partitions describes each partition, by "topic/partition".
+	Partitions map[string]PartitionStats
+	// Lag is the sum of the partitions' lag.
+	Lag int64
+	// Targets are the indexes written to, the alias's write index first.
+	Targets []TargetInfo
+	// Bulk is the bulk writer's snapshot (zero before Run).
+	Bulk bulk.Stats
+}
+
+// Progress is the summary passed to Config.OnProgress.
+type Progress struct {
+	// Events fetched, Finished, and DeadLetters written, since start.
+	Events, Finished, DeadLetters int64
+	// Pending dishes waiting for their restaurant.
+	Pending int
+	// Lag summed over the partitions.
+	Lag int64
+	// EventsPerSec is the rate of finished events since the last report.
+	EventsPerSec float64
+}
+
+// Stats returns a snapshot of the counters.
+func (p *Pipeline) Stats() Stats {
+	s := Stats{
+		Fetched:    p.fetched.Load(),
+		Finished:   p.finished.Load(),
+		Pending:    p.pend.len(),
+		Directory:  p.dir.size(),
+		Moves:      p.moves.Load(),
+		Partitions: p.track.snapshot(),
+		Warm: WarmProgress{
+			Pages: p.warmPages.Load(), Restaurants: p.warmSeen.Load(), Total: p.warmTotal.Load(), Done: p.warmDone.Load(),
+		},
+	}
+	for _, ps := range s.Partitions {
+		s.Lag += ps.Lag
+	}
+	p.mu.Lock()
+	s.Events = make(map[EventKey]int64, len(p.counts))
+	for k, v := range p.counts {
+		s.Events[k] = v
+	}
+	s.DeadLetters = make(map[Reason]int64, len(p.deadCount))
+	for k, v := range p.deadCount {
+		s.DeadLetters[k] = v
+	}
+	if p.primary.m != nil {
+		s.Targets = []TargetInfo{{Index: p.primary.index, MapHash: p.primary.m.Hash()}}
+	}
+	w := p.writer
+	p.mu.Unlock()
+	if w != nil && p.started.Load() {
+		s.Bulk = w.Stats()
+	}
+	return s
+}
+
+// Ready reports whether the pipeline is serving, and if not, why: it is
+// ready once the directory is warm and the consumer has joined its group
+// or fetched, and stops being ready when no event has finished for
+// StallTimeout while there is lag.
+func (p *Pipeline) Ready() (bool, string) {
+	if !p.warmDone.Load() {
+		switch {
+		case !p.started.Load():
+			return false, "not started"
+		case p.rebalances.Load() == 0:
+			return false, "waiting to join the consumer group"
+		}
+		return false, fmt.Sprintf("warming the restaurant directory: %d pages, %d of %d restaurants",
+			p.warmPages.Load(), p.warmSeen.Load(), p.warmTotal.Load())
+	}
+	if !p.running.Load() {
+		return false, "not running"
+	}
+	if p.fetched.Load() == 0 && p.rebalances.Load() == 0 {
+		return false, "waiting to join the consumer group"
+	}
+	if lag := p.track.totalLag(); lag > 0 {
+		idle := time.Since(time.Unix(0, p.lastProgress.Load()))
+		if idle > p.cfg.StallTimeout {
+			return false, fmt.Sprintf("stalled: no event finished for %v with a lag of %d", idle.Round(time.Second), lag)
+		}
+	}
+	return true, "ok"
+}
+
+// progressLoop samples the reader, publishes the gauges and calls
+// OnProgress, every 200ms, until ctx ends.
+func (p *Pipeline) progressLoop(ctx context.Context, r consumer) {
+	const every = 200 * time.Millisecond
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	last, lastAt := p.finished.Load(), time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		p.sampleReader(r)
+		p.publishGauges()
+		if p.cfg.OnProgress == nil {
+			continue
+		}
+		now, fin := time.Now(), p.finished.Load()
+		rate := float64(fin-last) / now.Sub(lastAt).Seconds()
+		last, lastAt = fin, now
+		p.cfg.OnProgress(Progress{
+			Events: p.fetched.Load(), Finished: fin, DeadLetters: p.deadLetters.Load(),
+			Pending: p.pend.len(), Lag: p.track.totalLag(), EventsPerSec: rate,
+		})
+	}
+}
+
+// publishGauges sets the gauges from the current state.
+func (p *Pipeline) publishGauges() {
+	p.met.pending.Set(float64(p.pend.len()))
+	p.met.directory.Set(float64(p.dir.size()))
+	p.met.lastProgress.Set(float64(p.lastProgress.Load()) / 1e9)
+	for k, ps := range p.track.snapshot() {
+		p.met.lag.WithLabelValues(k).Set(float64(ps.Lag))
+		if ps.Committed >= 0 {
+			p.met.committed.WithLabelValues(k).Set(float64(ps.Committed))
+		}
+	}
+}

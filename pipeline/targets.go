@@ -1,0 +1,250 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/golang/geo/s2"
+
+	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/router"
+	"github.com/geoshard/geoshard/schema"
+)
+
+// target is one index the pipeline writes to, with the map it was built
+// with. Today there is one: the alias's write index. During a reshard
+// migration a second target (the new index under the new map) receives
+// the same changes; everything that computes routing goes through emit,
+// which loops over the targets.
+type target struct {
+	index string
+	m     *router.Map
+	// labels are the bulk queue keys (and metric labels) of the shards.
+	labels []string
+}
+
+func newTarget(index string, m *router.Map, primary bool) target {
+	t := target{index: index, m: m, labels: make([]string, m.NumShards())}
+	for i := range t.labels {
+		t.labels[i] = m.Shard(i).Name
+		if !primary {
+			// Shard names may repeat across maps; a second target's queues
+			// must not share the first's.
+			t.labels[i] = index + "/" + t.labels[i]
+		}
+	}
+	return t
+}
+
+// routing returns the shard of cell under the target's map and its routing
+// key.
+func (t *target) routing(cell s2.CellID) (shard int, routing string) {
+	shard = t.m.LocateCell(cell)
+	return shard, t.m.Shard(shard).Routing
+}
+
+// loadTarget resolves the alias to its write index and reads that index's
+// map from its _meta. With want set, a map of another hash is refused.
+func loadTarget(ctx context.Context, src schema.MetaSource, alias, want string) (target, error) {
+	m, index, err := schema.LoadMap(ctx, src, alias)
+	if err != nil {
+		return target{}, fmt.Errorf("pipeline: load the map of alias %q: %w", alias, err)
+	}
+	if want != "" && m.Hash() != want {
+		return target{}, &MapMismatchError{Index: index, Expected: want, Actual: m.Hash()}
+	}
+	return newTarget(index, m, true), nil
+}
+
+// docWrite is one document change, before routing.
+type docWrite struct {
+	action bulk.Action
+	vtype  bulk.VersionType
+	// id is the document _id; version its external version.
+	id      string
+	version int64
+	// cell is the restaurant's location (for a dish, its restaurant's).
+	cell s2.CellID
+	// body, for an index action, builds the source for a map level (the
+	// geo_cell token depends on it).
+	body func(level int) []byte
+	ref  any
+}
+
+// emit routes w under every target and adds one item per target. The
+// caller has already counted len(targets) outstanding writes on the
+// event ref refers to.
+func (p *Pipeline) emit(ctx context.Context, targets []target, w docWrite) error {
+	for i := range targets {
+		t := &targets[i]
+		shard, routing := t.routing(w.cell)
+		it := bulk.Item{
+			Action: w.action, Index: t.index, ID: w.id, Routing: routing,
+			Version: w.version, VersionType: w.vtype, Shard: t.labels[shard], Ref: w.ref,
+		}
+		if w.action != bulk.Delete {
+			it.Body = w.body(t.m.Level())
+		}
+		if err := p.writer.Add(ctx, it); err != nil {
+			return fmt.Errorf("pipeline: add %s to %s: %w", w.id, t.index, err)
+		}
+	}
+	return nil
+}
+
+// The index document of an event is the event's doc with the fields the
+// pipeline owns removed, plus those fields: relation, geo_cell, version,
+// doc_id, and location (restaurant) or restaurant_id (dish). A doc cannot
+// override them: they are stripped from it first (at the top level, which
+// is where they live).
+var reservedFields = []string{
+	schema.FieldRelation, schema.FieldGeoCell, schema.FieldVersion,
+	schema.FieldDocID, schema.FieldLocation, schema.FieldRestaurantID,
+}
+
+func isReserved(k string) bool {
+	for _, r := range reservedFields {
+		if k == r {
+			return true
+		}
+	}
+	return false
+}
+
+// docMembers returns the members of a JSON object without its braces and
+// without the reserved fields, ready to be followed by more members. doc
+// is valid JSON that starts with '{' (Decode checked both).
+func docMembers(doc []byte) ([]byte, error) {
+	doc = bytes.TrimSpace(doc)
+	if len(doc) < 2 || doc[0] != '{' || doc[len(doc)-1] != '}' {
+		return nil, fmt.Errorf("doc is not an object")
+	}
+	fast := bytes.IndexByte(doc, '\\') < 0
+	for _, r := range reservedFields {
+		if !fast {
+			break
+		}
+		fast = !bytes.Contains(doc, []byte(`"`+r+`"`))
+	}
+	if fast {
+		return bytes.TrimSpace(doc[1 : len(doc)-1]), nil
+	}
+	// Slow path: walk the members, keeping their order.
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	if _, err := dec.Token(); err != nil {
+		return nil, err
+	}
+	var out []byte
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		k := tok.(string)
+		if isReserved(k) {
+			continue
+		}
+		if len(out) > 0 {
+			out = append(out, ',')
+		}
+		kb, _ := json.Marshal(k)
+		out = append(out, kb...)
+		out = append(out, ':')
+		out = append(out, v...)
+	}
+	return out, nil
+}
+
+// restaurantBody builds a restaurant's source.
+func restaurantBody(members []byte, id string, version int64, cell s2.CellID, lat, lon float64, level int) []byte {
+	b := make([]byte, 0, len(members)+200)
+	b = openBody(b, members)
+	b = append(b, `"relation":"restaurant","geo_cell":"`...)
+	b = append(b, cellAt(cell, level).ToToken()...)
+	b = append(b, `","version":`...)
+	b = strconv.AppendInt(b, version, 10)
+	b = append(b, `,"doc_id":`...)
+	b = appendString(b, schema.RestaurantID(id))
+	b = append(b, `,"location":{"lat":`...)
+	b = strconv.AppendFloat(b, lat, 'g', -1, 64)
+	b = append(b, `,"lon":`...)
+	b = strconv.AppendFloat(b, lon, 'g', -1, 64)
+	return append(b, "}}"...)
+}
+
+// dishBody builds a dish's source.
+func dishBody(members []byte, id, rid string, version int64, cell s2.CellID, level int) []byte {
+	b := make([]byte, 0, len(members)+200)
+	b = openBody(b, members)
+	b = append(b, `"relation":{"name":"dish","parent":`...)
+	b = appendString(b, schema.RestaurantID(rid))
+	b = append(b, `},"geo_cell":"`...)
+	b = append(b, cellAt(cell, level).ToToken()...)
+	b = append(b, `","version":`...)
+	b = strconv.AppendInt(b, version, 10)
+	b = append(b, `,"doc_id":`...)
+	b = appendString(b, schema.DishID(id))
+	b = append(b, `,"restaurant_id":`...)
+	b = appendString(b, rid)
+	return append(b, '}')
+}
+
+func openBody(b, members []byte) []byte {
+	b = append(b, '{')
+	if len(members) > 0 {
+		b = append(b, members...)
+		b = append(b, ',')
+	}
+	return b
+}
+
+func appendString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s)
+	return append(b, q...)
+}
+
+// withGeoCell returns a stored source with its geo_cell replaced, for a
+// dish that follows its restaurant to another cell.
+func withGeoCell(src json.RawMessage, token string) ([]byte, error) {
+	members, err := docMembers(src)
+	if err != nil {
+		return nil, err
+	}
+	// docMembers dropped every reserved field; put back the ones a stored
+	// dish carries, read from the source itself.
+	var own struct {
+		Relation     json.RawMessage `json:"relation"`
+		Version      json.RawMessage `json:"version"`
+		DocID        json.RawMessage `json:"doc_id"`
+		RestaurantID json.RawMessage `json:"restaurant_id"`
+		Location     json.RawMessage `json:"location"`
+	}
+	if err := json.Unmarshal(src, &own); err != nil {
+		return nil, err
+	}
+	b := openBody(make([]byte, 0, len(src)+32), members)
+	add := func(k string, v json.RawMessage) {
+		if len(v) > 0 {
+			b = append(b, '"')
+			b = append(b, k...)
+			b = append(b, `":`...)
+			b = append(b, v...)
+			b = append(b, ',')
+		}
+	}
+	add(schema.FieldRelation, own.Relation)
+	add(schema.FieldVersion, own.Version)
+	add(schema.FieldDocID, own.DocID)
+	add(schema.FieldRestaurantID, own.RestaurantID)
+	add(schema.FieldLocation, own.Location)
+	b = append(b, `"geo_cell":"`...)
+	b = append(b, token...)
+	return append(b, `"}`...), nil
+}
