@@ -535,9 +535,12 @@ func mappingValue(m *yaml.Node, key string) *yaml.Node {
 }
 
 // bulkSource returns the bulk package's non-test Go source.
-func bulkSource(t *testing.T) string {
+func bulkSource(t *testing.T) string { return packageSource(t, "bulk") }
+
+// packageSource returns a package's non-test Go source.
+func packageSource(t *testing.T, pkg string) string {
 	t.Helper()
-	files, err := filepath.Glob("../bulk/*.go")
+	files, err := filepath.Glob("../" + pkg + "/*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -548,7 +551,7 @@ func bulkSource(t *testing.T) string {
 		}
 	}
 	if b.Len() == 0 {
-		t.Fatal("no Go source in ../bulk")
+		t.Fatalf("no Go source in ../%s", pkg)
 	}
 	return b.String()
 }
@@ -1255,17 +1258,18 @@ func knownMetric(name string) (family string, ok bool) {
 	return "", false
 }
 
-// The bulk writer defines its metrics; the allow-list must not drift from
-// them.
+// The bulk writer and the ingest pipeline define their metrics; the
+// allow-list must not drift from them.
 func TestBulkMetricNamesExist(t *testing.T) {
-	src := bulkSource(t)
-	defined := map[string]bool{}
-	for _, m := range regexp.MustCompile(`Name:\s*"([a-zA-Z_:][a-zA-Z0-9_:]*)"`).FindAllStringSubmatch(src, -1) {
-		defined[m[1]] = true
-	}
-	for name := range metricFamilies {
-		if strings.HasPrefix(name, "geoshard_bulk_") && !defined[name] {
-			t.Errorf("%s is allowed here but the bulk package defines no such metric", name)
+	for prefix, pkg := range map[string]string{"geoshard_bulk_": "bulk", "geoshard_ingest_": "pipeline"} {
+		defined := map[string]bool{}
+		for _, m := range regexp.MustCompile(`Name:\s*"([a-zA-Z_:][a-zA-Z0-9_:]*)"`).FindAllStringSubmatch(packageSource(t, pkg), -1) {
+			defined[m[1]] = true
+		}
+		for name := range metricFamilies {
+			if strings.HasPrefix(name, prefix) && !defined[name] {
+				t.Errorf("%s is allowed here but the %s package defines no such metric", name, pkg)
+			}
 		}
 	}
 }

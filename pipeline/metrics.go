@@ -26,15 +26,15 @@ type metrics struct {
 	deadLetters  *prometheus.CounterVec // reason
 	lastProgress prometheus.Gauge       // unix seconds
 	moves        prometheus.Counter
-	committed    *prometheus.GaugeVec // partition
+	committed    *prometheus.GaugeVec // topic, partition
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "geoshard_ingest_consumer_lag",
-			Help: "Messages behind, per partition: the high watermark of the latest fetch minus the committed offset.",
-		}, []string{"partition"}),
+			Help: "Messages behind, per topic and partition: the high watermark of the latest fetch minus the committed offset.",
+		}, []string{"topic", "partition"}),
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "geoshard_ingest_events_total",
 			Help: "Events finished, by type, op and result (written, stale, not_found, dead_letter, coalesced, pending_expired, noop).",
@@ -66,8 +66,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		committed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "geoshard_ingest_committed_offset",
-			Help: "Offset last committed, per partition.",
-		}, []string{"partition"}),
+			Help: "Offset last committed, per topic and partition.",
+		}, []string{"topic", "partition"}),
 	}
 	for _, r := range Reasons {
 		m.deadLetters.WithLabelValues(string(r))

@@ -309,7 +309,7 @@ func (p *Pipeline) commit(ctx context.Context, r consumer) {
 	}
 	p.track.committed(due)
 	for _, c := range due {
-		p.met.committed.WithLabelValues(c.key.String()).Set(float64(c.offset))
+		p.met.committed.WithLabelValues(c.key.topic, strconv.Itoa(c.key.partition)).Set(float64(c.offset))
 	}
 }
 

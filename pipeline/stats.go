@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/geoshard/geoshard/bulk"
@@ -167,9 +168,12 @@ func (p *Pipeline) publishGauges() {
 	p.met.directory.Set(float64(p.dir.size()))
 	p.met.lastProgress.Set(float64(p.lastProgress.Load()) / 1e9)
 	for k, ps := range p.track.snapshot() {
-		p.met.lag.WithLabelValues(k).Set(float64(ps.Lag))
+		// k is "topic/partition"; Kafka topic names cannot hold a '/'.
+		i := strings.LastIndexByte(k, '/')
+		topic, part := k[:i], k[i+1:]
+		p.met.lag.WithLabelValues(topic, part).Set(float64(ps.Lag))
 		if ps.Committed >= 0 {
-			p.met.committed.WithLabelValues(k).Set(float64(ps.Committed))
+			p.met.committed.WithLabelValues(topic, part).Set(float64(ps.Committed))
 		}
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
@@ -128,4 +129,4 @@ func TestHealthEndpoints(t *testing.T) {
 	}
 }
 
-func sprint(v any) string { return strings.TrimSpace(strings.ReplaceAll(fmtV(v), "  ", " ")) }
+func sprint(v any) string { return fmt.Sprintf("%+v %#v", v, v) }

@@ -1,5 +1,0 @@
-package main
-
-import "fmt"
-
-func fmtV(v any) string { return fmt.Sprintf("%+v %#v", v, v) }
