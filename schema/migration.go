@@ -1,0 +1,158 @@
+package schema
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// MigrationsIndex holds the state of reshard migrations and the heartbeats
+// of ingest instances. Reshard (migrate) writes migrations; ingest
+// (pipeline) reads them and writes its heartbeats. Neither imports the
+// other: this file is their whole contract.
+const MigrationsIndex = ".geoshard-migrations"
+
+// Phase is a migration's step. The order below is the order of a
+// migration that goes forward; RolledBack and Cancelled are the ways back.
+type Phase string
+
+const (
+	// PhaseCreated: the target index exists (replicas 0, refresh off,
+	// gc_deletes raised); ingest writes only the source.
+	PhaseCreated Phase = "created"
+	// PhaseDualWrites: ingest writes every change to both indexes, old
+	// routing to the source and new routing to the target. Every phase
+	// from here to PhaseCutOver, and PhaseRolledBack, keeps dual writes.
+	PhaseDualWrites Phase = "dual_writes"
+	// PhaseBackfilling: the job copies the source into the target.
+	PhaseBackfilling Phase = "backfilling"
+	// PhaseBackfilled: every slice is copied.
+	PhaseBackfilled Phase = "backfilled"
+	// PhaseVerified: the last verification passed; cutover is allowed.
+	PhaseVerified Phase = "verified"
+	// PhaseCutOver: the alias and its write index point at the target;
+	// ingest still writes both, the target first, so the source stays a
+	// current rollback target.
+	PhaseCutOver Phase = "cut_over"
+	// PhaseRolledBack: the alias is back on the source; dual writes go on.
+	PhaseRolledBack Phase = "rolled_back"
+	// PhaseCompleted: dual writes stopped; the target is the only index.
+	PhaseCompleted Phase = "completed"
+	// PhaseCancelled: dual writes stopped before cutover; the target is
+	// deleted; the source is the only index.
+	PhaseCancelled Phase = "cancelled"
+)
+
+// DualWrites reports whether ingest writes both indexes in this phase.
+func (p Phase) DualWrites() bool {
+	switch p {
+	case PhaseDualWrites, PhaseBackfilling, PhaseBackfilled, PhaseVerified, PhaseCutOver, PhaseRolledBack:
+		return true
+	}
+	return false
+}
+
+// TargetIsPrimary reports whether the target is the primary write (ingest writes
+// it first and reads the map from it) in this phase.
+func (p Phase) TargetIsPrimary() bool { return p == PhaseCutOver || p == PhaseCompleted }
+
+// Done reports a finished migration: completed or cancelled.
+func (p Phase) Done() bool { return p == PhaseCompleted || p == PhaseCancelled }
+
+// Side is one index of a migration.
+type Side struct {
+	Index   string `json:"index"`
+	MapHash string `json:"map_hash"`
+	// Map is the map file, so ingest can route without reading the index.
+	Map json.RawMessage `json:"map,omitempty"`
+}
+
+// Migration is the state of one alias's migration: document _id
+// "migration:<alias>" in MigrationsIndex, updated with optimistic
+// concurrency (if_seq_no, if_primary_term) by the job.
+type Migration struct {
+	Alias   string    `json:"alias"`
+	ID      string    `json:"id"` // e.g. the target index name
+	Phase   Phase     `json:"phase"`
+	Source  Side      `json:"source"`
+	Target  Side      `json:"target"`
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
+	// Restore holds the settings to put back on the target before cutover
+	// and on both indexes at the end.
+	Restore RestoreSettings `json:"restore"`
+	// Backfill is the per-slice progress of the copy.
+	Backfill []SliceState `json:"backfill,omitempty"`
+	// Verification is the last verification's report.
+	Verification *Verification `json:"verification,omitempty"`
+}
+
+// RestoreSettings are index settings the migration changed.
+type RestoreSettings struct {
+	TargetReplicas        int    `json:"target_replicas"`
+	TargetRefreshInterval string `json:"target_refresh_interval"`
+	SourceGCDeletes       string `json:"source_gc_deletes"`
+	TargetGCDeletes       string `json:"target_gc_deletes"`
+}
+
+// SliceState is one backfill slice's checkpoint.
+type SliceState struct {
+	Slice int `json:"slice"`
+	// SourceShard is the source shard the slice reads
+	// (preference=_shards:N).
+	SourceShard int `json:"source_shard"`
+	// After is the doc_id of the last document copied; the scan resumes
+	// after it (search_after on doc_id survives an expired point in time).
+	After string `json:"after,omitempty"`
+	Docs  int64  `json:"docs"`
+	Done  bool   `json:"done"`
+}
+
+// ShardReport is one target shard's line of a verification.
+type ShardReport struct {
+	Shard      string   `json:"shard"`
+	Source     int64    `json:"source"`
+	Target     int64    `json:"target"`
+	OutOfRange int64    `json:"out_of_range"`
+	Missing    int64    `json:"missing"`
+	Extra      int64    `json:"extra"`
+	OK         bool     `json:"ok"`
+	MissingIDs []string `json:"missing_ids,omitempty"`
+	ExtraIDs   []string `json:"extra_ids,omitempty"`
+}
+
+// Verification is a verification's report.
+type Verification struct {
+	At     time.Time     `json:"at"`
+	OK     bool          `json:"ok"`
+	IDs    bool          `json:"ids"` // ids were compared, not only counts
+	Shards []ShardReport `json:"shards"`
+}
+
+// MigrationDocID is the _id of an alias's migration document.
+func MigrationDocID(alias string) string { return "migration:" + alias }
+
+// Heartbeat is what an ingest instance records, every poll, in
+// MigrationsIndex under HeartbeatDocID: which migration phase it has
+// applied to its writes. The job waits for every live instance (one whose
+// heartbeat is recent) to apply a phase before it goes on.
+type Heartbeat struct {
+	Alias    string `json:"alias"`
+	Instance string `json:"instance"`
+	// MigrationID and Applied are the migration and phase whose writes the
+	// instance performs now (empty when there is none).
+	MigrationID string    `json:"migration_id"`
+	Applied     Phase     `json:"applied"`
+	At          time.Time `json:"at"`
+}
+
+// HeartbeatDocID is the _id of an instance's heartbeat.
+func HeartbeatDocID(alias, instance string) string { return fmt.Sprintf("heartbeat:%s:%s", alias, instance) }
+
+// MigrationsIndexBody creates MigrationsIndex: one shard, documents kept
+// whole (no mapping of the state beyond a few keywords).
+func MigrationsIndexBody() []byte {
+	return []byte(`{"settings":{"index":{"number_of_shards":1,"number_of_replicas":1,"hidden":true}},` +
+		`"mappings":{"dynamic":false,"properties":{"alias":{"type":"keyword"},"instance":{"type":"keyword"},` +
+		`"kind":{"type":"keyword"},"phase":{"type":"keyword"},"at":{"type":"date"}}}}`)
+}
