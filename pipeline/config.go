@@ -17,6 +17,7 @@ import (
 	"github.com/segmentio/kafka-go/sasl/scram"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/schema"
 )
 
 // Config configures a Pipeline. Every zero field takes the default named
@@ -42,6 +43,13 @@ type Config struct {
 	// MapCheckInterval is how often the alias's write index and its map
 	// are checked for a change. Default 30s.
 	MapCheckInterval time.Duration
+	// MigrationPollInterval is how often the alias's reshard migration
+	// state is read (and this instance's heartbeat written). Default 5s.
+	MigrationPollInterval time.Duration
+	// Instance names this instance in its migration heartbeat; it must be
+	// unique among the instances writing the alias. Default: the host
+	// name and the process id, "host-1234".
+	Instance string
 	// CommitInterval is how often finished offsets are committed. Default
 	// 1s.
 	CommitInterval time.Duration
@@ -107,19 +115,20 @@ type KafkaConfig struct {
 
 // Defaults.
 const (
-	DefaultRestaurantTopic  = "restaurants"
-	DefaultDishTopic        = "dishes"
-	DefaultGroup            = "geoshard-ingest"
-	DefaultDLQTopic         = "geoshard.dlq"
-	DefaultAlias            = "menu"
-	DefaultMapCheckInterval = 30 * time.Second
-	DefaultCommitInterval   = time.Second
-	DefaultPendingMaxAge    = 5 * time.Minute
-	DefaultStallTimeout     = 2 * time.Minute
-	DefaultDrainTimeout     = 20 * time.Second
-	DefaultPendingMax       = 100_000
-	DefaultMaxEventBytes    = 1 << 20
-	DefaultClientID         = "geoshard-ingest"
+	DefaultRestaurantTopic       = "restaurants"
+	DefaultDishTopic             = "dishes"
+	DefaultGroup                 = "geoshard-ingest"
+	DefaultDLQTopic              = "geoshard.dlq"
+	DefaultAlias                 = "menu"
+	DefaultMapCheckInterval      = 30 * time.Second
+	DefaultMigrationPollInterval = 5 * time.Second
+	DefaultCommitInterval        = time.Second
+	DefaultPendingMaxAge         = 5 * time.Minute
+	DefaultStallTimeout          = 2 * time.Minute
+	DefaultDrainTimeout          = 20 * time.Second
+	DefaultPendingMax            = 100_000
+	DefaultMaxEventBytes         = 1 << 20
+	DefaultClientID              = "geoshard-ingest"
 
 	// MaxIDBytes is the longest id (or restaurant id) accepted, in bytes:
 	// OpenSearch refuses an _id over 512 bytes.
@@ -149,6 +158,8 @@ func (c Config) withDefaults() Config {
 	str(&c.DLQTopic, DefaultDLQTopic)
 	str(&c.Alias, DefaultAlias)
 	dur(&c.MapCheckInterval, DefaultMapCheckInterval)
+	dur(&c.MigrationPollInterval, DefaultMigrationPollInterval)
+	str(&c.Instance, defaultInstance())
 	dur(&c.CommitInterval, DefaultCommitInterval)
 	dur(&c.PendingMaxAge, DefaultPendingMaxAge)
 	dur(&c.StallTimeout, DefaultStallTimeout)
@@ -192,7 +203,8 @@ func (c Config) Validate() error {
 		name string
 		v    time.Duration
 	}{
-		{"map check interval", c.MapCheckInterval}, {"commit interval", c.CommitInterval},
+		{"map check interval", c.MapCheckInterval}, {"migration poll interval", c.MigrationPollInterval},
+		{"commit interval", c.CommitInterval},
 		{"pending max age", c.PendingMaxAge}, {"stall timeout", c.StallTimeout},
 		{"drain timeout", c.DrainTimeout}, {"kafka dial timeout", c.Kafka.DialTimeout},
 		{"kafka session timeout", c.Kafka.SessionTimeout}, {"kafka heartbeat interval", c.Kafka.HeartbeatInterval},
@@ -202,6 +214,9 @@ func (c Config) Validate() error {
 		if f.v < 0 {
 			bad("%s %v: must not be negative", f.name, f.v)
 		}
+	}
+	if id := schema.HeartbeatDocID(d.Alias, d.Instance); len(id) > MaxIDBytes {
+		bad("instance %q: too long: its heartbeat id would be %d bytes, over %d", d.Instance, len(id), MaxIDBytes)
 	}
 	if c.PendingMax < 0 {
 		bad("pending max %d: must not be negative", c.PendingMax)
@@ -234,6 +249,15 @@ func (c Config) Validate() error {
 		return errors.New("pipeline: config: " + strings.Join(p, "; "))
 	}
 	return nil
+}
+
+// defaultInstance is the host name and the process id.
+func defaultInstance() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		h = "ingest"
+	}
+	return fmt.Sprintf("%s-%d", h, os.Getpid())
 }
 
 // topics returns the distinct event topics.

@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"context"
+	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -21,23 +23,26 @@ func TestConfigValidate(t *testing.T) {
 	d := good.withDefaults()
 	if d.RestaurantTopic != "restaurants" || d.DishTopic != "dishes" || d.Group != "geoshard-ingest" || d.DLQTopic != "geoshard.dlq" ||
 		d.Alias != "menu" || d.CommitInterval != time.Second || d.PendingMax != 100_000 || d.MaxEventBytes != 1<<20 ||
-		d.PendingMaxAge != 5*time.Minute || d.StallTimeout != 2*time.Minute || d.DrainTimeout != 20*time.Second || d.MapCheckInterval != 30*time.Second {
+		d.PendingMaxAge != 5*time.Minute || d.StallTimeout != 2*time.Minute || d.DrainTimeout != 20*time.Second || d.MapCheckInterval != 30*time.Second ||
+		d.MigrationPollInterval != 5*time.Second || !strings.HasSuffix(d.Instance, "-"+strconv.Itoa(os.Getpid())) {
 		t.Errorf("withDefaults = %+v", d)
 	}
 	bad := Config{
-		Brokers:        []string{"nohost"},
-		DLQTopic:       "restaurants",
-		MapHash:        "xyz",
-		CommitInterval: -time.Second,
-		PendingMax:     -1,
-		Kafka:          KafkaConfig{SASLMechanism: "gssapi", HeartbeatInterval: time.Minute},
-		Bulk:           bulk.Config{Workers: -1, OnResult: func(bulk.Result) {}},
+		Brokers:               []string{"nohost"},
+		DLQTopic:              "restaurants",
+		MapHash:               "xyz",
+		CommitInterval:        -time.Second,
+		PendingMax:            -1,
+		Instance:              strings.Repeat("i", 600),
+		MigrationPollInterval: -time.Second,
+		Kafka:                 KafkaConfig{SASLMechanism: "gssapi", HeartbeatInterval: time.Minute},
+		Bulk:                  bulk.Config{Workers: -1, OnResult: func(bulk.Result) {}},
 	}
 	err := bad.Validate()
 	if err == nil {
 		t.Fatal("Validate(bad) = nil")
 	}
-	for _, want := range []string{`broker "nohost"`, "dlq topic", "map hash", "commit interval", "pending max", "SASL mechanism", "heartbeat", "bulk OnResult", "workers"} {
+	for _, want := range []string{`broker "nohost"`, "dlq topic", "map hash", "commit interval", "pending max", "SASL mechanism", "heartbeat", "bulk OnResult", "workers", "instance", "migration poll interval"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate error %q does not mention %q", err, want)
 		}
@@ -123,7 +128,7 @@ func TestMetricsAndHealth(t *testing.T) {
 		"geoshard_ingest_consumer_lag", "geoshard_ingest_events_total", "geoshard_ingest_end_to_end_seconds",
 		"geoshard_ingest_pending_dishes", "geoshard_ingest_directory_restaurants", "geoshard_ingest_dead_letters_total",
 		"geoshard_ingest_last_progress_timestamp_seconds", "geoshard_ingest_moves_total", "geoshard_ingest_committed_offset",
-		"geoshard_bulk_requests_total", "geoshard_bulk_items_total",
+		"geoshard_ingest_migration_phase", "geoshard_bulk_requests_total", "geoshard_bulk_items_total",
 	} {
 		if !have[name] {
 			t.Errorf("metric %s not registered", name)

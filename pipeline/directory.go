@@ -16,9 +16,13 @@ import (
 
 // dirEntry is what the directory knows of one restaurant.
 type dirEntry struct {
-	// cell holds the restaurant's location: a leaf cell for a location
-	// learnt from an event, the map-level cell for one warmed from the
-	// index (its geo_cell). Routing under any map is derived from it.
+	// cell holds the restaurant's location: the leaf cell of its
+	// location, learnt from an event or read from the index (only a stored
+	// restaurant without a location, or one whose location disagrees with
+	// its geo_cell, gives the map-level cell of its geo_cell). Routing
+	// under any map is derived from it, so during a migration one
+	// directory serves the source and the target even when their maps'
+	// levels differ.
 	cell s2.CellID
 	// version is the newest version seen, of an upsert or of a delete.
 	version int64
@@ -132,7 +136,7 @@ func (p *Pipeline) warm(ctx context.Context, t *target, d *directory) error {
 	for page := 1; ; page++ {
 		q := map[string]any{
 			"query":            map[string]any{"term": map[string]any{schema.FieldRelation: schema.RelationRestaurant}},
-			"_source":          []string{schema.FieldGeoCell, schema.FieldVersion},
+			"_source":          []string{schema.FieldGeoCell, schema.FieldVersion, schema.FieldLocation},
 			"sort":             []any{map[string]any{schema.FieldDocID: "asc"}},
 			"size":             p.warmPageSize,
 			"track_total_hits": true,
@@ -220,9 +224,9 @@ func (p *Pipeline) rewarm(ctx context.Context, gen int64) error {
 	return nil
 }
 
-// lookupRestaurants reads restaurants from the write index into the
-// directory (where the index holds a newer version than the directory),
-// in one search.
+// lookupRestaurants reads restaurants from the write index (the primary
+// target) into the directory (where the index holds a newer version than
+// the directory), in one search.
 func (p *Pipeline) lookupRestaurants(ctx context.Context, rids []string) error {
 	if len(rids) == 0 {
 		return nil
@@ -234,7 +238,7 @@ func (p *Pipeline) lookupRestaurants(ctx context.Context, rids []string) error {
 	}
 	body, err := json.Marshal(map[string]any{
 		"query":   map[string]any{"ids": map[string]any{"values": ids}},
-		"_source": []string{schema.FieldGeoCell, schema.FieldVersion},
+		"_source": []string{schema.FieldGeoCell, schema.FieldVersion, schema.FieldLocation},
 		"size":    len(ids),
 	})
 	if err != nil {
@@ -263,8 +267,12 @@ func (p *Pipeline) warmHit(t *target, h bulk.Hit, d *directory) error {
 		return fmt.Errorf("_id %q is not a restaurant id", h.ID)
 	}
 	var src struct {
-		GeoCell string      `json:"geo_cell"`
-		Version json.Number `json:"version"`
+		GeoCell  string      `json:"geo_cell"`
+		Version  json.Number `json:"version"`
+		Location *struct {
+			Lat *float64 `json:"lat"`
+			Lon *float64 `json:"lon"`
+		} `json:"location"`
 	}
 	if err := json.Unmarshal(h.Source, &src); err != nil {
 		return fmt.Errorf("%s: %w", h.ID, err)
@@ -272,6 +280,14 @@ func (p *Pipeline) warmHit(t *target, h bulk.Hit, d *directory) error {
 	cell := s2.CellIDFromToken(src.GeoCell)
 	if !cell.IsValid() {
 		return fmt.Errorf("%s: geo_cell %q is not a cell token", h.ID, src.GeoCell)
+	}
+	if l := src.Location; l != nil && l.Lat != nil && l.Lon != nil {
+		// The location's leaf cell, as an event gives it, if it agrees
+		// with geo_cell (which a reshard routes by, so it stays the truth).
+		leaf := s2.CellIDFromLatLng(s2.LatLngFromDegrees(*l.Lat, *l.Lon))
+		if leaf.IsValid() && cell.Level() <= leaf.Level() && leaf.Parent(cell.Level()) == cell {
+			cell = leaf
+		}
 	}
 	v, err := strconv.ParseInt(src.Version.String(), 10, 64)
 	if err != nil {

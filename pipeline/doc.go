@@ -14,6 +14,10 @@
 //     periodically (targets.go). Routing is computed and items are emitted
 //     per target in one place, so that dual writes during a reshard are a
 //     second entry in the list.
+//   - Its side of a reshard migration (migration.go, heartbeat.go): it
+//     polls the alias's migration state, writes both indexes while the
+//     phase asks for dual writes, switches between events after flushing,
+//     and records the phase it applies in a heartbeat the job waits on.
 //   - The restaurant directory, id → cell of the location, warmed from the
 //     index at start and kept current from restaurant events
 //     (directory.go), and the bounded set of dishes that wait for their
@@ -22,7 +26,7 @@
 //     with them in an order that a crash half-way cannot break (moves.go).
 //   - Offset tracking per partition and commits (offsets.go): an offset is
 //     committed only when every event below it is finished — written
-//     (ok, stale or not found) or dead-lettered.
+//     (ok, stale or not found) to every target, or dead-lettered.
 //   - Metrics (metrics.go), Stats, Ready and the run loop (pipeline.go).
 //
 // # Guarantees
@@ -32,7 +36,10 @@
 // event's source version with version_type=external, so a replay or a
 // reordering never overwrites newer data; the Kafka offset is never used
 // as a version. Dishes are always written under their restaurant's
-// routing, so parent and child share a shard.
+// routing, so parent and child share a shard. During a migration's dual
+// writes all of this holds for each of the two indexes, each under its
+// own map, and an event counts as finished only when both acknowledged
+// it.
 //
 // # Index documents
 //
@@ -71,6 +78,15 @@
 //     dead-lettered as unknown_restaurant. Any restaurant delete finishes
 //     the dishes waiting for that restaurant (they belong to a deleted
 //     restaurant).
+//   - A write refused by the index itself (a write block, a missing
+//     index) stops the pipeline (ErrIndexUnwritable) rather than
+//     dead-lettering every event; the events are written when it starts
+//     again.
+//   - During a migration an instance whose heartbeat cannot be written
+//     looks gone to the job, which then stops waiting for it; the writes
+//     it performs stay those of the phase it applies. Restaurants that are
+//     not yet in the migration's target index are written there only when
+//     they change: the copy of the rest is the job's.
 //   - Dead letters are written at least once: after a rebalance an
 //     instance may dead-letter a waiting dish of a partition it has lost,
 //     which the new owner also handles. Before dead-lettering an expired
@@ -81,6 +97,7 @@
 //
 // pipeline imports bulk (the OpenSearch wire), router and schema, and
 // talks to Kafka through github.com/segmentio/kafka-go. It never imports
-// migrate: it learns about a migration only through what the index and
-// its alias say.
+// migrate: it learns about a migration only through the migration state
+// document and the alias (schema/migration.go is the whole contract), and
+// answers only with its heartbeat.
 package pipeline

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/geoshard/geoshard/router"
 )
 
 // checkFinal compares the index, the dead letters and the committed
@@ -24,49 +26,7 @@ func checkFinal(t *testing.T, e *testEnv, evs []genEvent, where []produced) {
 func checkFinalOpts(t *testing.T, e *testEnv, evs []genEvent, where []produced, extraPending bool) {
 	t.Helper()
 	m := runModel(evs)
-	want := m.expectedDocs(e.m)
-	got := e.scanIndex(t)
-	mismatches := 0
-	report := func(format string, args ...any) {
-		mismatches++
-		if mismatches <= 15 {
-			t.Errorf(format, args...)
-		}
-	}
-	for _, id := range sortedKeys(want) {
-		w := want[id]
-		g, ok := got[id]
-		switch {
-		case !ok:
-			report("%s missing from the index (want routing %s, version %v)", id, w.routing, w.source["version"])
-		case g.routing != w.routing:
-			report("%s stored with routing %q, want %q", id, g.routing, w.routing)
-		case !reflect.DeepEqual(g.source, roundTrip(w.source)):
-			report("%s source = %v\nwant %v", id, g.source, roundTrip(w.source))
-		}
-	}
-	for _, id := range sortedKeys(got) {
-		if _, ok := want[id]; !ok {
-			report("%s is in the index (routing %s, version %v) but should not be", id, got[id].routing, got[id].source["version"])
-		}
-	}
-	if mismatches > 15 {
-		t.Errorf("… %d mismatches in all", mismatches)
-	}
-
-	// Every document on the shard its routing says: counts per physical
-	// shard, asked with preference=_shards:i, match the model's placement.
-	wantCounts := make([]int64, e.m.NumShards())
-	for _, d := range want {
-		for i := range e.m.NumShards() {
-			if e.m.Shard(i).Routing == d.routing {
-				wantCounts[i]++
-			}
-		}
-	}
-	if gotCounts := e.shardCounts(t); !reflect.DeepEqual(gotCounts, wantCounts) {
-		t.Errorf("documents per shard = %v, want %v", gotCounts, wantCounts)
-	}
+	got := checkIndexDocs(t, e, testIndex, e.m, m.expectedDocs(e.m))
 
 	// Every event the model dead-letters is in the dead-letter topic with
 	// its reason, and nothing else is (redelivery may repeat one).
@@ -113,6 +73,54 @@ func checkFinalOpts(t *testing.T, e *testEnv, evs []genEvent, where []produced, 
 		t.Errorf("committed offsets behind the high watermarks: %s", why)
 	}
 	t.Logf("final state: %d documents, %d dead letters (%d expected)", len(got), len(dl), len(m.deadLetters))
+}
+
+// checkIndexDocs compares an index built with map gm with the documents
+// the model predicts under that map: ids, routing, sources, and the count
+// of every physical shard (asked with preference=_shards:i), which shows
+// each document on the shard its routing says. It returns what it read.
+func checkIndexDocs(t *testing.T, e *testEnv, index string, gm *router.Map, want map[string]storedDoc) map[string]storedDoc {
+	t.Helper()
+	got := e.scanIndexOf(t, index)
+	mismatches := 0
+	report := func(format string, args ...any) {
+		mismatches++
+		if mismatches <= 15 {
+			t.Errorf(index+": "+format, args...)
+		}
+	}
+	for _, id := range sortedKeys(want) {
+		w := want[id]
+		g, ok := got[id]
+		switch {
+		case !ok:
+			report("%s missing from the index (want routing %s, version %v)", id, w.routing, w.source["version"])
+		case g.routing != w.routing:
+			report("%s stored with routing %q, want %q", id, g.routing, w.routing)
+		case !reflect.DeepEqual(g.source, roundTrip(w.source)):
+			report("%s source = %v\nwant %v", id, g.source, roundTrip(w.source))
+		}
+	}
+	for _, id := range sortedKeys(got) {
+		if _, ok := want[id]; !ok {
+			report("%s is in the index (routing %s, version %v) but should not be", id, got[id].routing, got[id].source["version"])
+		}
+	}
+	if mismatches > 15 {
+		t.Errorf("%s: … %d mismatches in all", index, mismatches)
+	}
+	wantCounts := make([]int64, gm.NumShards())
+	for _, d := range want {
+		for i := range gm.NumShards() {
+			if gm.Shard(i).Routing == d.routing {
+				wantCounts[i]++
+			}
+		}
+	}
+	if gotCounts := e.shardCountsOf(t, index, gm.NumShards()); !reflect.DeepEqual(gotCounts, wantCounts) {
+		t.Errorf("%s: documents per shard = %v, want %v", index, gotCounts, wantCounts)
+	}
+	return got
 }
 
 func summarize(evs []genEvent) string {

@@ -330,8 +330,14 @@ type storedDoc struct {
 // twice (on two shards).
 func (e *testEnv) scanIndex(t testing.TB) map[string]storedDoc {
 	t.Helper()
+	return e.scanIndexOf(t, testIndex)
+}
+
+// scanIndexOf is scanIndex of another index.
+func (e *testEnv) scanIndexOf(t testing.TB, index string) map[string]storedDoc {
+	t.Helper()
 	ctx := context.Background()
-	if err := e.admin.Refresh(ctx, testIndex); err != nil {
+	if err := e.admin.Refresh(ctx, index); err != nil {
 		t.Fatal(err)
 	}
 	out := make(map[string]storedDoc)
@@ -342,7 +348,7 @@ func (e *testEnv) scanIndex(t testing.TB) map[string]storedDoc {
 			q["search_after"] = []json.RawMessage{after}
 		}
 		body, _ := json.Marshal(q)
-		pg, err := e.admin.Search(ctx, testIndex, body, bulk.SearchParams{})
+		pg, err := e.admin.Search(ctx, index, body, bulk.SearchParams{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -366,9 +372,15 @@ func (e *testEnv) scanIndex(t testing.TB) map[string]storedDoc {
 // shardCounts counts the documents of each physical shard.
 func (e *testEnv) shardCounts(t testing.TB) []int64 {
 	t.Helper()
-	out := make([]int64, e.m.NumShards())
+	return e.shardCountsOf(t, testIndex, e.m.NumShards())
+}
+
+// shardCountsOf is shardCounts of another index, of n shards.
+func (e *testEnv) shardCountsOf(t testing.TB, index string, n int) []int64 {
+	t.Helper()
+	out := make([]int64, n)
 	for i := range out {
-		n, err := e.admin.Count(context.Background(), testIndex, nil, bulk.SearchParams{Preference: "_shards:" + strconv.Itoa(i)})
+		n, err := e.admin.Count(context.Background(), index, nil, bulk.SearchParams{Preference: "_shards:" + strconv.Itoa(i)})
 		if err != nil {
 			t.Fatal(err)
 		}

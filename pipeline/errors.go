@@ -15,6 +15,15 @@ var (
 	// ran out). The pipeline stops without committing past the event, so
 	// the next start writes it again.
 	ErrWriteFailed = errors.New("pipeline: write failed")
+	// ErrIndexUnwritable: an index refused a write for a reason of its
+	// own, not the event's: a write block (403 cluster_block_exception,
+	// index.blocks.write or read_only) or a missing index (404
+	// index_not_found_exception). The event is not dead-lettered (every
+	// event would be, and during a migration the other index would keep a
+	// change the refused one lacks): the pipeline stops without committing
+	// past it, and the next start, once the block is lifted or the
+	// migration state says where to write, writes it again.
+	ErrIndexUnwritable = errors.New("pipeline: index refuses writes")
 	// ErrAlreadyRun: Run was called twice on one Pipeline.
 	ErrAlreadyRun = errors.New("pipeline: Run called more than once")
 )

@@ -105,12 +105,28 @@ func (p *Pipeline) restaurantUpsert(ctx context.Context, ev *event) error {
 	c := ev.change
 	cell := s2.CellIDFromLatLng(s2.LatLngFromDegrees(c.Lat, c.Lon))
 	old, known := p.dir.get(c.ID)
-	if known && c.Version <= old.version {
+	if known && (c.Version < old.version || c.Version == old.version && (old.deleted || p.cellChanged(old.cell, cell))) {
 		// The directory holds a newer version (live or deleted): writing
 		// this one under its own location could leave a stray copy on
 		// another shard, where no tombstone protects it.
+		//
+		// The same version at the same place is written again: it is this
+		// very event, delivered again, and during dual writes the
+		// directory, read from the primary, may show it although the other
+		// target never acknowledged it. External versioning makes the copy
+		// a target already has Stale.
 		p.finish(ev, resultStale)
 		return nil
+	}
+	if known && old.deleted && old.cell != 0 && p.shardChanged(old.cell, cell) {
+		// Re-created on another shard than the one its delete went to:
+		// the delete must land first. Were the pipeline cut short with
+		// the new copy written and the delete not, the old copy would
+		// stay, live, where no redelivered event looks (the directory
+		// would show the new copy's version).
+		if err := p.writer.Flush(ctx); err != nil {
+			return err
+		}
 	}
 	if known && !old.deleted && p.cellChanged(old.cell, cell) {
 		ok, err := p.relocate(ctx, ev, old.cell, cell)
@@ -136,6 +152,17 @@ func (p *Pipeline) restaurantUpsert(ctx context.Context, ev *event) error {
 		}
 	}
 	return nil
+}
+
+// shardChanged reports whether a location change moves the restaurant to
+// another shard under any target's map.
+func (p *Pipeline) shardChanged(from, to s2.CellID) bool {
+	for i := range p.targets {
+		if p.targets[i].m.LocateCell(from) != p.targets[i].m.LocateCell(to) {
+			return true
+		}
+	}
+	return false
 }
 
 // cellChanged reports whether a location change moves the restaurant to
@@ -178,8 +205,18 @@ func (p *Pipeline) restaurantDelete(ctx context.Context, ev *event) error {
 	if err != nil || !ok {
 		return err
 	}
-	ev.expect(len(p.targets))
-	err = p.emit(ctx, p.targets, docWrite{
+	if len(p.targets) > 1 {
+		// The restaurant leaves the other target before the primary: the
+		// directory is read from the primary, so a restaurant the primary
+		// still has is one a redelivered delete finds and deletes again;
+		// one the primary no longer has must be gone everywhere.
+		ok, err := p.deleteElsewhere(ctx, ev, schema.RestaurantID(c.ID), old.cell, "delete restaurant from the other index")
+		if err != nil || !ok {
+			return err
+		}
+	}
+	ev.expect(1)
+	err = p.emit(ctx, p.targets[:1], docWrite{
 		action: bulk.Delete, vtype: bulk.External, id: schema.RestaurantID(c.ID), version: c.Version, cell: old.cell, ref: ev,
 	})
 	if err != nil {
@@ -322,7 +359,18 @@ func (p *Pipeline) deadLetterWritten(d *deadLetter) {
 }
 
 // onResult is the bulk writer's callback, called from its workers.
+//
+// An index that refuses a write for a reason of its own (a write block, a
+// missing index) does not make the event bad: the write counts as failed,
+// not rejected, so the event is neither dead-lettered nor finished, and
+// the pipeline stops (ErrIndexUnwritable). With two targets this keeps
+// one index from silently lacking a change the other has.
 func (p *Pipeline) onResult(r bulk.Result) {
+	if r.Outcome == bulk.Permanent && indexRefused(r.Err) {
+		err := fmt.Errorf("%w: %s %s/%s (routing %s): %w", ErrIndexUnwritable, r.Item.Action, r.Item.Index, r.Item.ID, r.Item.Routing, r.Err)
+		r.Outcome, r.Err = bulk.Failed, err
+		p.fail(err)
+	}
 	switch ref := r.Item.Ref.(type) {
 	case *event:
 		p.eventResult(ref, r)
@@ -332,6 +380,19 @@ func (p *Pipeline) onResult(r bulk.Result) {
 	if r.Outcome == bulk.Failed && errors.Is(r.Err, bulk.ErrRetryBudget) {
 		p.fail(fmt.Errorf("%w: %s %s/%s (routing %s): %w", ErrWriteFailed, r.Item.Action, r.Item.Index, r.Item.ID, r.Item.Routing, r.Err))
 	}
+}
+
+// indexRefused reports an item error that is about the index, not the
+// document: 403 cluster_block_exception (index.blocks.write, read_only;
+// the disk flood-stage block is a 429, which the writer retries) or 404
+// index_not_found_exception.
+func indexRefused(err error) bool {
+	var ie *bulk.ItemError
+	if !errors.As(err, &ie) {
+		return false
+	}
+	return (ie.Status == 403 && ie.Type == "cluster_block_exception") ||
+		(ie.Status == 404 && ie.Type == "index_not_found_exception")
 }
 
 func (p *Pipeline) eventResult(ev *event, r bulk.Result) {
@@ -354,8 +415,9 @@ func (p *Pipeline) eventResult(ev *event, r bulk.Result) {
 	ev.mu.Unlock()
 	switch {
 	case !done || failed:
-		// A failed write leaves the event unfinished: its offset is never
-		// committed, so the next start writes it again.
+		// An event is finished only when the writes to every target are
+		// answered. A failed write leaves it unfinished: its offset is
+		// never committed, so the next start writes it again.
 	case rejected != nil:
 		p.dead.enqueue(&deadLetter{ev: ev, reason: ReasonRejected, detail: rejected.Error(), result: resultDeadLetter})
 	default:

@@ -27,6 +27,7 @@ type metrics struct {
 	lastProgress prometheus.Gauge       // unix seconds
 	moves        prometheus.Counter
 	committed    *prometheus.GaugeVec // topic, partition
+	phase        *prometheus.GaugeVec // phase
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -68,16 +69,30 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "geoshard_ingest_committed_offset",
 			Help: "Offset last committed, per topic and partition.",
 		}, []string{"topic", "partition"}),
+		phase: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "geoshard_ingest_migration_phase",
+			Help: "1 for the reshard migration phase whose writes this instance performs (none without a migration), 0 for the others.",
+		}, []string{"phase"}),
 	}
+	m.setPhase(phaseNone)
 	for _, r := range Reasons {
 		m.deadLetters.WithLabelValues(string(r))
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.lag, m.events, m.endToEnd, m.pending, m.directory, m.deadLetters, m.lastProgress, m.moves, m.committed} {
+		for _, c := range []prometheus.Collector{m.lag, m.events, m.endToEnd, m.pending, m.directory, m.deadLetters, m.lastProgress, m.moves, m.committed, m.phase} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
 		}
 	}
 	return m, nil
+}
+
+// setPhase sets the phase gauge to 1 for label and 0 for every other.
+func (m *metrics) setPhase(label string) {
+	m.phase.WithLabelValues(phaseNone).Set(0)
+	for _, ph := range knownPhases {
+		m.phase.WithLabelValues(string(ph)).Set(0)
+	}
+	m.phase.WithLabelValues(label).Set(1)
 }

@@ -52,6 +52,23 @@ import (
 // A location change within the geoshard that changes the cell rewrites
 // the dishes' geo_cell in place (step 1 under the same routing), so that a
 // reshard, which routes by geo_cell, keeps each dish with its restaurant.
+//
+// # Dual writes
+//
+// During a migration every step runs on both indexes, each under its own
+// map: the geoshard may change under one map and not under the other, and
+// then that index only rewrites geo_cell. A step is acknowledged by both
+// before the next one starts, but a crash inside a step may leave it done
+// on one index only, and the directory is warmed from one index, the
+// primary. So a restaurant copy is removed from the other index before
+// the primary (step 3 is split in two, and a restaurant delete deletes
+// the other index's copy first): a restaurant the primary still shows is
+// one a redelivered event moves or deletes again on both, idempotently;
+// one the primary no longer shows has no copy left anywhere that a
+// redelivered event would have to find. And the event's own write, done
+// by the primary and not by the other index, comes again at a version
+// the directory already has: the same version at the same place is
+// written again rather than taken as stale (handle.go).
 
 // auxGroup collects the outcomes of the writes of one step.
 type auxGroup struct {
@@ -174,14 +191,28 @@ func (p *Pipeline) relocate(ctx context.Context, ev *event, from, to s2.CellID) 
 	if len(oldRestaurants) == 0 {
 		return true, nil // the cell changed, the shard did not
 	}
+	// The old restaurant copy leaves the other target before the primary
+	// (see Dual writes above).
+	var otherRestaurants, primaryRestaurants []oldCopy
+	for _, o := range oldRestaurants {
+		if o.index == p.targets[0].index {
+			primaryRestaurants = append(primaryRestaurants, o)
+		} else {
+			otherRestaurants = append(otherRestaurants, o)
+		}
+	}
 	for _, step := range []struct {
 		name   string
 		copies []oldCopy
 		vtype  bulk.VersionType
 	}{
 		{"delete old dish copies", olds, bulk.ExternalGTE},
-		{"delete old restaurant copy", oldRestaurants, bulk.External},
+		{"delete old restaurant copy from the other index", otherRestaurants, bulk.External},
+		{"delete old restaurant copy", primaryRestaurants, bulk.External},
 	} {
+		if len(step.copies) == 0 && step.name == "delete old restaurant copy from the other index" {
+			continue
+		}
 		g := &auxGroup{}
 		for _, o := range step.copies {
 			if err := p.writer.Add(ctx, bulk.Item{
@@ -198,6 +229,23 @@ func (p *Pipeline) relocate(ctx context.Context, ev *event, from, to s2.CellID) 
 	p.moves.Add(1)
 	p.met.moves.Inc()
 	return true, nil
+}
+
+// deleteElsewhere deletes document id, routed from cell, from every target
+// but the primary, with the event's version, and waits for it.
+func (p *Pipeline) deleteElsewhere(ctx context.Context, ev *event, id string, cell s2.CellID, step string) (ok bool, err error) {
+	g := &auxGroup{}
+	for i := range p.targets[1:] {
+		t := &p.targets[1+i]
+		shard, routing := t.routing(cell)
+		if err := p.writer.Add(ctx, bulk.Item{
+			Action: bulk.Delete, Index: t.index, ID: id, Routing: routing, Version: ev.change.Version,
+			VersionType: bulk.External, Shard: t.labels[shard], Ref: g,
+		}); err != nil {
+			return false, err
+		}
+	}
+	return p.settle(ctx, ev, g, step)
 }
 
 // deleteDishes deletes every dish of a live restaurant at cell, each with
@@ -283,7 +331,8 @@ func (p *Pipeline) eachDish(ctx context.Context, index, rid, routing string, fn 
 
 // retry runs an admin call until it succeeds, with exponential backoff and
 // jitter, for up to five minutes; a call that still fails stops the
-// pipeline. A missing index is not retried.
+// pipeline. A missing index is not retried, nor an error f wraps in
+// backoff.Permanent.
 func (p *Pipeline) retry(ctx context.Context, op string, f func() error) error {
 	b := backoff.NewExponentialBackOff(
 		backoff.WithInitialInterval(100*time.Millisecond),
@@ -296,6 +345,10 @@ func (p *Pipeline) retry(ctx context.Context, op string, f func() error) error {
 		err := f()
 		if err == nil {
 			return nil
+		}
+		var perm *backoff.PermanentError
+		if errors.As(err, &perm) {
+			return err // f says it is not worth retrying
 		}
 		if bulk.IsNotFound(err) || ctx.Err() != nil {
 			return backoff.Permanent(err)

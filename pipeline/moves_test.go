@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/geoshard/geoshard/internal/osfake"
 )
 
 var errCrash = errors.New("crash")
@@ -100,4 +102,58 @@ func TestCrashMidMove(t *testing.T) {
 			checkFinal(t, e, evs, where)
 		})
 	}
+}
+
+// TestRecreateOnAnotherShardWaitsForTheDelete: a restaurant deleted and
+// created again on another shard is written there only once the delete
+// has landed, so that no interruption can leave the old copy live while
+// the index shows the new one (a redelivered delete would then be stale).
+func TestRecreateOnAnotherShardWaitsForTheDelete(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{partitions: 1})
+	ctx := context.Background()
+	evs := encodeAll(restaurantWithDishes(3))
+	where := e.produce(ctx, evs)
+	r := e.start(e.config())
+	e.waitCaughtUp(t, r, 20*time.Second)
+
+	routingAt := func(lat, lon float64) (int, string) {
+		cell, _ := e.m.Cell(lat, lon)
+		i := e.m.LocateCell(cell)
+		return i, e.m.Shard(i).Routing
+	}
+	sfShard, sfRouting := routingAt(evs[0].lat, evs[0].lon)
+	_, nyRouting := routingAt(40.73, -73.99)
+	if err := e.os.SetFaults(osfake.Faults{ShardLatency: []osfake.ShardLatency{{Index: testIndex, Shard: sfShard, Delay: osfake.Duration(250 * time.Millisecond)}}}); err != nil {
+		t.Fatal(err)
+	}
+	change := encodeAll([]genEvent{
+		{typ: TypeRestaurant, op: OpDelete, id: "r1", rid: "r1", version: 2},
+		{typ: TypeRestaurant, op: OpUpsert, id: "r1", rid: "r1", version: 3, lat: 40.73, lon: -73.99, doc: map[string]any{"name": "again"}},
+	})
+	evs = append(evs, change...)
+	where = append(where, e.produce(ctx, change)...)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		_, _, found, err := e.admin.Get(ctx, testIndex, "restaurant:r1", nyRouting)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if found {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the new copy never appeared")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if _, _, found, err := e.admin.Get(ctx, testIndex, "restaurant:r1", sfRouting); err != nil || found {
+		t.Errorf("the new copy is written while the old one is still there (found %v, %v)", found, err)
+	}
+	e.waitCaughtUp(t, r, 20*time.Second)
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	e.os.ClearFaults()
+	checkFinal(t, e, evs, where)
 }

@@ -46,15 +46,17 @@ type Pipeline struct {
 	running atomic.Bool
 
 	// Owned by Run's processing goroutine (and set up before it starts).
+	// targets are the current mode's, the primary first (migration.go).
 	targets []target
 	dir     *directory
 	pend    *pendingSet
 	track   *tracker
 	dead    *dlq
 	writer  *bulk.Writer
-	// switches carries a new write target from the map watcher to the
-	// processing goroutine, which applies it between events.
-	switches chan target
+	// modeWake tells the processing goroutine that a new mode is wanted
+	// (p.wanted); it applies it between events, then signals applied,
+	// which makes the watcher write the heartbeat.
+	modeWake, applied chan struct{}
 	// dirGen is the consumer-group generation count the directory was
 	// last read from the index at.
 	dirGen int64
@@ -67,7 +69,8 @@ type Pipeline struct {
 	sampleMu sync.Mutex // serialises reads of the reader's reset-on-read stats
 
 	mu        sync.Mutex // guards the fields below
-	primary   target     // targets[0], for the map watcher and Stats
+	cur       mode       // the mode writes use (targets is cur.targets)
+	wanted    *mode      // a mode requested and not applied yet
 	counts    map[EventKey]int64
 	deadCount map[Reason]int64
 	fatalErr  error
@@ -78,6 +81,8 @@ type Pipeline struct {
 	rebalances                            atomic.Int64
 	warmPages, warmSeen, warmTotal        atomic.Int64
 	warmDone                              atomic.Bool
+	migPolled, lastBeat                   atomic.Int64 // unix nanoseconds
+	hbIndexReady                          atomic.Bool
 }
 
 // New checks the configuration and registers the metrics. It does no
@@ -102,7 +107,8 @@ func New(cfg Config, client *opensearch.Client) (*Pipeline, error) {
 		dir:            newDirectory(),
 		pend:           newPendingSet(cfg.PendingMax, cfg.PendingMaxAge),
 		track:          newTracker(),
-		switches:       make(chan target),
+		modeWake:       make(chan struct{}, 1),
+		applied:        make(chan struct{}, 1),
 		counts:         make(map[EventKey]int64),
 		deadCount:      make(map[Reason]int64),
 	}
@@ -159,21 +165,29 @@ func (p *Pipeline) kafkaProducer(t *kafka.Transport) producer {
 // fetching, gives the writes in flight and the dead letters
 // Config.DrainTimeout to finish, commits what is finished, closes the
 // reader and writers, and returns nil. A fatal error (the map changed to
-// one that is not expected, a write that ran out of retries) stops it the
-// same way without the drain, and is returned.
+// one that is not expected, a write that ran out of retries, an index
+// that refuses writes) stops it the same way without the drain, and is
+// returned.
+//
+// Before it consumes anything it reads the migration state and writes
+// its first heartbeat, so that it starts writing the way the current
+// migration phase asks (migration.go).
 func (p *Pipeline) Run(ctx context.Context) error {
 	if !p.started.CompareAndSwap(false, true) {
 		return ErrAlreadyRun
 	}
-	t, err := loadTarget(ctx, p.admin, p.cfg.Alias, p.cfg.MapHash)
+	m, key, err := p.initialMode(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
 	}
-	p.setTargets([]target{t})
-	p.log.Info("write target", "index", t.index, "map_hash", t.m.Hash(), "shards", t.m.NumShards())
+	p.setMode(m)
+	p.migPolled.Store(time.Now().UnixNano())
+	p.logMode("write mode", m)
+	p.beat(ctx)
+	watch := &watcher{key: key, req: m}
 
 	dialer, transport, err := p.cfg.Kafka.KafkaDialer()
 	if err != nil {
@@ -239,7 +253,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	bg.Go(func() { p.dead.run(workCtx) })
 	bg.Go(func() { p.commitLoop(commitCtx, reader) })
 	bg.Go(func() { p.progressLoop(workCtx, reader) })
-	bg.Go(func() { p.watchMap(fetchCtx) })
+	bg.Go(func() { p.watch(fetchCtx, watch) })
 	msgs := make(chan fetched, 16)
 	var fetcher sync.WaitGroup
 	fetcher.Go(func() { p.fetch(fetchCtx, reader, msgs) })
@@ -356,6 +370,14 @@ func (p *Pipeline) process(stop, work context.Context, r consumer, msgs <-chan f
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
+		// A new mode goes before the next event.
+		select {
+		case <-p.modeWake:
+			if err := p.applyWanted(work); err != nil {
+				return err
+			}
+		default:
+		}
 		select {
 		case <-stop.Done():
 			return nil
@@ -375,8 +397,8 @@ func (p *Pipeline) process(stop, work context.Context, r consumer, msgs <-chan f
 			if err := p.expirePending(work); err != nil {
 				return err
 			}
-		case t := <-p.switches:
-			if err := p.switchTarget(work, t); err != nil {
+		case <-p.modeWake:
+			if err := p.applyWanted(work); err != nil {
 				return err
 			}
 		}
@@ -408,61 +430,4 @@ func (p *Pipeline) initialWarm(ctx context.Context, r consumer) error {
 	}
 	p.dirGen = gen
 	return nil
-}
-
-// watchMap re-reads the alias's write index and its map every
-// MapCheckInterval and hands a change to the processing goroutine.
-func (p *Pipeline) watchMap(ctx context.Context) {
-	tick := time.NewTicker(p.cfg.MapCheckInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		t, err := loadTarget(ctx, p.admin, p.cfg.Alias, p.cfg.MapHash)
-		var mm *MapMismatchError
-		switch {
-		case errors.As(err, &mm):
-			p.fail(err)
-			return
-		case err != nil:
-			if ctx.Err() == nil {
-				p.log.Warn("map check failed", "error", err)
-			}
-			continue
-		}
-		p.mu.Lock()
-		cur := p.primary
-		p.mu.Unlock()
-		if t.index == cur.index && t.m.Hash() == cur.m.Hash() {
-			continue
-		}
-		select {
-		case p.switches <- t:
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
-// switchTarget flushes what was written to the old target and writes to
-// the new one from now on.
-func (p *Pipeline) switchTarget(ctx context.Context, t target) error {
-	if err := p.writer.Flush(ctx); err != nil {
-		return err
-	}
-	old := p.targets[0]
-	ts := append([]target{t}, p.targets[1:]...)
-	p.setTargets(ts)
-	p.log.Info("write target changed", "index", t.index, "map_hash", t.m.Hash(), "previous_index", old.index, "previous_map_hash", old.m.Hash())
-	return nil
-}
-
-func (p *Pipeline) setTargets(ts []target) {
-	p.targets = ts
-	p.mu.Lock()
-	p.primary = ts[0]
-	p.mu.Unlock()
 }

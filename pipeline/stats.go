@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/schema"
 )
 
 // EventKey is one (type, op, result) series of finished events.
@@ -26,6 +27,23 @@ type WarmProgress struct {
 // TargetInfo names an index written to and the hash of its map.
 type TargetInfo struct {
 	Index, MapHash string
+	// Role is "source" or "target" during the dual writes of a migration,
+	// "" otherwise.
+	Role string
+}
+
+// MigrationStats is the reshard migration state the pipeline applies.
+type MigrationStats struct {
+	// ID and Phase are the migration and phase whose writes are performed
+	// now; both are empty without a migration.
+	ID    string
+	Phase schema.Phase
+	// Targets are the indexes written to, the primary first (as
+	// Stats.Targets).
+	Targets []TargetInfo
+	// Polled is when the migration state was last read; Heartbeat when
+	// this instance's heartbeat was last written (zero: never).
+	Polled, Heartbeat time.Time
 }
 
 // Stats is a snapshot of the pipeline's counters. Taking it changes
@@ -50,8 +68,12 @@ type Stats struct {
 	Partitions map[string]PartitionStats
 	// Lag is the sum of the partitions' lag.
 	Lag int64
-	// Targets are the indexes written to, the alias's write index first.
+	// Targets are the indexes written to, the primary first: the alias's
+	// write index, or during a migration's dual writes the side its phase
+	// makes primary.
 	Targets []TargetInfo
+	// Migration is the migration state applied.
+	Migration MigrationStats
 	// Bulk is the bulk writer's snapshot (zero before Run).
 	Bulk bulk.Stats
 }
@@ -93,15 +115,24 @@ func (p *Pipeline) Stats() Stats {
 	for k, v := range p.deadCount {
 		s.DeadLetters[k] = v
 	}
-	if p.primary.m != nil {
-		s.Targets = []TargetInfo{{Index: p.primary.index, MapHash: p.primary.m.Hash()}}
+	if len(p.cur.targets) > 0 {
+		s.Targets = p.cur.info()
+		s.Migration = MigrationStats{ID: p.cur.migID, Phase: p.cur.phase, Targets: p.cur.info()}
 	}
 	w := p.writer
 	p.mu.Unlock()
+	s.Migration.Polled, s.Migration.Heartbeat = unixNanoTime(p.migPolled.Load()), unixNanoTime(p.lastBeat.Load())
 	if w != nil && p.started.Load() {
 		s.Bulk = w.Stats()
 	}
 	return s
+}
+
+func unixNanoTime(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
 }
 
 // Ready reports whether the pipeline is serving, and if not, why: it is

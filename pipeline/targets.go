@@ -15,16 +15,26 @@ import (
 )
 
 // target is one index the pipeline writes to, with the map it was built
-// with. Today there is one: the alias's write index. During a reshard
-// migration a second target (the new index under the new map) receives
-// the same changes; everything that computes routing goes through emit,
-// which loops over the targets.
+// with. Outside a migration there is one: the alias's write index. During
+// the dual writes of a reshard migration there are two, the primary
+// first (see migration.go), and each receives every change under its own
+// map's routing; everything that computes routing goes through emit (and
+// the moves), which loop over the targets.
 type target struct {
 	index string
 	m     *router.Map
+	// role is the target's side of a migration, roleSource or roleTarget,
+	// during dual writes; "" otherwise.
+	role string
 	// labels are the bulk queue keys (and metric labels) of the shards.
 	labels []string
 }
+
+// Roles of a target during dual writes.
+const (
+	roleSource = "source"
+	roleTarget = "target"
+)
 
 func newTarget(index string, m *router.Map, primary bool) target {
 	t := target{index: index, m: m, labels: make([]string, m.NumShards())}

@@ -1,0 +1,452 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/geoshard/geoshard/router"
+	"github.com/geoshard/geoshard/schema"
+)
+
+// A reshard migration moves the alias from a source index to a target
+// index built with another map. Its state is a document in
+// schema.MigrationsIndex that the migration job writes; the pipeline reads
+// it every Config.MigrationPollInterval (a real-time GET; a missing index
+// or document means no migration) and writes what it applied in its own
+// heartbeat document. That is the whole contract (schema/migration.go).
+//
+// # What is written where
+//
+//   - No migration, or a phase without dual writes (created, completed,
+//     cancelled): one target, the alias's write index and the map in its
+//     _meta, re-read every MapCheckInterval, exactly as without
+//     migrations. After completed the alias points at the new index,
+//     after cancelled at the old one.
+//   - A phase with dual writes (dual_writes to cut_over, and
+//     rolled_back): two targets, the source and the target, each with
+//     the map the migration document holds for it. A map is used only if
+//     it parses, hashes to the document's map_hash, and is the map the
+//     index itself recorded in its _meta; otherwise the phase is not
+//     applied (the writes go on as they were, and the heartbeat says so).
+//     Nor is a phase this pipeline does not know: guessing could leave an
+//     index without the changes it needs.
+//     The primary, first in the list, is the target when the phase's
+//     TargetIsPrimary (cut_over), else the source. The directory is read
+//     from the primary; the alias is only compared with it (the job moves
+//     the alias and the phase in two steps, and the document decides).
+//
+// Every change goes to every target, routed from the restaurant's cell
+// under that target's map, so a dish shares its restaurant's shard in
+// both. An event is finished, and its offset may be committed, only when
+// its writes to every target are acknowledged. A restaurant move or
+// delete runs its steps per target: a location change can change the
+// geoshard under one map and not under the other. The directory of
+// restaurant cells serves both: cells do not depend on a map (a warmed
+// restaurant enters it with its location's leaf cell). How an event cut
+// short between the two indexes is repaired by its redelivery is told in
+// moves.go (Dual writes).
+//
+// An index that refuses writes (a write block, or a missing index) stops
+// the pipeline with ErrIndexUnwritable instead of dead-lettering the
+// events: a blocked target would otherwise lose, for good, every change
+// the other index got. The events are not finished, their offsets not
+// committed; the next start (after the block is lifted, or with the state
+// that says the index is gone) writes them again.
+//
+// # Switching
+//
+// When the state asks for another mode (a new phase, or another write
+// index of the alias), the processing goroutine flushes the writer, so
+// every write made under the old targets is acknowledged, then writes
+// under the new targets, and logs it. Only then does the heartbeat report
+// the new phase: the job, which waits for every live instance to report a
+// phase before it goes on, never sees a phase reported that is not
+// applied. The heartbeat is written every poll, also while a switch is
+// pending or the state cannot be read (it then reports the phase still
+// applied), and right after each switch. A restart comes up in the right
+// mode: Run reads the state, retrying, before it consumes anything.
+//
+// # The map pin
+//
+// Config.MapHash pins the map of the primary target: the source's before
+// cutover (and after a rollback), the target's from cutover on, and after
+// the migration the map of the alias's write index, as always. The other
+// side of dual writes is not pinned: its map differs by design. A state
+// that would make the primary's map differ from the pin stops the
+// pipeline with a *MapMismatchError, at start or at the switch; an
+// operator who pins the map re-pins it to the new map at cutover.
+
+// mode is how the pipeline writes: its targets, the primary first, and
+// the migration phase they come from.
+type mode struct {
+	migID   string
+	phase   schema.Phase // "" without a migration
+	targets []target
+}
+
+// phaseLabel is the phase's metric label: "none" without a migration.
+func (m mode) phaseLabel() string {
+	if m.phase == "" {
+		return phaseNone
+	}
+	return string(m.phase)
+}
+
+func (m mode) indexes() []string {
+	out := make([]string, len(m.targets))
+	for i, t := range m.targets {
+		out[i] = t.index
+	}
+	return out
+}
+
+// same reports whether two modes write alike: same migration and phase,
+// same indexes and maps in the same order.
+func (m mode) same(o mode) bool {
+	if m.migID != o.migID || m.phase != o.phase || len(m.targets) != len(o.targets) {
+		return false
+	}
+	for i := range m.targets {
+		if m.targets[i].index != o.targets[i].index || m.targets[i].m.Hash() != o.targets[i].m.Hash() {
+			return false
+		}
+	}
+	return true
+}
+
+func (m mode) info() []TargetInfo {
+	out := make([]TargetInfo, len(m.targets))
+	for i, t := range m.targets {
+		out[i] = TargetInfo{Index: t.index, MapHash: t.m.Hash(), Role: t.role}
+	}
+	return out
+}
+
+const phaseNone = "none"
+
+// knownPhases are the phases this pipeline knows how to apply.
+var knownPhases = []schema.Phase{
+	schema.PhaseCreated, schema.PhaseDualWrites, schema.PhaseBackfilling, schema.PhaseBackfilled,
+	schema.PhaseVerified, schema.PhaseCutOver, schema.PhaseRolledBack, schema.PhaseCompleted, schema.PhaseCancelled,
+}
+
+func knownPhase(ph schema.Phase) bool {
+	for _, k := range knownPhases {
+		if ph == k {
+			return true
+		}
+	}
+	return false
+}
+
+// errBadMigration marks a migration document that cannot be applied as
+// it is; reading it again does not help until the job rewrites it.
+var errBadMigration = errors.New("migration state cannot be applied")
+
+// readMigration reads the alias's migration document with a real-time
+// GET. It returns nil when there is none (no index or no document).
+func (p *Pipeline) readMigration(ctx context.Context) (*schema.Migration, error) {
+	src, _, found, err := p.admin.Get(ctx, schema.MigrationsIndex, schema.MigrationDocID(p.cfg.Alias), "")
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: read the migration state of %q: %w", p.cfg.Alias, err)
+	}
+	if !found {
+		return nil, nil
+	}
+	var mig schema.Migration
+	if err := json.Unmarshal(src, &mig); err != nil {
+		return nil, fmt.Errorf("pipeline: %w: %s/%s: %w", errBadMigration, schema.MigrationsIndex, schema.MigrationDocID(p.cfg.Alias), err)
+	}
+	switch {
+	case mig.Alias != "" && mig.Alias != p.cfg.Alias:
+		return nil, fmt.Errorf("pipeline: %w: the document of alias %q names alias %q", errBadMigration, p.cfg.Alias, mig.Alias)
+	case !knownPhase(mig.Phase):
+		return nil, fmt.Errorf("pipeline: %w: migration %q: unknown phase %q", errBadMigration, mig.ID, mig.Phase)
+	}
+	return &mig, nil
+}
+
+// migrationKey identifies what of a migration decides the writes: its id,
+// phase and sides. Backfill progress and verifications change nothing.
+func migrationKey(mig *schema.Migration) string {
+	if mig == nil {
+		return ""
+	}
+	return strings.Join([]string{mig.ID, string(mig.Phase), mig.Source.Index, mig.Source.MapHash, mig.Target.Index, mig.Target.MapHash}, "\x00")
+}
+
+// resolveMode computes the mode a migration state asks for (nil: no
+// migration). A *MapMismatchError means the pin refuses the primary's
+// map; any other error, that the state cannot be applied now.
+func (p *Pipeline) resolveMode(ctx context.Context, mig *schema.Migration) (mode, error) {
+	if mig == nil || !mig.Phase.DualWrites() {
+		t, err := loadTarget(ctx, p.admin, p.cfg.Alias, p.cfg.MapHash)
+		if err != nil {
+			return mode{}, err
+		}
+		m := mode{targets: []target{t}}
+		if mig != nil {
+			m.migID, m.phase = mig.ID, mig.Phase
+			want := mig.Source.Index
+			if mig.Phase.TargetIsPrimary() {
+				want = mig.Target.Index
+			}
+			if want != "" && want != t.index {
+				p.log.Warn("the alias's write index is not the one the migration phase implies; writing the alias's",
+					"alias", p.cfg.Alias, "index", t.index, "migration", mig.ID, "phase", mig.Phase, "expected_index", want)
+			}
+		}
+		return m, nil
+	}
+	if mig.Source.Index == mig.Target.Index {
+		return mode{}, fmt.Errorf("pipeline: %w: migration %q: source and target are both %q", errBadMigration, mig.ID, mig.Source.Index)
+	}
+	src, err := p.sideMap(ctx, roleSource, mig.Source)
+	if err != nil {
+		return mode{}, err
+	}
+	dst, err := p.sideMap(ctx, roleTarget, mig.Target)
+	if err != nil {
+		return mode{}, err
+	}
+	primary, other := target{index: mig.Source.Index, m: src, role: roleSource}, target{index: mig.Target.Index, m: dst, role: roleTarget}
+	if mig.Phase.TargetIsPrimary() {
+		primary, other = other, primary
+	}
+	if p.cfg.MapHash != "" && primary.m.Hash() != p.cfg.MapHash {
+		return mode{}, &MapMismatchError{Index: primary.index, Expected: p.cfg.MapHash, Actual: primary.m.Hash()}
+	}
+	t0, t1 := newTarget(primary.index, primary.m, true), newTarget(other.index, other.m, false)
+	t0.role, t1.role = primary.role, other.role
+	return mode{migID: mig.ID, phase: mig.Phase, targets: []target{t0, t1}}, nil
+}
+
+// sideMap returns the map of one side of a migration: the map file the
+// document holds, checked against the document's hash and against the
+// map the index recorded in its _meta.
+func (p *Pipeline) sideMap(ctx context.Context, role string, s schema.Side) (*router.Map, error) {
+	if s.Index == "" {
+		return nil, fmt.Errorf("pipeline: %w: the %s names no index", errBadMigration, role)
+	}
+	m, err := router.Parse(s.Map)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: %w: the %s's map (%s): %w", errBadMigration, role, s.Index, err)
+	}
+	if m.Hash() != s.MapHash {
+		return nil, fmt.Errorf("pipeline: %w: the %s's map (%s) hashes to %s, not the recorded %s", errBadMigration, role, s.Index, m.Hash(), s.MapHash)
+	}
+	meta, err := p.admin.Meta(ctx, s.Index)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: the %s index %q: %w", role, s.Index, err)
+	}
+	im, err := schema.MapFromMeta(meta)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: the %s index %q: %w", role, s.Index, err)
+	}
+	if im.Hash() != m.Hash() {
+		return nil, fmt.Errorf("pipeline: %w: the %s index %q was built with map %s, the migration says %s", errBadMigration, role, s.Index, im.ShortHash(), m.ShortHash())
+	}
+	return m, nil
+}
+
+// initialMode reads the migration state, retrying what fails for a
+// while, and resolves the mode to start in. It returns the state's key
+// too.
+func (p *Pipeline) initialMode(ctx context.Context) (mode, string, error) {
+	var mig *schema.Migration
+	err := p.retry(ctx, "read the migration state", func() error {
+		var err error
+		mig, err = p.readMigration(ctx)
+		if errors.Is(err, errBadMigration) {
+			return backoff.Permanent(err)
+		}
+		return err
+	})
+	if err != nil {
+		return mode{}, "", err
+	}
+	m, err := p.resolveMode(ctx, mig)
+	if err != nil {
+		return mode{}, "", err
+	}
+	return m, migrationKey(mig), nil
+}
+
+// watcher is the state of the goroutine that follows the migration and
+// the alias.
+type watcher struct {
+	// key is the migrationKey of the state last resolved; req the mode
+	// last asked of the processing goroutine (or started in).
+	key string
+	req mode
+	// bad is the key of a state that could not be applied, logged once.
+	bad string
+}
+
+// watch reads the migration state every MigrationPollInterval and the
+// alias every MapCheckInterval, hands a new mode to the processing
+// goroutine, and writes the heartbeat after each poll and each switch.
+// It returns when ctx ends or after a fatal error.
+func (p *Pipeline) watch(ctx context.Context, w *watcher) {
+	poll := time.NewTicker(p.cfg.MigrationPollInterval)
+	defer poll.Stop()
+	check := time.NewTicker(p.cfg.MapCheckInterval)
+	defer check.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.applied:
+		case <-poll.C:
+			if !p.pollMigration(ctx, w) {
+				return
+			}
+		case <-check.C:
+			if !p.checkAlias(ctx, w) {
+				return
+			}
+			continue
+		}
+		p.beat(ctx)
+	}
+}
+
+// pollMigration reads the migration state and asks for the mode it
+// implies if that changed. It reports false after a fatal error.
+func (p *Pipeline) pollMigration(ctx context.Context, w *watcher) bool {
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	mig, err := p.readMigration(cctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			p.log.Warn("reading the migration state failed; writes go on as they are", "error", err)
+		}
+		return true
+	}
+	p.migPolled.Store(time.Now().UnixNano())
+	key := migrationKey(mig)
+	if key == w.key {
+		return true
+	}
+	m, err := p.resolveMode(cctx, mig)
+	var mm *MapMismatchError
+	switch {
+	case errors.As(err, &mm):
+		p.fail(err)
+		return false
+	case err != nil:
+		if ctx.Err() != nil {
+			return true
+		}
+		lvl := p.log.Error
+		if key == w.bad {
+			lvl = p.log.Debug
+		}
+		w.bad = key
+		lvl("cannot apply the migration state; writes go on as they are", "migration", mig.ID, "phase", mig.Phase, "error", err)
+		return true
+	}
+	w.key, w.req, w.bad = key, m, ""
+	p.request(m)
+	return true
+}
+
+// checkAlias re-reads the alias's write index and its map. Without dual
+// writes a change is a new mode (a moved alias, as before migrations
+// existed); during dual writes the migration decides, and a disagreement
+// is only logged. It reports false after a fatal error.
+func (p *Pipeline) checkAlias(ctx context.Context, w *watcher) bool {
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if len(w.req.targets) > 1 {
+		index, err := p.admin.WriteIndex(cctx, p.cfg.Alias)
+		if err == nil && index != w.req.targets[0].index {
+			p.log.Warn("the alias's write index is not the migration's primary; writes follow the migration",
+				"alias", p.cfg.Alias, "index", index, "migration", w.req.migID, "phase", w.req.phase, "primary", w.req.targets[0].index)
+		}
+		return true
+	}
+	t, err := loadTarget(cctx, p.admin, p.cfg.Alias, p.cfg.MapHash)
+	var mm *MapMismatchError
+	switch {
+	case errors.As(err, &mm):
+		p.fail(err)
+		return false
+	case err != nil:
+		if ctx.Err() == nil {
+			p.log.Warn("map check failed", "error", err)
+		}
+		return true
+	}
+	cur := w.req.targets[0]
+	if t.index == cur.index && t.m.Hash() == cur.m.Hash() {
+		return true
+	}
+	w.req = mode{migID: w.req.migID, phase: w.req.phase, targets: []target{t}}
+	p.request(w.req)
+	return true
+}
+
+// request hands a mode to the processing goroutine, replacing one it has
+// not applied yet. It never blocks, so heartbeats go on meanwhile.
+func (p *Pipeline) request(m mode) {
+	p.mu.Lock()
+	p.wanted = &m
+	p.mu.Unlock()
+	select {
+	case p.modeWake <- struct{}{}:
+	default:
+	}
+}
+
+// applyWanted applies the mode last requested, if any. It runs on the
+// processing goroutine, between events.
+func (p *Pipeline) applyWanted(ctx context.Context) error {
+	p.mu.Lock()
+	m := p.wanted
+	p.wanted = nil
+	cur := p.cur
+	p.mu.Unlock()
+	if m == nil || m.same(cur) {
+		return nil
+	}
+	// Every write made under the old targets is acknowledged before any
+	// is made under the new ones, and before the heartbeat can report the
+	// new phase.
+	if err := p.writer.Flush(ctx); err != nil {
+		return err
+	}
+	p.setMode(*m)
+	p.logMode("write mode changed", *m, "previous_phase", cur.phaseLabel(), "previous_indexes", cur.indexes())
+	select {
+	case p.applied <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// setMode makes m the mode writes use. Only the processing goroutine
+// calls it once it runs.
+func (p *Pipeline) setMode(m mode) {
+	p.targets = m.targets
+	p.mu.Lock()
+	p.cur = m
+	p.mu.Unlock()
+	p.met.setPhase(m.phaseLabel())
+}
+
+func (p *Pipeline) logMode(msg string, m mode, extra ...any) {
+	t := m.targets[0]
+	args := []any{"phase", m.phaseLabel(), "migration", m.migID, "index", t.index, "map_hash", t.m.Hash(), "shards", t.m.NumShards()}
+	if len(m.targets) > 1 {
+		o := m.targets[1]
+		args = append(args, "primary", t.role, "other_index", o.index, "other_map_hash", o.m.Hash(), "other_shards", o.m.NumShards())
+	}
+	p.log.Info(msg, append(args, extra...)...)
+}
