@@ -98,6 +98,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.IntVar(&o.pipe.Bulk.FlushBytes, "flush-bytes", envInt("GEOSHARD_FLUSH_BYTES", bulk.DefaultFlushBytes), "bytes per bulk request (GEOSHARD_FLUSH_BYTES)")
 	fs.DurationVar(&o.pipe.Bulk.FlushInterval, "flush-interval", envDur("GEOSHARD_FLUSH_INTERVAL", bulk.DefaultFlushInterval), "longest wait before a partial batch is sent (GEOSHARD_FLUSH_INTERVAL)")
 	fs.DurationVar(&o.pipe.DrainTimeout, "drain-timeout", envDur("GEOSHARD_DRAIN_TIMEOUT", 20*time.Second), "on SIGTERM, finish in-flight work within this long (GEOSHARD_DRAIN_TIMEOUT)")
+	fs.StringVar(&o.pipe.Instance, "instance", env("GEOSHARD_INSTANCE", ""), "this instance's name in migration heartbeats; default host name and pid (GEOSHARD_INSTANCE)")
+	fs.DurationVar(&o.pipe.MigrationPollInterval, "migration-poll-interval", envDur("GEOSHARD_MIGRATION_POLL_INTERVAL", 5*time.Second), "how often to read the reshard migration state (GEOSHARD_MIGRATION_POLL_INTERVAL)")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", env("GEOSHARD_METRICS_ADDR", ":9464"), "listen `address` of /metrics, /healthz and /readyz; empty disables (GEOSHARD_METRICS_ADDR)")
 	fs.StringVar(&o.logLevel, "log-level", env("GEOSHARD_LOG_LEVEL", "info"), "debug, info, warn or error (GEOSHARD_LOG_LEVEL)")
 	cf := o.client.RegisterFlags(fs, getenv)
