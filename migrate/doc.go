@@ -3,6 +3,52 @@
 // state lives in OpenSearch, so that a killed job, a second operator and
 // the ingest instances all see the same truth.
 //
+// # The state machine
+//
+// One document per alias in schema.MigrationsIndex (schema/migration.go
+// is the contract with ingest) holds the migration: its phase, both
+// indexes with their maps, the settings to restore, the backfill
+// checkpoints and the last verification. Every change is a conditional
+// write (if_seq_no, if_primary_term); on a conflict the change is
+// re-applied to what the other writer stored, re-checking its
+// precondition (stateStore.Update).
+//
+//	create ─▶ created ─dual-writes─▶ dual_writes ─backfill─▶ backfilling ─▶ backfilled
+//	                                                                          │   ▲
+//	                                                           verify passed  │   │ verify failed
+//	                                                                          ▼   │
+//	   completed ◀─complete── cut_over ◀────────cutover────────────────── verified
+//	                           │    ▲
+//	                  rollback │    │ cutover (after verify passed again)
+//	                           ▼    │
+//	                        rolled_back ─verify─▶ verified
+//
+//	cancel: created … verified, rolled_back ─▶ cancelled
+//
+// Each step is a method of Migrator and is idempotent: run again, it
+// continues where a killed run stopped, or does nothing if it is done.
+// Run chains create … cutover from the recorded phase. Complete is the
+// point of no return (ingest stops writing the old index); everything
+// before it can be undone, including cutover, which Rollback reverses with
+// the same code (switchAlias, with a Direction).
+//
+// # Safety
+//
+//   - Ingest writes both indexes from dual_writes to cut_over (and in
+//     rolled_back); the job goes on only when every live ingest instance
+//     says so in its heartbeat.
+//   - The backfill writes every copy with version_type=external and the
+//     document's own version, so a live write always wins, and gc_deletes
+//     is raised on both indexes so that a delete's tombstone outlives any
+//     copy in flight. Checkpoints move only behind acknowledged writes.
+//   - Cutover needs a passed verification, restores the target's
+//     replicas and refresh, waits for green, and moves the alias in one
+//     atomic _aliases call.
+//   - An index is deleted (complete --delete-old, cancel) only when no
+//     live ingest instance writes it and the alias does not point to it.
+//
+// # Boundaries
+//
 // migrate imports bulk (the OpenSearch wire), router and schema. It never
 // imports pipeline or any Kafka package: ingest learns about a migration
 // only through the state migrate stores.

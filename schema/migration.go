@@ -147,7 +147,9 @@ type Heartbeat struct {
 }
 
 // HeartbeatDocID is the _id of an instance's heartbeat.
-func HeartbeatDocID(alias, instance string) string { return fmt.Sprintf("heartbeat:%s:%s", alias, instance) }
+func HeartbeatDocID(alias, instance string) string {
+	return fmt.Sprintf("heartbeat:%s:%s", alias, instance)
+}
 
 // MigrationsIndexBody creates MigrationsIndex: one shard, documents kept
 // whole (no mapping of the state beyond a few keywords).

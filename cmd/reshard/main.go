@@ -1,13 +1,30 @@
-// Command reshard plans geoshard maps and answers questions about them.
+// Command reshard plans geoshard maps, answers questions about them, and
+// migrates an alias's index to a new map.
 //
-//	reshard plan  --loads F [--queries F] [--shards N | --min-shards A --max-shards B] [--max-imbalance X] [--strategy optimal|greedy] [--out map.json] [--json]
+//	reshard plan  --loads F | --from-index menu [--queries F] [--shards N | --min-shards A --max-shards B] [--max-imbalance X] [--strategy optimal|greedy] [--out map.json] [--json]
 //	reshard route --map F --lat X --lng Y [--json]
 //	reshard cover --map F --lat X --lng Y --radius 25mi [--json]
 //	reshard eval  --map F --loads F [--queries F] [--json]
 //	reshard init  --map F --index menu-v1 --alias menu [--opensearch URLs]
 //
+// The migration, one step per verb, each resumable (its state lives in
+// OpenSearch) and taking --alias (GEOSHARD_ALIAS, default menu) and
+// --opensearch (GEOSHARD_OPENSEARCH):
+//
+//	reshard create      --map new.json [--target menu-v2] [--gc-deletes 1h]
+//	reshard dual-writes [--ack-timeout 2m] [--live-window 30s]
+//	reshard backfill    [--slices N] [--max-docs-per-second R] [--page 1000] [--restart]
+//	reshard verify      [--ids] [--attempts 5] [--json]
+//	reshard cutover     [--dry-run]
+//	reshard rollback    [--dry-run]
+//	reshard complete    [--delete-old]
+//	reshard cancel
+//	reshard run         --map new.json      (create … cutover, from the recorded phase)
+//	reshard status      [--json]
+//
 // Exit status: 0 on success, 2 for bad flags or input (the message says what
-// and where), 1 for any other failure.
+// and where), 1 for any other failure (a verification that finds
+// differences, ingest instances that do not acknowledge, a refused step).
 package main
 
 import (
@@ -32,15 +49,31 @@ func badInput(format string, args ...any) error {
 
 type verb struct {
 	summary string
-	run     func(args []string, stdout io.Writer) error
+	run     func(args []string, stdout, stderr io.Writer) error
+}
+
+// quiet adapts a verb that writes only to stdout.
+func quiet(f func(args []string, stdout io.Writer) error) func(args []string, stdout, stderr io.Writer) error {
+	return func(args []string, stdout, _ io.Writer) error { return f(args, stdout) }
 }
 
 var verbs = map[string]verb{
-	"plan":  {"compute a geoshard map from the document load per cell", runPlan},
-	"route": {"name the geoshard, cell and routing key of a location", runRoute},
-	"cover": {"list the geoshards and routing string of a search circle", runCover},
-	"eval":  {"measure a map's balance and search fan-out", runEval},
-	"init":  {"create the first index of an alias under a map", runInit},
+	"plan":  {"compute a geoshard map from the document load per cell (a file, or a live index)", quiet(runPlan)},
+	"route": {"name the geoshard, cell and routing key of a location", quiet(runRoute)},
+	"cover": {"list the geoshards and routing string of a search circle", quiet(runCover)},
+	"eval":  {"measure a map's balance and search fan-out", quiet(runEval)},
+	"init":  {"create the first index of an alias under a map", quiet(runInit)},
+
+	"create":      {"migration 1: create the new index and record the migration", runCreate},
+	"dual-writes": {"migration 2: have ingest write both indexes, and wait until every instance does", runDualWrites},
+	"backfill":    {"migration 3: copy the old index into the new one (resumable)", runBackfill},
+	"verify":      {"migration 4: compare the indexes range by range", runVerify},
+	"cutover":     {"migration 5: move the alias to the new index (atomic; --dry-run)", runCutover},
+	"rollback":    {"move the alias back to the old index after a cutover (--dry-run)", runRollback},
+	"complete":    {"end the migration: stop dual writes (the point of no return)", runComplete},
+	"cancel":      {"abandon the migration before cutover; delete the new index", runCancel},
+	"run":         {"create, dual writes, backfill, verify and cutover, from the recorded phase", runRun},
+	"status":      {"show the migration, its progress, the ingest instances and the verification", runStatus},
 }
 
 func main() {
@@ -61,7 +94,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
-	err := v.run(args[1:], stdout)
+	err := v.run(args[1:], stdout, stderr)
 	switch {
 	case err == nil:
 		return 0
@@ -84,7 +117,7 @@ func usage(w io.Writer) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-6s %s\n", n, verbs[n].summary)
+		fmt.Fprintf(w, "  %-12s %s\n", n, verbs[n].summary)
 	}
 }
 

@@ -1,13 +1,20 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strconv"
+	"syscall"
 
+	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/migrate"
 	"github.com/geoshard/geoshard/router"
+	"github.com/geoshard/geoshard/schema"
 )
 
 // routingNumShardsFlag is a number, or "default" for OpenSearch's own
@@ -38,9 +45,10 @@ func (f *routingNumShardsFlag) Set(s string) error {
 }
 
 func runPlan(args []string, stdout io.Writer) error {
-	fs := newFlags("plan", "--loads F [--queries F] [--shards N | --min-shards A --max-shards B] [--max-imbalance X] [--strategy optimal|greedy] [--out map.json] [--json]", stdout)
+	fs := newFlags("plan", "--loads F | --from-index menu [--queries F] [--shards N | --min-shards A --max-shards B] [--max-imbalance X] [--strategy optimal|greedy] [--out map.json] [--json]", stdout)
 	var (
-		loadsPath   = fs.String("loads", "", "document load per cell: CSV `file` with header cell,docs (required)")
+		loadsPath   = fs.String("loads", "", "document load per cell: CSV `file` with header cell,docs (this or --from-index)")
+		fromIndex   = fs.String("from-index", "", "count the documents per cell of this live `alias` (or index) instead, and compare the plan with its map (this or --loads)")
 		queriesPath = fs.String("queries", "", "search workload: CSV `file` with header lat,lng,radius_m[,weight]; default: derived from the loads")
 		shards      = fs.Int("shards", 0, "fixed number of shards; 0 chooses within --min-shards..--max-shards")
 		minShards   = fs.Int("min-shards", router.DefaultMinShards, "smallest shard count to choose")
@@ -54,11 +62,13 @@ func runPlan(args []string, stdout io.Writer) error {
 	)
 	var rns routingNumShardsFlag
 	fs.Var(&rns, "routing-num-shards", "index.number_of_routing_shards: a multiple of the shard count, or \"default\" for OpenSearch's default; 0 = the shard count")
+	var cc bulk.ClientConfig
+	cf := cc.RegisterFlags(fs, os.Getenv)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if err := required(fs, "loads"); err != nil {
-		return err
+	if (*loadsPath == "") == (*fromIndex == "") {
+		return badInput("missing --loads or --from-index: give exactly one (see --help)")
 	}
 	cfg := router.PlanConfig{
 		Level: *level, Shards: *shards, MinShards: *minShards, MaxShards: *maxShards,
@@ -68,8 +78,29 @@ func runPlan(args []string, stdout io.Writer) error {
 	if err := cfg.Validate(); err != nil {
 		return usageError{err}
 	}
-	loads, err := readLoads(*loadsPath, *level)
-	if err != nil {
+	var loads []router.CellLoad
+	var live *router.Map
+	source := *loadsPath
+	var err error
+	if *fromIndex != "" {
+		if err := cf.Resolve(); err != nil {
+			return usageError{err}
+		}
+		var index string
+		if live, index, loads, err = liveLoads(&cc, *fromIndex); err != nil {
+			return err
+		}
+		levelSet := false
+		fs.Visit(func(f *flag.Flag) { levelSet = levelSet || f.Name == "level" })
+		if levelSet && *level != live.Level() {
+			return badInput("--level %d: index %s is at level %d; a migration keeps the level", *level, index, live.Level())
+		}
+		*level, cfg.Level = live.Level(), live.Level()
+		source = fmt.Sprintf("index %s (%s, map %s)", *fromIndex, index, live.ShortHash())
+		if len(loads) == 0 {
+			return fmt.Errorf("index %s holds no document with a %s", index, schema.FieldGeoCell)
+		}
+	} else if loads, err = readLoads(*loadsPath, *level); err != nil {
 		return err
 	}
 	work, workDesc, err := readWorkload(*queriesPath, loads, *level)
@@ -88,7 +119,7 @@ func runPlan(args []string, stdout io.Writer) error {
 		return badInput("--routing-num-shards %d is not a multiple of %d shards", cfg.RoutingNumShards, n)
 	}
 
-	rep := planReport{Loads: *loadsPath, Cells: len(loads), Docs: total, Workload: workDesc, Out: *out}
+	rep := planReport{Loads: source, Cells: len(loads), Docs: total, Workload: workDesc, Out: *out}
 	for _, s := range []router.Strategy{cfg.Strategy, other(cfg.Strategy)} {
 		c := cfg
 		c.Strategy = s
@@ -103,6 +134,10 @@ func runPlan(args []string, stdout io.Writer) error {
 		rep.Plans = append(rep.Plans, planResult{Strategy: s, Map: m, Metrics: met})
 	}
 	chosen := rep.Plans[0].Map
+	if live != nil {
+		d := migrate.DiffMaps(live, chosen, loads)
+		rep.Diff = &d
+	}
 	if *out != "" {
 		b, _ := chosen.MarshalJSON()
 		if err := os.WriteFile(*out, b, 0o644); err != nil {
@@ -123,4 +158,15 @@ func other(s router.Strategy) router.Strategy {
 		return router.Optimal
 	}
 	return router.Greedy
+}
+
+// liveLoads reads the map and the document load per cell of a live alias.
+func liveLoads(cc *bulk.ClientConfig, alias string) (*router.Map, string, []router.CellLoad, error) {
+	client, err := bulk.NewClient(*cc)
+	if err != nil {
+		return nil, "", nil, usageError{err}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return migrate.LiveLoads(ctx, bulk.NewAdmin(client), alias)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/geoshard/geoshard/migrate"
 	"github.com/geoshard/geoshard/router"
 )
 
@@ -24,6 +25,8 @@ type planReport struct {
 	Workload string
 	Out      string
 	Plans    []planResult // the chosen strategy first
+	// Diff compares the chosen map with the live one (--from-index).
+	Diff *migrate.Diff
 }
 
 type shardJSON struct {
@@ -72,7 +75,8 @@ func (r *planReport) jsonForm() any {
 		Plan     metricsJSON   `json:"plan"`
 		Shards   []shardJSON   `json:"shards"`
 		Compared []metricsJSON `json:"compared"`
-	}{r.Loads, r.Cells, r.Docs, r.Workload, r.Out, metricsOf(chosen), shards, others}
+		Diff     *migrate.Diff `json:"diff,omitempty"`
+	}{r.Loads, r.Cells, r.Docs, r.Workload, r.Out, metricsOf(chosen), shards, others, r.Diff}
 }
 
 func (r *planReport) writeText(w io.Writer) {
@@ -113,9 +117,49 @@ func (r *planReport) writeText(w io.Writer) {
 			fmt.Fprintf(w, "\n%s asks %.1f%% fewer extra shards per search than %s\n", r.Plans[0].Strategy, 100*(1-a/b), r.Plans[1].Strategy)
 		}
 	}
+	if r.Diff != nil {
+		writeDiff(w, r.Diff)
+	}
 	if r.Out != "" {
 		fmt.Fprintf(w, "wrote %s (map %s)\n", r.Out, m.Hash())
 	}
+}
+
+// writeDiff prints how a planned map differs from the live one.
+func writeDiff(w io.Writer, d *migrate.Diff) {
+	fmt.Fprintf(w, "\ndiff against the live map %s (%d shards) -> %s (%d shards):\n", d.OldHash[:12], d.OldShards, d.NewHash[:12], d.NewShards)
+	list := func(label string, names []string) {
+		if len(names) == 0 {
+			fmt.Fprintf(w, "  %s: none\n", label)
+			return
+		}
+		fmt.Fprintf(w, "  %s (%d): %s\n", label, len(names), strings.Join(names, ", "))
+	}
+	list("added", d.Added)
+	list("removed", d.Removed)
+	list("unchanged", d.Unchanged)
+	if len(d.Resized) == 0 {
+		fmt.Fprintln(w, "  resized: none")
+	} else {
+		fmt.Fprintf(w, "  resized (%d):\n", len(d.Resized))
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "    shard\told range\tnew range\told docs\tnew docs\t")
+		end := func(s string) string {
+			if s == "" {
+				return "end"
+			}
+			return s
+		}
+		for _, c := range d.Resized {
+			fmt.Fprintf(tw, "    %s\t%s-%s\t%s-%s\t%s\t%s\t\n", c.Name, c.OldStart, end(c.OldEnd), c.NewStart, end(c.NewEnd), commas(c.OldDocs), commas(c.NewDocs))
+		}
+		tw.Flush()
+	}
+	pct := 0.0
+	if d.Docs > 0 {
+		pct = 100 * float64(d.Moved) / float64(d.Docs)
+	}
+	fmt.Fprintf(w, "  documents that change shard: %s of %s (%.1f%%); every document is copied to the new index\n", commas(d.Moved), commas(d.Docs), pct)
 }
 
 // commas formats 55912345 as 55,912,345.

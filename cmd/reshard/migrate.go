@@ -1,0 +1,345 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/migrate"
+)
+
+// now is the clock of the migration verbs; tests fix it so that golden
+// output is stable.
+var now = time.Now
+
+// migrationFlags are the flags every migration verb takes.
+type migrationFlags struct {
+	cc          bulk.ClientConfig
+	cf          *bulk.ClientFlags
+	alias       string
+	metricsAddr string
+	logLevel    string
+}
+
+func addMigrationFlags(fs *flag.FlagSet) *migrationFlags {
+	f := &migrationFlags{}
+	f.cf = f.cc.RegisterFlags(fs, os.Getenv)
+	fs.StringVar(&f.alias, "alias", envOr("GEOSHARD_ALIAS", "menu"), "alias whose index is migrated (GEOSHARD_ALIAS)")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve geoshard_migration_phase and geoshard_backfill_docs_total on this `address` at /metrics; empty: off")
+	fs.StringVar(&f.logLevel, "log-level", envOr("GEOSHARD_LOG_LEVEL", "info"), "debug, info, warn or error (GEOSHARD_LOG_LEVEL)")
+	return f
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// session is an opened migration: the Migrator, a context cancelled by
+// SIGINT or SIGTERM, and what to close.
+type session struct {
+	m      *migrate.Migrator
+	ctx    context.Context
+	log    *slog.Logger
+	closer []func()
+}
+
+func (s *session) close() {
+	for i := len(s.closer) - 1; i >= 0; i-- {
+		s.closer[i]()
+	}
+}
+
+// open checks the common flags and connects.
+func (f *migrationFlags) open(stderr io.Writer) (*session, error) {
+	if err := f.cf.Resolve(); err != nil {
+		return nil, usageError{err}
+	}
+	if f.alias == "" {
+		return nil, badInput("--alias: empty")
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return nil, badInput("--log-level %q: want debug, info, warn or error", f.logLevel)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	client, err := bulk.NewClient(f.cc)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	s := &session{log: log}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	s.ctx = ctx
+	s.closer = append(s.closer, stop)
+	var reg *prometheus.Registry
+	if f.metricsAddr != "" {
+		reg = prometheus.NewRegistry()
+		stopHTTP, err := serveMetrics(f.metricsAddr, reg, log)
+		if err != nil {
+			s.close()
+			return nil, err
+		}
+		s.closer = append(s.closer, stopHTTP)
+	}
+	cfg := migrate.Config{Alias: f.alias, Logger: log, Now: now}
+	if reg != nil {
+		cfg.Registerer = reg
+	}
+	if s.m, err = migrate.New(client, cfg); err != nil {
+		s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// serveMetrics serves /metrics until the returned function is called.
+func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, badInput("--metrics-addr %s: %v", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server stopped", "error", err)
+		}
+	}()
+	log.Info("serving metrics", "addr", ln.Addr().String())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		<-done
+	}, nil
+}
+
+// ackFlags bound a wait for the ingest instances.
+func ackFlags(fs *flag.FlagSet) *migrate.AckConfig {
+	a := &migrate.AckConfig{}
+	fs.DurationVar(&a.Timeout, "ack-timeout", migrate.DefaultAckTimeout, "give up waiting for ingest instances after this long")
+	fs.DurationVar(&a.LiveWindow, "live-window", migrate.DefaultLiveWindow, "an ingest instance is live while its heartbeat is at most this old")
+	return a
+}
+
+func checkAck(a *migrate.AckConfig) error {
+	if a.Timeout <= 0 || a.LiveWindow <= 0 {
+		return badInput("--ack-timeout %v, --live-window %v: want positive durations", a.Timeout, a.LiveWindow)
+	}
+	return nil
+}
+
+func runCreate(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("create", "--map new.json [--target menu-v2] [--gc-deletes 1h] [--replicas N] [--alias menu] [--opensearch URLs] [--json]", stdout)
+	mapPath := fs.String("map", "", "the new map `file` (required)")
+	target := fs.String("target", "", "name of the new index; default <alias>-v<N>, N the next free")
+	gc := fs.String("gc-deletes", migrate.DefaultGCDeletes, "index.gc_deletes on both indexes while the migration runs")
+	replicas := fs.Int("replicas", -1, "replicas of the new index after cutover; -1: the source's")
+	asJSON := fs.Bool("json", false, "print the migration as JSON")
+	mf := addMigrationFlags(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := required(fs, "map"); err != nil {
+		return err
+	}
+	if *replicas < -1 {
+		return badInput("--replicas %d: want -1 or more", *replicas)
+	}
+	m, err := readMap(*mapPath)
+	if err != nil {
+		return err
+	}
+	s, err := mf.open(stderr)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	cfg := migrate.CreateConfig{Map: m, Target: *target, GCDeletes: *gc}
+	if *replicas >= 0 {
+		cfg.Replicas = replicas
+	}
+	mig, err := s.m.Create(s.ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(stdout, mig)
+	}
+	fmt.Fprintf(stdout, "migration %s of alias %s: phase %s\n", mig.ID, mig.Alias, mig.Phase)
+	fmt.Fprintf(stdout, "  source %s  map %s\n  target %s  map %s  (%d shards; replicas 0 and refresh off until cutover)\n",
+		mig.Source.Index, short(mig.Source.MapHash), mig.Target.Index, short(mig.Target.MapHash), m.NumShards())
+	_, err = fmt.Fprintf(stdout, "next: reshard dual-writes --alias %s\n", mig.Alias)
+	return err
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+func runDualWrites(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("dual-writes", "[--ack-timeout 2m] [--live-window 30s] [--alias menu] [--opensearch URLs] [--json]", stdout)
+	ack := ackFlags(fs)
+	asJSON := fs.Bool("json", false, "print the ingest instances as JSON")
+	mf := addMigrationFlags(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := checkAck(ack); err != nil {
+		return err
+	}
+	s, err := mf.open(stderr)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	rep, err := s.m.DualWrites(s.ctx, *ack)
+	if rep != nil {
+		if *asJSON {
+			if jerr := writeJSON(stdout, rep); jerr != nil {
+				return jerr
+			}
+		} else {
+			writeAckReport(stdout, rep)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if !*asJSON {
+		fmt.Fprintf(stdout, "next: reshard backfill --alias %s\n", mf.alias)
+	}
+	return nil
+}
+
+func runCutover(args []string, stdout, stderr io.Writer) error {
+	return runSwitch("cutover", migrate.Forward, args, stdout, stderr)
+}
+
+func runRollback(args []string, stdout, stderr io.Writer) error {
+	return runSwitch("rollback", migrate.Reverse, args, stdout, stderr)
+}
+
+// runSwitch is cutover and rollback: one verb, two directions.
+func runSwitch(name string, dir migrate.Direction, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags(name, "[--dry-run] [--health-timeout 5m] [--alias menu] [--opensearch URLs]", stdout)
+	dry := fs.Bool("dry-run", false, "print the requests the step would send, and change nothing")
+	health := fs.Duration("health-timeout", migrate.DefaultHealthTimeout, "how long to wait for the index to turn green")
+	mf := addMigrationFlags(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *health <= 0 {
+		return badInput("--health-timeout %v: want a positive duration", *health)
+	}
+	s, err := mf.open(stderr)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	cfg := migrate.SwitchConfig{HealthTimeout: *health}
+	if *dry {
+		cfg.DryRun = stdout
+	}
+	if dir == migrate.Forward {
+		err = s.m.Cutover(s.ctx, cfg)
+	} else {
+		err = s.m.Rollback(s.ctx, cfg)
+	}
+	if err != nil || *dry {
+		return err
+	}
+	mig, err := s.m.Load(s.ctx)
+	if err != nil {
+		return err
+	}
+	to := mig.Target.Index
+	if dir == migrate.Reverse {
+		to = mig.Source.Index
+	}
+	fmt.Fprintf(stdout, "alias %s is on %s; phase %s\n", mig.Alias, to, mig.Phase)
+	if dir == migrate.Forward {
+		_, err = fmt.Fprintf(stdout, "next: check the searches, then reshard complete --alias %s (the point of no return), or reshard rollback --alias %s\n", mig.Alias, mig.Alias)
+	} else {
+		_, err = fmt.Fprintf(stdout, "dual writes go on; next: reshard verify, then cutover again, or reshard cancel --alias %s\n", mig.Alias)
+	}
+	return err
+}
+
+func runComplete(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("complete", "[--delete-old] [--ack-timeout 2m] [--alias menu] [--opensearch URLs]", stdout)
+	del := fs.Bool("delete-old", false, "delete the old index once no ingest instance writes it")
+	ack := ackFlags(fs)
+	mf := addMigrationFlags(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := checkAck(ack); err != nil {
+		return err
+	}
+	s, err := mf.open(stderr)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	if err := s.m.Complete(s.ctx, migrate.CompleteConfig{DeleteOld: *del, Ack: *ack}); err != nil {
+		return err
+	}
+	mig, err := s.m.Load(s.ctx)
+	if err != nil {
+		return err
+	}
+	old := "kept (delete it later with reshard complete --delete-old)"
+	if *del {
+		old = "deleted"
+	}
+	_, err = fmt.Fprintf(stdout, "migration %s completed: alias %s on %s; old index %s %s\n", mig.ID, mig.Alias, mig.Target.Index, mig.Source.Index, old)
+	return err
+}
+
+func runCancel(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("cancel", "[--ack-timeout 2m] [--alias menu] [--opensearch URLs]", stdout)
+	ack := ackFlags(fs)
+	mf := addMigrationFlags(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := checkAck(ack); err != nil {
+		return err
+	}
+	s, err := mf.open(stderr)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	if err := s.m.Cancel(s.ctx, *ack); err != nil {
+		return err
+	}
+	mig, err := s.m.Load(s.ctx)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "migration %s cancelled: %s deleted; alias %s stays on %s\n", mig.ID, mig.Target.Index, mig.Alias, mig.Source.Index)
+	return err
+}

@@ -1,0 +1,230 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/geoshard/geoshard/migrate"
+	"github.com/geoshard/geoshard/schema"
+)
+
+// writeAckReport prints the ingest instances of a wait.
+func writeAckReport(w io.Writer, rep *migrate.AckReport) {
+	if rep.Live() == 0 {
+		fmt.Fprintf(w, "no live ingest instance (%d heartbeat(s), none recent): nothing to wait for; instances that start now read the phase before writing\n", len(rep.Instances))
+	}
+	if len(rep.Instances) > 0 {
+		writeInstances(w, rep.Instances)
+	}
+	if lag := rep.Laggards(); len(lag) > 0 {
+		fmt.Fprintf(w, "not acknowledged by: %s\n", strings.Join(lag, ", "))
+	} else if rep.Live() > 0 {
+		fmt.Fprintf(w, "every live ingest instance (%d) applied %s after %v\n", rep.Live(), rep.What, rep.Waited.Round(time.Millisecond))
+	}
+}
+
+func writeInstances(w io.Writer, ins []migrate.Instance) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  instance\tlive\tmigration\tapplied\tacked\theartbeat")
+	for _, in := range ins {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", in.Instance, yesNo(in.Live), orDash(in.MigrationID), orDash(string(in.Applied)),
+			yesNo(in.Acked), in.At.UTC().Format(time.RFC3339))
+	}
+	tw.Flush()
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// verificationRow is one shard of `verify --json`: exactly these keys.
+type verificationRow struct {
+	Shard      string `json:"shard"`
+	Source     int64  `json:"source"`
+	Target     int64  `json:"target"`
+	OutOfRange int64  `json:"out_of_range"`
+	Missing    int64  `json:"missing"`
+	Extra      int64  `json:"extra"`
+	OK         bool   `json:"ok"`
+}
+
+func writeVerificationJSON(w io.Writer, v *schema.Verification) error {
+	rows := make([]verificationRow, len(v.Shards))
+	for i, r := range v.Shards {
+		rows[i] = verificationRow{r.Shard, r.Source, r.Target, r.OutOfRange, r.Missing, r.Extra, r.OK}
+	}
+	return writeJSON(w, rows)
+}
+
+// writeVerification prints a verification table with totals and the
+// missing and extra ids.
+func writeVerification(w io.Writer, v *schema.Verification) error {
+	how := "counts"
+	if v.IDs {
+		how = "counts and ids"
+	}
+	verdict := "passed"
+	if !v.OK {
+		verdict = "FAILED"
+	}
+	fmt.Fprintf(w, "verification (%s) at %s: %s\n", how, v.At.UTC().Format(time.RFC3339), verdict)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "shard\tsource\ttarget\tout_of_range\tmissing\textra\tok\t")
+	var t verificationRow
+	for _, r := range v.Shards {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Shard, commas(r.Source), commas(r.Target), commas(r.OutOfRange),
+			commas(r.Missing), commas(r.Extra), okMark(r.OK))
+		t.Source += r.Source
+		t.Target += r.Target
+		t.OutOfRange += r.OutOfRange
+		t.Missing += r.Missing
+		t.Extra += r.Extra
+	}
+	fmt.Fprintf(tw, "total\t%s\t%s\t%s\t%s\t%s\t%s\t\n", commas(t.Source), commas(t.Target), commas(t.OutOfRange),
+		commas(t.Missing), commas(t.Extra), okMark(v.OK))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range v.Shards {
+		if len(r.MissingIDs) > 0 {
+			fmt.Fprintf(w, "%s: missing %s\n", r.Shard, idList(r.MissingIDs, r.Missing))
+		}
+		if len(r.ExtraIDs) > 0 {
+			fmt.Fprintf(w, "%s: extra %s\n", r.Shard, idList(r.ExtraIDs, r.Extra))
+		}
+	}
+	if !v.IDs && !v.OK {
+		fmt.Fprintln(w, "(missing and extra are count differences; verify --ids names the documents)")
+	}
+	return nil
+}
+
+func okMark(ok bool) string {
+	if ok {
+		return "ok"
+	}
+	return "DIFF"
+}
+
+func idList(ids []string, n int64) string {
+	s := strings.Join(ids, ", ")
+	if more := n - int64(len(ids)); more > 0 {
+		s += fmt.Sprintf(" and %s more", commas(more))
+	}
+	return s
+}
+
+// writeStatus prints a migration: phase, sides, backfill, instances and
+// the last verification.
+func writeStatus(w io.Writer, st *migrate.Status) error {
+	m := st.Migration
+	fmt.Fprintf(w, "migration %s of alias %s: phase %s (updated %s)\n", m.ID, m.Alias, m.Phase, m.Updated.UTC().Format(time.RFC3339))
+	fmt.Fprintf(w, "  source %s  map %s\n  target %s  map %s\n", m.Source.Index, short(m.Source.MapHash), m.Target.Index, short(m.Target.MapHash))
+	if len(m.Backfill) > 0 {
+		var docs int64
+		done := 0
+		for _, s := range m.Backfill {
+			docs += s.Docs
+			if s.Done {
+				done++
+			}
+		}
+		fmt.Fprintf(w, "backfill: %s documents copied; %d of %d slices done\n", commas(docs), done, len(m.Backfill))
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  slice\tsource shard\tdocs\tafter\tdone")
+		for _, s := range m.Backfill {
+			fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%s\n", s.Slice, s.SourceShard, commas(s.Docs), orDash(s.After), yesNo(s.Done))
+		}
+		tw.Flush()
+	}
+	if len(st.Instances) == 0 {
+		fmt.Fprintln(w, "ingest instances: no heartbeat")
+	} else {
+		fmt.Fprintf(w, "ingest instances (acked: applied phase %s of this migration):\n", m.Phase)
+		writeInstances(w, st.Instances)
+	}
+	if m.Verification == nil {
+		_, err := fmt.Fprintln(w, "verification: none yet")
+		return err
+	}
+	return writeVerification(w, m.Verification)
+}
+
+// progress shows a backfill's progress: a bar redrawn in place when w is
+// a terminal, structured log records otherwise.
+type progress struct {
+	mu       sync.Mutex
+	w        io.Writer
+	log      *slog.Logger
+	terminal bool
+	drawn    bool
+}
+
+func newProgress(w io.Writer, log *slog.Logger) *progress {
+	return &progress{w: w, log: log, terminal: isTerminal(w)}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func (p *progress) update(bp migrate.BackfillProgress) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	done := 0
+	for _, s := range bp.Slices {
+		if s.Done {
+			done++
+		}
+	}
+	if !p.terminal {
+		p.log.Info("backfill progress", "step", "backfill", "docs", bp.Docs, "total", bp.Total, "read", bp.Read,
+			"docs_per_second", int64(bp.Rate), "eta", bp.ETA.Round(time.Second).String(), "slices_done", done, "slices", len(bp.Slices))
+		return
+	}
+	frac := 1.0
+	if bp.Total > 0 {
+		frac = min(1, float64(bp.Docs)/float64(bp.Total))
+	}
+	const width = 30
+	filled := int(frac * width)
+	eta := "-"
+	if bp.ETA > 0 {
+		eta = bp.ETA.Round(time.Second).String()
+	}
+	fmt.Fprintf(p.w, "\r[%s%s] %5.1f%%  %s/%s docs  %s docs/s  ETA %s  slices %d/%d\x1b[K",
+		strings.Repeat("#", filled), strings.Repeat(".", width-filled), 100*frac, commas(bp.Docs), commas(bp.Total),
+		commas(int64(bp.Rate)), eta, done, len(bp.Slices))
+	p.drawn = true
+}
+
+// finish ends the bar's line.
+func (p *progress) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.drawn {
+		fmt.Fprintln(p.w)
+		p.drawn = false
+	}
+}

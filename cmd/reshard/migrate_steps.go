@@ -1,0 +1,210 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/geoshard/geoshard/migrate"
+	"github.com/geoshard/geoshard/schema"
+)
+
+// backfillFlags are the flags of backfill (and run).
+func backfillFlags(fs *flag.FlagSet) *migrate.BackfillConfig {
+	c := &migrate.BackfillConfig{}
+	fs.IntVar(&c.Slices, "slices", 0, "source shards copied at once; 0: all of them (one slice per source shard; more is refused)")
+	fs.IntVar(&c.Page, "page", migrate.DefaultPage, "documents per page: read, written and checkpointed together (1 to 10000)")
+	fs.Float64Var(&c.MaxDocsPerSecond, "max-docs-per-second", 0, "limit the copy to this many documents per second, all slices together; 0: no limit")
+	return c
+}
+
+func checkBackfill(c *migrate.BackfillConfig) error {
+	if c.Page < 1 || c.Page > migrate.MaxPage {
+		return badInput("--page %d: want 1 to %d", c.Page, migrate.MaxPage)
+	}
+	if c.Slices < 0 || c.MaxDocsPerSecond < 0 {
+		return badInput("--slices %d, --max-docs-per-second %v: must not be negative", c.Slices, c.MaxDocsPerSecond)
+	}
+	return nil
+}
+
+// verifyFlags are the flags of verify (and run).
+func verifyFlags(fs *flag.FlagSet) *migrate.VerifyConfig {
+	c := &migrate.VerifyConfig{}
+	fs.BoolVar(&c.IDs, "ids", false, "also compare the document ids of every range (slower); lists up to --max-ids missing and extra ids per shard")
+	fs.IntVar(&c.Attempts, "attempts", migrate.DefaultAttempts, "check a shard that differs up to this many times (live writes can be caught half-way)")
+	fs.DurationVar(&c.Pause, "pause", migrate.DefaultPause, "pause between attempts")
+	fs.IntVar(&c.MaxIDs, "max-ids", migrate.DefaultMaxIDs, "longest list of missing (or extra) ids per shard; counts stay exact")
+	return c
+}
+
+func checkVerify(c *migrate.VerifyConfig) error {
+	if c.Attempts < 1 || c.Pause < 0 || c.MaxIDs < 1 {
+		return badInput("--attempts %d, --pause %v, --max-ids %d: want at least 1 attempt, a pause >= 0 and at least 1 id", c.Attempts, c.Pause, c.MaxIDs)
+	}
+	if c.Pause == 0 {
+		c.Pause = -1 // VerifyConfig reads 0 as the default; -1 is no pause
+	}
+	return nil
+}
+
+func runBackfill(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("backfill", "[--slices N] [--max-docs-per-second R] [--page 1000] [--restart] [--alias menu] [--opensearch URLs] [--json]", stdout)
+	cfg := backfillFlags(fs)
+	restart := fs.Bool("restart", false, "forget the checkpoints and copy everything again (after a verification found documents missing)")
+	ack := ackFlags(fs)
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	mf := addMigrationFlags(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := checkBackfill(cfg); err != nil {
+		return err
+	}
+	if err := checkAck(ack); err != nil {
+		return err
+	}
+	s, err := mf.open(stderr)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	cfg.Restart, cfg.Ack = *restart, *ack
+	bar := newProgress(stdout, s.log)
+	cfg.Progress = bar.update
+	if bar.terminal {
+		cfg.ProgressInterval = 250 * time.Millisecond
+	}
+	rep, err := s.m.Backfill(s.ctx, *cfg)
+	bar.finish()
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(stdout, rep)
+	}
+	if rep.Already {
+		_, err = fmt.Fprintf(stdout, "backfill already done: %s documents copied\nnext: reshard verify --alias %s\n", commas(rep.Docs), mf.alias)
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "backfill done: %s documents in all; this run read %s, wrote %s, %s stale (a live write was newer) in %v\nnext: reshard verify --alias %s\n",
+		commas(rep.Docs), commas(rep.Read), commas(rep.Copied), commas(rep.Stale), rep.Elapsed.Round(time.Millisecond), mf.alias)
+	return err
+}
+
+func runVerify(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("verify", "[--ids] [--attempts 5] [--alias menu] [--opensearch URLs] [--json]", stdout)
+	cfg := verifyFlags(fs)
+	asJSON := fs.Bool("json", false, `print [{"shard":…,"source":…,"target":…,"out_of_range":…,"missing":…,"extra":…,"ok":…}, …]`)
+	mf := addMigrationFlags(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := checkVerify(cfg); err != nil {
+		return err
+	}
+	s, err := mf.open(stderr)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	ver, err := s.m.Verify(s.ctx, *cfg)
+	if ver != nil {
+		var werr error
+		if *asJSON {
+			werr = writeVerificationJSON(stdout, ver)
+		} else {
+			werr = writeVerification(stdout, ver)
+		}
+		if werr != nil {
+			return werr
+		}
+	}
+	if err == nil && !*asJSON {
+		fmt.Fprintf(stdout, "next: reshard cutover --dry-run --alias %s, then reshard cutover --alias %s\n", mf.alias, mf.alias)
+	}
+	return err
+}
+
+func runRun(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("run", "--map new.json [create, backfill, verify and cutover flags] [--alias menu] [--opensearch URLs]", stdout)
+	mapPath := fs.String("map", "", "the new map `file` (required)")
+	target := fs.String("target", "", "name of the new index; default <alias>-v<N>, N the next free")
+	gc := fs.String("gc-deletes", migrate.DefaultGCDeletes, "index.gc_deletes on both indexes while the migration runs")
+	bf := backfillFlags(fs)
+	vf := verifyFlags(fs)
+	ack := ackFlags(fs)
+	health := fs.Duration("health-timeout", migrate.DefaultHealthTimeout, "how long to wait for the new index to turn green at cutover")
+	mf := addMigrationFlags(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := required(fs, "map"); err != nil {
+		return err
+	}
+	for _, err := range []error{checkBackfill(bf), checkVerify(vf), checkAck(ack)} {
+		if err != nil {
+			return err
+		}
+	}
+	m, err := readMap(*mapPath)
+	if err != nil {
+		return err
+	}
+	s, err := mf.open(stderr)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	bar := newProgress(stdout, s.log)
+	bf.Progress = bar.update
+	verified := false
+	cfg := migrate.RunConfig{
+		Create: migrate.CreateConfig{Map: m, Target: *target, GCDeletes: *gc},
+		Ack:    *ack, Backfill: *bf, Verify: *vf,
+		Switch: migrate.SwitchConfig{HealthTimeout: *health},
+		OnStep: func(step string, from schema.Phase) {
+			bar.finish()
+			verified = verified || step == "verify"
+			fmt.Fprintf(stdout, "== %s (from phase %s)\n", step, from)
+		},
+	}
+	mig, err := s.m.Run(s.ctx, cfg)
+	bar.finish()
+	if verified {
+		// The verification this run made, passed or not.
+		if cur, lerr := s.m.Load(s.ctx); lerr == nil && cur.Verification != nil {
+			writeVerification(stdout, cur.Verification)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "migration %s: phase %s; alias %s\nnext: check the searches, then reshard complete --alias %s (the point of no return), or reshard rollback --alias %s\n",
+		mig.ID, mig.Phase, mig.Alias, mig.Alias, mig.Alias)
+	return err
+}
+
+func runStatus(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("status", "[--live-window 30s] [--alias menu] [--opensearch URLs] [--json]", stdout)
+	window := fs.Duration("live-window", migrate.DefaultLiveWindow, "an ingest instance is live while its heartbeat is at most this old")
+	asJSON := fs.Bool("json", false, "print the migration and the instances as JSON")
+	mf := addMigrationFlags(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	s, err := mf.open(stderr)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	st, err := s.m.Status(s.ctx, *window)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(stdout, st)
+	}
+	return writeStatus(stdout, st)
+}

@@ -1,0 +1,416 @@
+package migrate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/router"
+	"github.com/geoshard/geoshard/schema"
+)
+
+// The backfill copies the source into the target while ingest writes
+// every change to both.
+//
+// Each source shard is one slice, read with preference=_shards:<i>,
+// sorted by doc_id and paged with search_after on doc_id: the position of
+// a scan is a document id, not a point in time or a scroll, so a scan
+// resumes from its checkpoint however long the job was away. Without a
+// point in time each page sees the latest refresh; that is enough,
+// because every change made after dual writes began reaches the target
+// through ingest anyway. What the scan must see is every document written
+// before: the source is refreshed once dual writes are acknowledged and
+// before the first page.
+//
+// Every copy is written with version_type=external and the document's
+// own version, so a live write always wins: when ingest has written a
+// newer version (or the same one) first, the copy fails with 409 and is
+// counted stale. A live delete leaves a tombstone that refuses the late
+// copy of the deleted document for index.gc_deletes, which the migration
+// raised to far more than the few seconds between reading a page and its
+// acknowledged write. A document is routed under the new map from its
+// geo_cell; a dish carries its restaurant's geo_cell, so parent and
+// children land on the same shard.
+//
+// A slice's checkpoint (the last doc_id copied, and the count) is stored
+// after each page, only once every write of the page is acknowledged: a
+// killed job re-reads at most the pages that were in flight, and copies
+// them again harmlessly (stale).
+
+// Searcher reads documents and counts; *bulk.Admin is one.
+type Searcher interface {
+	Search(ctx context.Context, index string, body []byte, p bulk.SearchParams) (*bulk.Page, error)
+	Count(ctx context.Context, index string, query json.RawMessage, p bulk.SearchParams) (int64, error)
+	Refresh(ctx context.Context, index string) error
+}
+
+var _ Searcher = (*bulk.Admin)(nil)
+
+// BackfillConfig configures Backfill.
+type BackfillConfig struct {
+	// Slices is how many source shards are copied at once. Default, and
+	// maximum, the number of source shards (one slice per shard).
+	Slices int
+	// Page is the number of documents read, written and checkpointed at a
+	// time, 1 to 10,000. Default 1,000.
+	Page int
+	// MaxDocsPerSecond limits the copy, all slices together. Default 0:
+	// no limit.
+	MaxDocsPerSecond float64
+	// Restart forgets the checkpoints and copies everything again (after a
+	// verification found documents missing). Only before verification.
+	Restart bool
+	// Ack bounds the check, before copying, that every live ingest
+	// instance writes both indexes.
+	Ack AckConfig
+	// Bulk configures each slice's writer; FlushItems defaults to Page and
+	// Workers to 2. OnResult and Registerer are ignored.
+	Bulk bulk.Config
+	// Progress, if set, receives progress every ProgressInterval and once
+	// at the end, from one goroutine.
+	Progress func(BackfillProgress)
+	// ProgressInterval defaults to 2s.
+	ProgressInterval time.Duration
+}
+
+// Defaults and bounds of BackfillConfig.
+const (
+	DefaultPage             = 1000
+	MaxPage                 = 10000
+	DefaultProgressInterval = 2 * time.Second
+)
+
+// Validate reports every bad field at once.
+func (c BackfillConfig) Validate() error {
+	var p []string
+	if c.Slices < 0 {
+		p = append(p, fmt.Sprintf("slices %d: must not be negative", c.Slices))
+	}
+	if c.Page < 0 || c.Page > MaxPage {
+		p = append(p, fmt.Sprintf("page %d: want 1 to %d", c.Page, MaxPage))
+	}
+	if c.MaxDocsPerSecond < 0 {
+		p = append(p, fmt.Sprintf("max docs per second %v: must not be negative", c.MaxDocsPerSecond))
+	}
+	if len(p) > 0 {
+		return fmt.Errorf("migrate: backfill config: %s", joinProblems(p))
+	}
+	return nil
+}
+
+// BackfillProgress is a snapshot of a running backfill.
+type BackfillProgress struct {
+	// Docs is the number of documents copied over the whole migration
+	// (checkpointed, plus acknowledged pages of this run).
+	Docs int64
+	// Total is the number of documents in the source when this run began.
+	Total int64
+	// Read is the number of documents this run read.
+	Read int64
+	// Rate is this run's copy rate, documents per second.
+	Rate float64
+	// ETA is the time left at Rate (0 when unknown).
+	ETA time.Duration
+	// Slices are the slices' checkpoints.
+	Slices []schema.SliceState
+	// Done is set on the last report.
+	Done bool
+}
+
+// BackfillReport is what a backfill run did.
+type BackfillReport struct {
+	// Read, Copied and Stale are this run's documents read, written, and
+	// refused because a live write was as new or newer.
+	Read   int64 `json:"read"`
+	Copied int64 `json:"copied"`
+	Stale  int64 `json:"stale"`
+	// Docs is the total copied over the migration.
+	Docs    int64               `json:"docs"`
+	Elapsed time.Duration       `json:"elapsed_ns"`
+	Slices  []schema.SliceState `json:"slices"`
+	// Already is set when the backfill had finished before this run.
+	Already bool `json:"already"`
+}
+
+// Backfill copies the source into the target, resuming from the
+// checkpoints. Phase backfilling while it runs, backfilled at the end.
+func (m *Migrator) Backfill(ctx context.Context, cfg BackfillConfig) (*BackfillReport, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	rec, err := m.store.Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	mig := &rec.Migration
+	switch mig.Phase {
+	case schema.PhaseDualWrites, schema.PhaseBackfilling:
+	case schema.PhaseBackfilled:
+		if !cfg.Restart {
+			return &BackfillReport{Already: true, Docs: sliceDocs(mig.Backfill), Slices: mig.Backfill}, nil
+		}
+	case schema.PhaseCreated:
+		return nil, &PhaseError{Step: "backfill", Alias: m.cfg.Alias, Phase: mig.Phase, Hint: "run dual-writes first"}
+	default:
+		if cfg.Restart || !mig.Phase.DualWrites() {
+			return nil, &PhaseError{Step: "backfill", Alias: m.cfg.Alias, Phase: mig.Phase, Hint: "the backfill is over"}
+		}
+		return &BackfillReport{Already: true, Docs: sliceDocs(mig.Backfill), Slices: mig.Backfill}, nil
+	}
+	srcMap, err := sideMap(mig.Source)
+	if err != nil {
+		return nil, err
+	}
+	tgtMap, err := sideMap(mig.Target)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Slices > srcMap.NumShards() {
+		return nil, fmt.Errorf("migrate: backfill: %d slices, but the source has %d shards: a slice reads one source shard", cfg.Slices, srcMap.NumShards())
+	}
+	if err := m.checkIndexMap(ctx, mig.Target.Index, mig.Target.MapHash); err != nil {
+		return nil, err
+	}
+	// Copying before every live instance writes both indexes would miss
+	// the changes of the one that does not.
+	if _, err := m.awaitAcks(ctx, "dual writes", writesBoth(mig), cfg.Ack); err != nil {
+		return nil, fmt.Errorf("migrate: backfill: %w", err)
+	}
+	rec, err = m.store.Update(ctx, func(x *schema.Migration) error {
+		switch {
+		case x.Phase == schema.PhaseDualWrites, x.Phase == schema.PhaseBackfilled && cfg.Restart:
+			x.Phase = schema.PhaseBackfilling
+		case x.Phase != schema.PhaseBackfilling:
+			return &PhaseError{Step: "backfill", Alias: m.cfg.Alias, Phase: x.Phase}
+		}
+		if len(x.Backfill) != srcMap.NumShards() || cfg.Restart {
+			x.Backfill = make([]schema.SliceState, srcMap.NumShards())
+			for i := range x.Backfill {
+				x.Backfill[i] = schema.SliceState{Slice: i, SourceShard: i}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	mig = &rec.Migration
+	m.met.setPhase(mig.Phase)
+
+	b := &backfill{m: m, cfg: cfg, mig: mig, tgtMap: tgtMap, searcher: m.searcher(), start: time.Now()}
+	if err := b.prepare(ctx, srcMap); err != nil {
+		return nil, err
+	}
+	runErr := b.run(ctx)
+	rep := b.report()
+	if runErr != nil {
+		return rep, runErr
+	}
+	rec, err = m.store.setPhase(ctx, "backfill", schema.PhaseBackfilled, "", schema.PhaseBackfilling)
+	if err != nil {
+		return rep, err
+	}
+	m.met.setPhase(rec.Migration.Phase)
+	m.log.Info("backfill finished", "step", "backfill", "docs", rep.Docs, "read", rep.Read, "copied", rep.Copied, "stale", rep.Stale,
+		"elapsed", rep.Elapsed.Round(time.Millisecond))
+	return rep, nil
+}
+
+func sliceDocs(ss []schema.SliceState) int64 {
+	var n int64
+	for _, s := range ss {
+		n += s.Docs
+	}
+	return n
+}
+
+// searcher is what the backfill and the verification read through.
+func (m *Migrator) searcher() Searcher {
+	if m.search != nil {
+		return m.search
+	}
+	return m.admin
+}
+
+// backfill is one run of the copy.
+type backfill struct {
+	m        *Migrator
+	cfg      BackfillConfig
+	mig      *schema.Migration
+	tgtMap   *router.Map
+	searcher Searcher
+	bucket   *tokenBucket
+	start    time.Time
+	total    int64
+
+	read, copied, stale atomic.Int64
+
+	mu     sync.Mutex
+	slices []schema.SliceState // latest checkpoints, by slice
+}
+
+// prepare counts the source and refreshes it, so that the scan sees every
+// document written before dual writes began.
+func (b *backfill) prepare(ctx context.Context, srcMap *router.Map) error {
+	c := &b.cfg
+	if c.Page == 0 {
+		c.Page = DefaultPage
+	}
+	if c.Slices == 0 {
+		c.Slices = srcMap.NumShards()
+	}
+	if c.ProgressInterval <= 0 {
+		c.ProgressInterval = DefaultProgressInterval
+	}
+	b.bucket = newTokenBucket(c.MaxDocsPerSecond, float64(c.Page))
+	b.slices = append([]schema.SliceState(nil), b.mig.Backfill...)
+	src := b.mig.Source.Index
+	if err := b.searcher.Refresh(ctx, src); err != nil {
+		return fmt.Errorf("migrate: backfill: refresh %s: %w", src, err)
+	}
+	total, err := b.searcher.Count(ctx, src, nil, bulk.SearchParams{})
+	if err != nil {
+		return fmt.Errorf("migrate: backfill: count %s: %w", src, err)
+	}
+	b.total = total
+	return nil
+}
+
+// run copies every slice that is not done, cfg.Slices at a time. The
+// first failure stops the others (each at a checkpoint).
+func (b *backfill) run(ctx context.Context) error {
+	todo := make(chan schema.SliceState, len(b.slices))
+	for _, s := range b.slices {
+		if !s.Done {
+			todo <- s
+		}
+	}
+	close(todo)
+	b.m.log.Info("backfill started", "step", "backfill", "source", b.mig.Source.Index, "index", b.mig.Target.Index,
+		"slices", len(b.slices), "parallel", b.cfg.Slices, "docs", b.total, "page", b.cfg.Page)
+
+	stopProgress := b.startProgress()
+	defer stopProgress()
+
+	g, gctx := errgroup.WithContext(ctx)
+	for range b.cfg.Slices {
+		g.Go(func() error {
+			for s := range todo {
+				if err := b.copySlice(gctx, s); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// checkpoint stores a slice's progress. It refuses if the migration has
+// left phase backfilling meanwhile (another operator cancelled it).
+func (b *backfill) checkpoint(ctx context.Context, st schema.SliceState) error {
+	_, err := b.m.store.Update(ctx, func(x *schema.Migration) error {
+		if x.Phase != schema.PhaseBackfilling {
+			return &PhaseError{Step: "backfill", Alias: b.m.cfg.Alias, Phase: x.Phase, Hint: "the migration moved on while the backfill ran"}
+		}
+		if st.Slice >= len(x.Backfill) {
+			return fmt.Errorf("migrate: backfill: the migration has %d slices, not %d", len(x.Backfill), st.Slice+1)
+		}
+		cur := x.Backfill[st.Slice]
+		// Two jobs on one slice: keep the one further ahead (both copied
+		// everything up to their own checkpoint).
+		if cur.Done || (cur.After > st.After && !st.Done) {
+			return errUnchanged
+		}
+		x.Backfill[st.Slice] = st
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	b.slices[st.Slice] = st
+	b.mu.Unlock()
+	return nil
+}
+
+// report summarises the run.
+func (b *backfill) report() *BackfillReport {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ss := append([]schema.SliceState(nil), b.slices...)
+	return &BackfillReport{
+		Read: b.read.Load(), Copied: b.copied.Load(), Stale: b.stale.Load(),
+		Docs: sliceDocs(ss), Elapsed: time.Since(b.start), Slices: ss,
+	}
+}
+
+// progress is a snapshot for cfg.Progress.
+func (b *backfill) progress(done bool) BackfillProgress {
+	r := b.report()
+	p := BackfillProgress{Docs: r.Docs, Total: b.total, Read: r.Read, Slices: r.Slices, Done: done}
+	if s := r.Elapsed.Seconds(); s > 0 {
+		p.Rate = float64(r.Copied+r.Stale) / s
+	}
+	if p.Rate > 0 && p.Total > p.Docs {
+		p.ETA = time.Duration(float64(p.Total-p.Docs) / p.Rate * float64(time.Second))
+	}
+	return p
+}
+
+// startProgress reports progress every interval until the returned
+// function is called, which reports once more and waits for the
+// reporter.
+func (b *backfill) startProgress() func() {
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(b.cfg.ProgressInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				b.emit(b.progress(true))
+				return
+			case <-t.C:
+				b.emit(b.progress(false))
+			}
+		}
+	}()
+	return func() {
+		close(stop)
+		<-done
+	}
+}
+
+func (b *backfill) emit(p BackfillProgress) {
+	if b.cfg.Progress != nil {
+		b.cfg.Progress(p)
+		return
+	}
+	b.m.log.Info("backfill progress", "step", "backfill", "docs", p.Docs, "total", p.Total,
+		"docs_per_second", int64(p.Rate), "eta", p.ETA.Round(time.Second), "done", p.Done)
+}
+
+// pageRequest is the search of one page of a slice: the documents after
+// the doc_id after, in doc_id order.
+func pageRequest(size int, after string) []byte {
+	b := make([]byte, 0, 128+len(after))
+	b = append(b, `{"size":`...)
+	b = strconv.AppendInt(b, int64(size), 10)
+	b = append(b, `,"track_total_hits":false,"sort":[{"`+schema.FieldDocID+`":"asc"}]`...)
+	if after != "" {
+		a, _ := json.Marshal([]string{after})
+		b = append(b, `,"search_after":`...)
+		b = append(b, a...)
+	}
+	return append(b, '}')
+}

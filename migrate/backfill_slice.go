@@ -1,0 +1,246 @@
+package migrate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/router"
+	"github.com/geoshard/geoshard/schema"
+)
+
+// page is one page of a slice's scan.
+type page struct {
+	hits []bulk.Hit
+	// after is the doc_id of the last hit (the checkpoint once the page
+	// is written).
+	after string
+	// last: the scan found nothing after this page.
+	last bool
+	err  error
+}
+
+// copySlice copies one source shard from its checkpoint to its end. A
+// reader goroutine fetches the next page while the current one is
+// written, so reading and writing overlap by one page.
+func (b *backfill) copySlice(ctx context.Context, st schema.SliceState) error {
+	ctx, cancel := context.WithCancel(ctx)
+	var readers sync.WaitGroup
+	defer func() {
+		cancel()
+		readers.Wait()
+	}()
+	w, failed, err := b.newWriter()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// Let the writes in flight finish (or fail) even when the job is
+		// being stopped: their outcome does not matter any more (the
+		// checkpoint has not moved past them), but a writer is closed.
+		cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer ccancel()
+		w.Close(cctx)
+	}()
+
+	pages := make(chan page, 1)
+	readers.Add(1)
+	go func() {
+		defer readers.Done()
+		b.readPages(ctx, st, pages)
+	}()
+	fail := func(err error) error {
+		return &SliceError{Slice: st.Slice, SourceShard: st.SourceShard, After: st.After, Err: err}
+	}
+	for p := range pages {
+		if p.err != nil {
+			return fail(p.err)
+		}
+		items := make([]bulk.Item, len(p.hits))
+		for i, h := range p.hits {
+			if items[i], err = b.item(h); err != nil {
+				return fail(err)
+			}
+		}
+		n := len(items)
+		b.read.Add(int64(n))
+		if err := b.bucket.wait(ctx, n); err != nil {
+			return fail(err)
+		}
+		for _, it := range items {
+			if err := w.Add(ctx, it); err != nil {
+				return fail(err)
+			}
+		}
+		if err := w.Flush(ctx); err != nil {
+			return fail(err)
+		}
+		if err := failed(); err != nil {
+			return fail(err)
+		}
+		// Every write of the page is acknowledged: only now may the
+		// checkpoint move past it.
+		next := st
+		next.After, next.Docs, next.Done = p.after, st.Docs+int64(n), p.last
+		if err := b.checkpoint(ctx, next); err != nil {
+			return fail(err)
+		}
+		st = next
+		b.m.met.docs.Add(float64(n))
+		if p.last {
+			b.m.log.Debug("slice done", "step", "backfill", "slice", st.Slice, "docs", st.Docs)
+			return nil
+		}
+	}
+	// The reader stopped without a last page: the context ended.
+	return fail(ctx.Err())
+}
+
+// newWriter starts a slice's bulk writer. failed returns the first item
+// that did not end as written or stale.
+func (b *backfill) newWriter() (w *bulk.Writer, failed func() error, err error) {
+	var mu sync.Mutex
+	var first error
+	wc := b.cfg.Bulk
+	wc.Registerer = nil
+	if wc.FlushItems == 0 {
+		wc.FlushItems = b.cfg.Page
+	}
+	if wc.Workers == 0 {
+		wc.Workers = 2
+	}
+	if wc.MaxBufferedItems == 0 {
+		wc.MaxBufferedItems = max(bulk.DefaultMaxBufferedItems, 4*wc.FlushItems)
+	}
+	wc.OnResult = func(r bulk.Result) {
+		switch r.Outcome {
+		case bulk.OK:
+			b.copied.Add(1)
+		case bulk.Stale:
+			b.stale.Add(1)
+		case bulk.NotFound:
+		default:
+			mu.Lock()
+			if first == nil {
+				first = fmt.Errorf("copy %s: %s: %w", r.Item.ID, r.Outcome, r.Err)
+			}
+			mu.Unlock()
+		}
+	}
+	w, err = bulk.New(b.m.client, wc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("migrate: backfill: %w", err)
+	}
+	return w, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		return first
+	}, nil
+}
+
+// readPages sends the slice's pages from its checkpoint on, until a last
+// page, an error, or ctx ends (then it sends nothing more).
+func (b *backfill) readPages(ctx context.Context, st schema.SliceState, out chan<- page) {
+	defer close(out)
+	size := b.cfg.Page
+	params := bulk.SearchParams{Preference: "_shards:" + strconv.Itoa(st.SourceShard)}
+	after := st.After
+	for {
+		var p page
+		var pg *bulk.Page
+		p.err = retryRead(ctx, func() error {
+			var err error
+			pg, err = b.searcher.Search(ctx, b.mig.Source.Index, pageRequest(size, after), params)
+			return err
+		})
+		if p.err == nil {
+			p.hits, p.after, p.last = pg.Hits, after, len(pg.Hits) < size
+			if len(pg.Hits) > 0 {
+				p.after, p.err = sortAfter(pg.Hits[len(pg.Hits)-1])
+			}
+		}
+		select {
+		case out <- p:
+		case <-ctx.Done():
+			return
+		}
+		if p.err != nil || p.last {
+			return
+		}
+		after = p.after
+	}
+}
+
+// sortAfter is the doc_id a hit was sorted by.
+func sortAfter(h bulk.Hit) (string, error) {
+	var s *string
+	if len(h.Sort) != 1 || json.Unmarshal(h.Sort[0], &s) != nil || s == nil {
+		return "", fmt.Errorf("%s: %w", h.ID, errNoDocID)
+	}
+	return *s, nil
+}
+
+// copyFields are what the backfill reads of a document.
+type copyFields struct {
+	GeoCell string `json:"geo_cell"`
+	Version *int64 `json:"version"`
+}
+
+// item is the target write of a source document: routed under the new
+// map by its geo_cell, with its own version as the external version.
+func (b *backfill) item(h bulk.Hit) (bulk.Item, error) {
+	var f copyFields
+	if err := json.Unmarshal(h.Source, &f); err != nil {
+		return bulk.Item{}, fmt.Errorf("document %s: %w", h.ID, err)
+	}
+	if f.Version == nil {
+		return bulk.Item{}, fmt.Errorf("document %s has no %s", h.ID, schema.FieldVersion)
+	}
+	cell, err := router.ParseCellAt(f.GeoCell, b.tgtMap.Level())
+	if err != nil {
+		return bulk.Item{}, fmt.Errorf("document %s: %s: %w", h.ID, schema.FieldGeoCell, err)
+	}
+	s := b.tgtMap.Shard(b.tgtMap.LocateCell(cell))
+	return bulk.Item{
+		Action: bulk.Index, Index: b.mig.Target.Index, ID: h.ID, Routing: s.Routing,
+		Version: *f.Version, VersionType: bulk.External, Body: h.Source, Shard: s.Name,
+	}, nil
+}
+
+// retryRead runs a read, retrying what a busy or restarting cluster
+// answers (429, 5xx, transport errors) up to 5 times with backoff.
+func retryRead(ctx context.Context, read func() error) error {
+	delay := 200 * time.Millisecond
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		if err = read(); err == nil || !retryable(err) || ctx.Err() != nil {
+			return err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		delay *= 2
+	}
+	return err
+}
+
+// retryable decides which failed reads are tried again.
+func retryable(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var ae *bulk.APIError
+	if errors.As(err, &ae) {
+		return ae.Status == 429 || ae.Status >= 500
+	}
+	return true // transport
+}

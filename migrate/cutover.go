@@ -1,0 +1,435 @@
+package migrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/schema"
+)
+
+// Direction is the way an alias switch goes.
+type Direction int
+
+const (
+	// Forward moves the alias from the source to the target: cutover.
+	Forward Direction = iota
+	// Reverse moves it back from the target to the source: rollback.
+	Reverse
+)
+
+func (d Direction) String() string {
+	if d == Reverse {
+		return "rollback"
+	}
+	return "cutover"
+}
+
+// SwitchConfig configures Cutover and Rollback.
+type SwitchConfig struct {
+	// DryRun, if set, receives the requests the step would send, and the
+	// step changes nothing.
+	DryRun io.Writer
+	// HealthTimeout bounds the wait for the index to turn green. Default
+	// 5m.
+	HealthTimeout time.Duration
+}
+
+// DefaultHealthTimeout is SwitchConfig.HealthTimeout's default.
+const DefaultHealthTimeout = 5 * time.Minute
+
+// Cutover moves the alias, readers and writers, to the target: it
+// restores the target's replicas and refresh interval, waits for green,
+// records phase cut_over and moves the alias in one atomic _aliases call.
+// It needs a passed verification. Ingest keeps writing both indexes, the
+// target first, so Rollback stays possible until Complete.
+func (m *Migrator) Cutover(ctx context.Context, cfg SwitchConfig) error {
+	return m.switchAlias(ctx, Forward, cfg)
+}
+
+// Rollback is Cutover in reverse: the alias goes back to the source
+// (phase rolled_back). Dual writes go on, so a later cutover (after a new
+// verification) is possible.
+func (m *Migrator) Rollback(ctx context.Context, cfg SwitchConfig) error {
+	return m.switchAlias(ctx, Reverse, cfg)
+}
+
+// switchPlan is what a switch in one direction does.
+type switchPlan struct {
+	step     string
+	from, to string
+	// phase is the phase recorded, and ready the phases it may start
+	// from (besides phase itself, which resumes a switch cut short).
+	phase schema.Phase
+	ready []schema.Phase
+	// settings are put on the index that becomes the alias's (none in
+	// reverse: the source's were never changed).
+	settings map[string]any
+}
+
+func planSwitch(mig *schema.Migration, dir Direction) switchPlan {
+	if dir == Reverse {
+		return switchPlan{step: "rollback", from: mig.Target.Index, to: mig.Source.Index,
+			phase: schema.PhaseRolledBack, ready: []schema.Phase{schema.PhaseCutOver}}
+	}
+	replicas, refresh := mig.Restore.TargetReplicas, mig.Restore.TargetRefreshInterval
+	if refresh == "" { // never recorded: OpenSearch's defaults
+		replicas, refresh = defaultReplicas, defaultRefreshInterval
+	}
+	return switchPlan{step: "cutover", from: mig.Source.Index, to: mig.Target.Index,
+		phase: schema.PhaseCutOver, ready: []schema.Phase{schema.PhaseVerified},
+		settings: map[string]any{"number_of_replicas": replicas, "refresh_interval": refresh}}
+}
+
+// aliasAt reports where the alias is: on from only (the switch is to be
+// made), on to only as its write index (made), or elsewhere
+// (ErrAliasState).
+func (m *Migrator) aliasAt(ctx context.Context, from, to string) (switched bool, err error) {
+	ts, err := m.admin.Alias(ctx, m.cfg.Alias)
+	if err != nil && !bulk.IsNotFound(err) {
+		return false, err
+	}
+	if len(ts) == 1 && ts[0].Index == from {
+		return false, nil
+	}
+	if len(ts) == 1 && ts[0].Index == to && (ts[0].IsWriteIndex == nil || *ts[0].IsWriteIndex) {
+		return true, nil
+	}
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.Index
+	}
+	return false, fmt.Errorf("%w: alias %q points to %v, want %s (before) or %s (after)", ErrAliasState, m.cfg.Alias, names, from, to)
+}
+
+// switchAlias is Cutover (Forward) and Rollback (Reverse): one procedure,
+// the direction choosing which index is left and which is joined.
+func (m *Migrator) switchAlias(ctx context.Context, dir Direction, cfg SwitchConfig) error {
+	if cfg.HealthTimeout <= 0 {
+		cfg.HealthTimeout = DefaultHealthTimeout
+	}
+	rec, err := m.store.Load(ctx)
+	if err != nil {
+		return err
+	}
+	mig := &rec.Migration
+	p := planSwitch(mig, dir)
+	resuming := mig.Phase == p.phase
+	if !resuming && !isOneOf(mig.Phase, p.ready) {
+		hint := "cutover follows a passed verify"
+		if dir == Reverse {
+			hint = "rollback follows a cutover"
+		}
+		return &PhaseError{Step: p.step, Alias: m.cfg.Alias, Phase: mig.Phase, Hint: hint}
+	}
+	if dir == Forward && !resuming && (mig.Verification == nil || !mig.Verification.OK) {
+		return fmt.Errorf("migrate: cutover: %w", ErrNotVerified)
+	}
+	switched, err := m.aliasAt(ctx, p.from, p.to)
+	if err != nil {
+		return fmt.Errorf("migrate: %s: %w", p.step, err)
+	}
+	if resuming && switched {
+		if cfg.DryRun != nil {
+			_, err := fmt.Fprintf(cfg.DryRun, "# reshard %s --dry-run: alias %s is already on %s (phase %s); nothing to send.\n", p.step, m.cfg.Alias, p.to, mig.Phase)
+			return err
+		}
+		m.log.Info("alias already switched", "step", p.step, "index", p.to, "phase", mig.Phase)
+		m.met.setPhase(mig.Phase)
+		return nil
+	}
+
+	// The requests, in order. A dry run prints them; a real run sends
+	// these very values (the phase write is re-derived by stateStore.Update,
+	// which re-checks the phase, and is the same request unless someone
+	// else wrote meanwhile).
+	var reqs []bulk.Request
+	if p.settings != nil {
+		r, err := bulk.PutSettingsRequest(p.to, p.settings)
+		if err != nil {
+			return err
+		}
+		reqs = append(reqs, r)
+	}
+	health := bulk.HealthRequest(p.to, "green", formatTimeValue(cfg.HealthTimeout))
+	reqs = append(reqs, health)
+	next := cloneMigration(mig)
+	next.Phase, next.Updated = p.phase, m.cfg.Now().UTC()
+	if !resuming {
+		w, err := m.store.writeRequest(rec, next)
+		if err != nil {
+			return err
+		}
+		reqs = append(reqs, w)
+	}
+	// The alias may be on p.to already although the phase says otherwise
+	// (a switch the other way was cut short): then only the phase moves.
+	yes := true
+	swap, err := bulk.UpdateAliasesRequest([]bulk.AliasAction{
+		{Remove: &bulk.AliasSpec{Index: p.from, Alias: m.cfg.Alias, MustExist: &yes}},
+		{Add: &bulk.AliasSpec{Index: p.to, Alias: m.cfg.Alias, IsWriteIndex: &yes}},
+	})
+	if err != nil {
+		return err
+	}
+	if !switched {
+		reqs = append(reqs, swap)
+	}
+
+	if cfg.DryRun != nil {
+		return writeDryRun(cfg.DryRun, p.step, m.cfg.Alias, p.from, p.to, reqs)
+	}
+	if p.settings != nil {
+		if err := m.admin.Send(ctx, reqs[0], nil); err != nil {
+			return fmt.Errorf("migrate: %s: restore the settings of %s: %w", p.step, p.to, err)
+		}
+		m.log.Info("settings restored", "step", p.step, "index", p.to, "replicas", p.settings["number_of_replicas"], "refresh_interval", p.settings["refresh_interval"])
+	}
+	if err := m.waitGreen(ctx, health, p.to, cfg.HealthTimeout); err != nil {
+		return fmt.Errorf("migrate: %s: %w", p.step, err)
+	}
+	if !resuming {
+		// Record the phase before the alias moves: from here on no other
+		// operator can cancel (cancel deletes the target) or switch, and
+		// a job killed before the swap finds phase p.phase with the alias
+		// still on p.from, and makes the swap when run again.
+		rec, err = m.store.Update(ctx, func(x *schema.Migration) error {
+			if x.Phase == p.phase {
+				return errUnchanged
+			}
+			if !isOneOf(x.Phase, p.ready) || (dir == Forward && (x.Verification == nil || !x.Verification.OK)) {
+				return &PhaseError{Step: p.step, Alias: m.cfg.Alias, Phase: x.Phase, Hint: "the migration changed meanwhile"}
+			}
+			x.Phase = p.phase
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	// ── The switch ────────────────────────────────────────────────────
+	// One atomic _aliases call: readers and writers of the alias move
+	// from p.from to p.to together, or nothing changes (must_exist makes
+	// the call fail if the alias has left p.from meanwhile, rather than
+	// leave it on both). This is NOT the point of no return: ingest goes
+	// on writing both indexes, so the reverse switch (rollback) brings
+	// readers back to an index that is current. The point of no return
+	// is Complete, which stops the dual writes.
+	if switched {
+		m.met.setPhase(p.phase)
+		m.log.Info("alias already on the index; phase recorded", "step", p.step, "index", p.to, "phase", p.phase)
+		return nil
+	}
+	if err := m.admin.Send(ctx, swap, nil); err != nil {
+		return fmt.Errorf("migrate: %s: move alias %s from %s to %s: %w", p.step, m.cfg.Alias, p.from, p.to, err)
+	}
+	m.met.setPhase(p.phase)
+	m.log.Info("alias switched", "step", p.step, "from", p.from, "index", p.to, "phase", p.phase)
+	return nil
+}
+
+// waitGreen sends the health wait and checks its answer.
+func (m *Migrator) waitGreen(ctx context.Context, health bulk.Request, index string, timeout time.Duration) error {
+	var out struct {
+		Status   string `json:"status"`
+		TimedOut bool   `json:"timed_out"`
+	}
+	err := m.admin.Send(ctx, health, &out)
+	var ae *bulk.APIError
+	if errors.As(err, &ae) && ae.Status == http.StatusRequestTimeout {
+		return fmt.Errorf("index %s did not turn green within %v", index, timeout)
+	}
+	if err != nil {
+		return fmt.Errorf("health of %s: %w", index, err)
+	}
+	if out.TimedOut || out.Status != "green" {
+		return fmt.Errorf("index %s is %s, not green, after %v", index, out.Status, timeout)
+	}
+	return nil
+}
+
+func isOneOf(p schema.Phase, ps []schema.Phase) bool {
+	for _, q := range ps {
+		if p == q {
+			return true
+		}
+	}
+	return false
+}
+
+// formatTimeValue writes a duration as an OpenSearch time value, in the
+// largest whole unit: 5m, 90s, 1500ms.
+func formatTimeValue(d time.Duration) string {
+	switch {
+	case d%time.Hour == 0:
+		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+	case d%time.Minute == 0:
+		return strconv.FormatInt(int64(d/time.Minute), 10) + "m"
+	case d%time.Second == 0:
+		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	}
+	return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
+}
+
+// writeDryRun prints the requests of a switch.
+func writeDryRun(w io.Writer, step, alias, from, to string, reqs []bulk.Request) error {
+	fmt.Fprintf(w, "# reshard %s --dry-run: alias %s from %s to %s; nothing was changed.\n", step, alias, from, to)
+	fmt.Fprintf(w, "# These %d requests would be sent, in order, each only if the one before succeeded.\n", len(reqs))
+	fmt.Fprintf(w, "# The _aliases call moves readers and writers at once. Dual writes go on, so this is not\n")
+	fmt.Fprintf(w, "# the point of no return: that is reshard complete.\n")
+	for i, r := range reqs {
+		if _, err := fmt.Fprintf(w, "\n# %d\n%s", i+1, r.String()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CompleteConfig configures Complete.
+type CompleteConfig struct {
+	// DeleteOld deletes the source once every live ingest instance has
+	// stopped writing it.
+	DeleteOld bool
+	// Ack bounds that wait.
+	Ack AckConfig
+}
+
+// Complete ends a migration after cutover: phase completed (ingest stops
+// writing the source), gc_deletes restored on the remaining indexes, and
+// with DeleteOld the source deleted. Run again, it finishes the cleanup.
+func (m *Migrator) Complete(ctx context.Context, cfg CompleteConfig) error {
+	rec, err := m.store.Load(ctx)
+	if err != nil {
+		return err
+	}
+	mig := &rec.Migration
+	switch mig.Phase {
+	case schema.PhaseCutOver:
+		switched, err := m.aliasAt(ctx, mig.Source.Index, mig.Target.Index)
+		if err != nil {
+			return fmt.Errorf("migrate: complete: %w", err)
+		}
+		if !switched {
+			return fmt.Errorf("migrate: complete: %w: alias %q is still on %s (run cutover again)", ErrAliasState, m.cfg.Alias, mig.Source.Index)
+		}
+		// ══ POINT OF NO RETURN ════════════════════════════════════════
+		// Phase completed tells ingest to stop writing the source. From
+		// the moment the first instance applies it, the source misses
+		// changes: a rollback would serve stale data, so none is offered
+		// after this write. Everything before it (create, dual writes,
+		// backfill, verify, cutover, rollback) can be undone.
+		rec, err = m.store.setPhase(ctx, "complete", schema.PhaseCompleted, "complete follows a cutover", schema.PhaseCutOver)
+		if err != nil {
+			return err
+		}
+		mig = &rec.Migration
+		m.log.Info("migration completed: dual writes stop", "step", "complete", "index", mig.Target.Index, "phase", mig.Phase)
+	case schema.PhaseCompleted:
+	default:
+		return &PhaseError{Step: "complete", Alias: m.cfg.Alias, Phase: mig.Phase, Hint: "complete follows a cutover"}
+	}
+	m.met.setPhase(mig.Phase)
+	if cfg.DeleteOld {
+		if err := m.retire(ctx, mig, mig.Source.Index, cfg.Ack); err != nil {
+			return fmt.Errorf("migrate: complete: %w", err)
+		}
+	}
+	return m.restoreGC(ctx, mig, "complete")
+}
+
+// Cancel abandons a migration before cutover (or after a rollback):
+// phase cancelled (ingest stops writing the target), the target deleted
+// once no live instance writes it, and the source's gc_deletes restored.
+// Run again, it finishes the cleanup.
+func (m *Migrator) Cancel(ctx context.Context, ack AckConfig) error {
+	rec, err := m.store.Load(ctx)
+	if err != nil {
+		return err
+	}
+	mig := &rec.Migration
+	switch mig.Phase {
+	case schema.PhaseCancelled:
+	case schema.PhaseCutOver, schema.PhaseCompleted:
+		return &PhaseError{Step: "cancel", Alias: m.cfg.Alias, Phase: mig.Phase, Hint: "cancel is for before cutover; roll back first"}
+	default:
+		back, err := m.aliasAt(ctx, mig.Target.Index, mig.Source.Index)
+		if err != nil {
+			return fmt.Errorf("migrate: cancel: %w", err)
+		}
+		if !back {
+			return fmt.Errorf("migrate: cancel: %w: alias %q is on %s (run rollback again)", ErrAliasState, m.cfg.Alias, mig.Target.Index)
+		}
+		rec, err = m.store.Update(ctx, func(x *schema.Migration) error {
+			if x.Phase == schema.PhaseCutOver || x.Phase.Done() {
+				return &PhaseError{Step: "cancel", Alias: m.cfg.Alias, Phase: x.Phase, Hint: "the migration changed meanwhile"}
+			}
+			x.Phase = schema.PhaseCancelled
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		mig = &rec.Migration
+		m.log.Info("migration cancelled: dual writes stop", "step", "cancel", "index", mig.Target.Index, "phase", mig.Phase)
+	}
+	m.met.setPhase(mig.Phase)
+	if err := m.retire(ctx, mig, mig.Target.Index, ack); err != nil {
+		return fmt.Errorf("migrate: cancel: %w", err)
+	}
+	return m.restoreGC(ctx, mig, "cancel")
+}
+
+// retire deletes the index a finished migration left behind, once no
+// live ingest instance writes it any more (a write to a deleted index
+// would create it again, with default settings). It never deletes an
+// index the alias points to.
+func (m *Migrator) retire(ctx context.Context, mig *schema.Migration, index string, ack AckConfig) error {
+	ok, err := m.admin.IndexExists(ctx, index)
+	if err != nil || !ok {
+		return err
+	}
+	ts, err := m.admin.Alias(ctx, m.cfg.Alias)
+	if err != nil && !bulk.IsNotFound(err) {
+		return err
+	}
+	for _, t := range ts {
+		if t.Index == index {
+			return fmt.Errorf("%w: alias %q still points to %s; not deleting it", ErrAliasState, m.cfg.Alias, index)
+		}
+	}
+	both := writesBoth(mig)
+	if _, err := m.awaitAcks(ctx, "the end of dual writes", func(hb schema.Heartbeat) bool { return !both(hb) }, ack); err != nil {
+		return err
+	}
+	if err := m.admin.Send(ctx, bulk.DeleteIndexRequest(index), nil); err != nil && !bulk.IsNotFound(err) {
+		return fmt.Errorf("delete %s: %w", index, err)
+	}
+	m.log.Info("index deleted", "step", "retire", "index", index)
+	return nil
+}
+
+// restoreGC puts gc_deletes back on the indexes that remain.
+func (m *Migrator) restoreGC(ctx context.Context, mig *schema.Migration, step string) error {
+	for _, s := range []struct{ index, value string }{
+		{mig.Source.Index, mig.Restore.SourceGCDeletes},
+		{mig.Target.Index, mig.Restore.TargetGCDeletes},
+	} {
+		if s.value == "" {
+			s.value = defaultGCDeletes
+		}
+		err := m.admin.PutSettings(ctx, s.index, map[string]any{"gc_deletes": s.value})
+		if bulk.IsNotFound(err) {
+			continue // deleted
+		}
+		if err != nil {
+			return fmt.Errorf("migrate: %s: restore gc_deletes of %s: %w", step, s.index, err)
+		}
+		m.log.Info("gc_deletes restored", "step", step, "index", s.index, "gc_deletes", s.value)
+	}
+	return nil
+}

@@ -1,0 +1,91 @@
+package migrate
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/geoshard/geoshard/schema"
+)
+
+// Sentinel errors. Callers test for them with errors.Is; the wrapping
+// error says which migration and step.
+var (
+	// ErrNoMigration: no migration is recorded for the alias.
+	ErrNoMigration = errors.New("no migration is recorded for the alias")
+	// ErrBusy: another migration of the alias is not finished (completed
+	// or cancelled).
+	ErrBusy = errors.New("another migration of the alias is not finished")
+	// ErrNotVerified: cutover needs a passed verification.
+	ErrNotVerified = errors.New("the last verification did not pass")
+	// ErrMismatch: a verification found differences between the source and
+	// the target.
+	ErrMismatch = errors.New("the target does not match the source")
+	// ErrConflict: the migration document kept changing under optimistic
+	// concurrency (another operator is working on it).
+	ErrConflict = errors.New("the migration changed concurrently")
+	// ErrAliasState: the alias points somewhere a step does not expect (for
+	// example at both indexes); it needs a person to look.
+	ErrAliasState = errors.New("the alias is not where the migration expects it")
+)
+
+// errNoDocID reports a document that cannot be scanned.
+var errNoDocID = errors.New("document has no doc_id to page by")
+
+// PhaseError reports a step run in a phase that does not allow it.
+type PhaseError struct {
+	Step  string
+	Alias string
+	Phase schema.Phase
+	// Hint says what to run instead.
+	Hint string
+}
+
+func (e *PhaseError) Error() string {
+	s := fmt.Sprintf("migrate: %s: the migration of alias %q is in phase %s", e.Step, e.Alias, e.Phase)
+	if e.Hint != "" {
+		s += "; " + e.Hint
+	}
+	return s
+}
+
+// LaggardsError reports live ingest instances that did not apply a phase
+// in time.
+type LaggardsError struct {
+	// What the instances were asked to do, e.g. "dual writes".
+	What string
+	// Instances are the laggards' names, sorted.
+	Instances []string
+}
+
+func (e *LaggardsError) Error() string {
+	return fmt.Sprintf("migrate: %d live ingest instance(s) did not apply %s in time: %s",
+		len(e.Instances), e.What, strings.Join(e.Instances, ", "))
+}
+
+// SliceError is a backfill slice that stopped.
+type SliceError struct {
+	Slice, SourceShard int
+	// After is the last checkpoint of the slice: the copy resumes after it.
+	After string
+	Err   error
+}
+
+func (e *SliceError) Error() string {
+	return fmt.Sprintf("migrate: backfill slice %d (source shard %d, resumes after %q): %v", e.Slice, e.SourceShard, e.After, e.Err)
+}
+
+func (e *SliceError) Unwrap() error { return e.Err }
+
+// StepError is the step at which Run stopped.
+type StepError struct {
+	Step  string
+	Phase schema.Phase
+	Err   error
+}
+
+func (e *StepError) Error() string {
+	return fmt.Sprintf("migrate: run stopped at step %s (phase %s): %v", e.Step, e.Phase, e.Err)
+}
+
+func (e *StepError) Unwrap() error { return e.Err }

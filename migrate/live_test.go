@@ -1,0 +1,261 @@
+package migrate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/router"
+	"github.com/geoshard/geoshard/schema"
+)
+
+// simIngest stands in for an ingest instance: it follows the migration
+// document as ingest does (poll, apply the phase, heartbeat) and keeps
+// changing documents — updates, new dishes, dish deletes and restaurant
+// moves with their dishes — writing every change with external versions
+// to the source, and to the target as well while the phase has dual
+// writes. It is the one writer of e.docs while it runs.
+type simIngest struct {
+	e    *env
+	rng  *rand.Rand
+	w    *bulk.Writer
+	errs chan error
+
+	mu      sync.Mutex
+	applied schema.Phase
+	ops     map[string]int
+	// byPhase counts changes by the phase ingest had applied.
+	byPhase map[schema.Phase]int
+}
+
+func newSimIngest(e *env, seed uint64) *simIngest {
+	s := &simIngest{e: e, rng: rand.New(rand.NewPCG(seed, 2)), errs: make(chan error, 1), ops: map[string]int{}, byPhase: map[schema.Phase]int{}}
+	w, err := bulk.New(e.client, bulk.Config{FlushInterval: time.Millisecond, OnResult: func(r bulk.Result) {
+		if !r.Outcome.Succeeded() {
+			select {
+			case s.errs <- fmt.Errorf("%s %s %s: %v %v", r.Item.Action, r.Item.Index, r.Item.ID, r.Outcome, r.Err):
+			default:
+			}
+		}
+	}})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	s.w = w
+	return s
+}
+
+type simTarget struct {
+	index string
+	mp    *router.Map
+}
+
+// poll reads the migration as ingest does and returns the indexes to
+// write, the primary first.
+func (s *simIngest) poll(ctx context.Context) ([]simTarget, string, schema.Phase, error) {
+	src := simTarget{"menu-v1", s.e.src}
+	d, err := s.e.admin.GetDoc(ctx, schema.MigrationsIndex, schema.MigrationDocID("menu"))
+	if bulk.IsNotFound(err) || (err == nil && !d.Found) {
+		return []simTarget{src}, "", "", nil
+	}
+	if err != nil {
+		return nil, "", "", err
+	}
+	var mig schema.Migration
+	if err := json.Unmarshal(d.Source, &mig); err != nil {
+		return nil, "", "", err
+	}
+	dst := simTarget{mig.Target.Index, s.e.dst}
+	switch {
+	case mig.Phase.TargetIsPrimary() && mig.Phase.DualWrites():
+		return []simTarget{dst, src}, mig.ID, mig.Phase, nil
+	case mig.Phase.DualWrites():
+		return []simTarget{src, dst}, mig.ID, mig.Phase, nil
+	}
+	return []simTarget{src}, mig.ID, mig.Phase, nil
+}
+
+// run changes documents until ctx ends.
+func (s *simIngest) run(ctx context.Context) error {
+	for ctx.Err() == nil {
+		targets, id, phase, err := s.poll(ctx)
+		if ctx.Err() != nil {
+			return nil // stopping
+		}
+		if err != nil {
+			return err
+		}
+		// Every write made under the previous phase was flushed at the end
+		// of the previous round: only now is the new phase acknowledged.
+		s.e.heartbeat("sim-ingest", id, phase, time.Now())
+		s.mu.Lock()
+		s.applied = phase
+		s.mu.Unlock()
+		for range 4 {
+			s.change(ctx, targets)
+		}
+		if err := s.w.Flush(ctx); err != nil {
+			return nil // stopping
+		}
+		select {
+		case err := <-s.errs:
+			return err
+		default:
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return nil
+}
+
+// change makes one random change and adds its writes.
+func (s *simIngest) change(ctx context.Context, targets []simTarget) {
+	docs := s.e.docs
+	docs.mu.Lock()
+	id := docs.order[s.rng.IntN(len(docs.order))]
+	d := docs.byID[id]
+	var writes [][2]*testDoc // {old, new}: old's copy is deleted if new's routing differs
+	kind := ""
+	switch p := s.rng.IntN(10); {
+	case d.Deleted:
+		kind = "revive"
+		n := *d
+		n.Deleted, n.Version = false, d.Version+1
+		writes = append(writes, [2]*testDoc{nil, &n})
+	case p < 4:
+		kind = "update"
+		n := *d
+		n.Version++
+		writes = append(writes, [2]*testDoc{nil, &n})
+	case p < 6 && d.Relation == schema.RelationDish:
+		kind = "delete"
+		n := *d
+		n.Deleted, n.Version = true, d.Version+1
+		writes = append(writes, [2]*testDoc{nil, &n})
+	case p < 8:
+		kind = "add"
+		n := &testDoc{ID: schema.DishID(fmt.Sprintf("%s-new%d", d.Rest, s.rng.IntN(1<<30))), Relation: schema.RelationDish,
+			Rest: d.Rest, Lat: d.Lat, Lng: d.Lng, Version: 1}
+		writes = append(writes, [2]*testDoc{nil, n})
+	default:
+		// The restaurant moves to another restaurant's place, with its
+		// dishes; every copy at the old place is deleted.
+		kind = "move"
+		far := docs.byID[docs.order[s.rng.IntN(len(docs.order))]]
+		rest := docs.byID[schema.RestaurantID(d.Rest)]
+		group := append([]string{rest.ID}, docs.dishes[d.Rest]...)
+		for _, gid := range group {
+			old := docs.byID[gid]
+			n := *old
+			n.Lat, n.Lng, n.Version = far.Lat, far.Lng, old.Version+1
+			o := *old
+			writes = append(writes, [2]*testDoc{&o, &n})
+		}
+	}
+	for _, w := range writes {
+		n := w[1]
+		if _, ok := docs.byID[n.ID]; !ok {
+			docs.order = append(docs.order, n.ID)
+			docs.dishes[n.Rest] = append(docs.dishes[n.Rest], n.ID)
+			docs.byID[n.ID] = &testDoc{}
+		}
+		*docs.byID[n.ID] = *n
+	}
+	docs.mu.Unlock()
+	s.mu.Lock()
+	s.ops[kind]++
+	s.byPhase[s.applied]++
+	s.mu.Unlock()
+
+	for _, t := range targets {
+		for _, w := range writes {
+			old, n := w[0], w[1]
+			it := docItem(t.index, t.mp, n)
+			s.w.Add(ctx, it)
+			if old != nil && !old.Deleted {
+				gone := *old
+				gone.Deleted, gone.Version = true, n.Version
+				if del := docItem(t.index, t.mp, &gone); del.Routing != it.Routing {
+					s.w.Add(ctx, del)
+				}
+			}
+		}
+	}
+}
+
+// The migration runs while documents keep changing, written to both
+// indexes as ingest does: at the end the target holds exactly the current
+// state, each document on the shard the new map gives it.
+func TestMigrationUnderLiveWrites(t *testing.T) {
+	e := newEnv(t, 500)
+	ctx := context.Background()
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	sim := newSimIngest(e, seed)
+	simCtx, stopSim := context.WithCancel(ctx)
+	simDone := make(chan error, 1)
+	go func() { simDone <- sim.run(simCtx) }()
+	stop := func() {
+		stopSim()
+		if err := <-simDone; err != nil {
+			t.Fatalf("simulated ingest: %v", err)
+		}
+		if err := sim.w.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var steps []string
+	mig, err := e.m.Run(ctx, RunConfig{
+		Create: CreateConfig{Map: e.dst},
+		Ack:    AckConfig{Timeout: 10 * time.Second},
+		// Slow enough for many changes to land during the copy.
+		Backfill: BackfillConfig{Page: 50, Slices: 4, MaxDocsPerSecond: 8000},
+		Verify:   VerifyConfig{Attempts: 40, Pause: 20 * time.Millisecond},
+		OnStep:   func(step string, _ schema.Phase) { steps = append(steps, step) },
+	})
+	if err != nil {
+		stop()
+		t.Fatalf("Run: %v (steps %v)", err, steps)
+	}
+	if mig.Phase != schema.PhaseCutOver || fmt.Sprint(steps) != "[dual-writes backfill verify cutover]" {
+		t.Errorf("Run ended in phase %s after steps %v", mig.Phase, steps)
+	}
+	// Let ingest apply cut_over and write some more, target first.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		sim.mu.Lock()
+		applied := sim.applied
+		sim.mu.Unlock()
+		if applied == schema.PhaseCutOver || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(30 * time.Millisecond)
+	stop()
+	t.Logf("changes while migrating: %v; by phase: %v", sim.ops, sim.byPhase)
+	for _, p := range []schema.Phase{schema.PhaseBackfilling, schema.PhaseBackfilled, schema.PhaseCutOver} {
+		if sim.byPhase[p] == 0 {
+			t.Errorf("no change was made in phase %s", p)
+		}
+	}
+
+	e.checkTarget(ctx, "menu-v2")
+	if e.aliasOn(ctx) != "menu-v2" {
+		t.Errorf("alias not on the target")
+	}
+	// The source stayed current too (a rollback target).
+	ver, err := e.m.Verify(ctx, VerifyConfig{IDs: true, Attempts: 1})
+	if err != nil || !ver.OK {
+		t.Errorf("final verification: %v", err)
+	}
+	// Run again: nothing left to do.
+	if again, err := e.m.Run(ctx, RunConfig{Create: CreateConfig{Map: e.dst}}); err != nil || again.Phase != schema.PhaseCutOver {
+		t.Errorf("second Run = %v, %v", again, err)
+	}
+}

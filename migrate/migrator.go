@@ -1,0 +1,177 @@
+package migrate
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/opensearch-project/opensearch-go/v4"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/router"
+	"github.com/geoshard/geoshard/schema"
+)
+
+// Config configures a Migrator. Every zero field takes the default named
+// in its comment.
+type Config struct {
+	// Alias is the alias whose index is migrated, e.g. "menu". Required.
+	Alias string
+	// Logger receives the steps' progress. Default: discard.
+	Logger *slog.Logger
+	// Registerer registers geoshard_migration_phase and
+	// geoshard_backfill_docs_total. Optional.
+	Registerer prometheus.Registerer
+	// Now is the clock of timestamps and of heartbeat liveness. Default
+	// time.Now.
+	Now func() time.Time
+	// PollInterval is how often a wait for ingest instances re-reads their
+	// heartbeats. Default 1s.
+	PollInterval time.Duration
+}
+
+// DefaultPollInterval is Config.PollInterval's default.
+const DefaultPollInterval = time.Second
+
+// Validate reports every bad field at once.
+func (c Config) Validate() error {
+	var p []string
+	if c.Alias == "" {
+		p = append(p, "alias: none given")
+	}
+	if c.PollInterval < 0 {
+		p = append(p, fmt.Sprintf("poll interval %v: must not be negative", c.PollInterval))
+	}
+	if len(p) > 0 {
+		return fmt.Errorf("migrate: config: %v", joinProblems(p))
+	}
+	return nil
+}
+
+func joinProblems(p []string) string { return strings.Join(p, "; ") }
+
+// Migrator runs the steps of one alias's migration. Every step is
+// idempotent and resumes from the state stored in OpenSearch, so a step
+// that failed or was killed is simply run again. Its methods may be called
+// from several goroutines, but a migration is meant to be driven by one
+// operator at a time; a second one is detected by optimistic concurrency
+// on the migration document.
+type Migrator struct {
+	cfg    Config
+	admin  *bulk.Admin
+	client *opensearch.Client
+	store  *stateStore
+	log    *slog.Logger
+	met    *metrics
+	// search, if set, replaces admin for the reads of the backfill and the
+	// verification (tests wrap it to stop a job mid-slice).
+	search Searcher
+}
+
+// New returns a Migrator that talks to the cluster through client.
+func New(client *opensearch.Client, cfg Config) (*Migrator, error) {
+	if client == nil {
+		return nil, errors.New("migrate: nil client")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = DefaultPollInterval
+	}
+	met, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("migrate: register metrics: %w", err)
+	}
+	admin := bulk.NewAdmin(client)
+	return &Migrator{
+		cfg: cfg, admin: admin, client: client,
+		store: newStore(admin, cfg.Alias, cfg.Now),
+		log:   cfg.Logger.With("alias", cfg.Alias),
+		met:   met,
+	}, nil
+}
+
+// Alias is the alias the Migrator works on.
+func (m *Migrator) Alias() string { return m.cfg.Alias }
+
+// Load returns the alias's migration as stored (ErrNoMigration if none).
+func (m *Migrator) Load(ctx context.Context) (*schema.Migration, error) {
+	rec, err := m.store.Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m.met.setPhase(rec.Migration.Phase)
+	return &rec.Migration, nil
+}
+
+// sideMap parses and checks the map recorded for one side of a migration.
+func sideMap(s schema.Side) (*router.Map, error) {
+	if len(s.Map) == 0 {
+		return nil, fmt.Errorf("migrate: the migration records no map for index %s", s.Index)
+	}
+	mp, err := router.Parse(s.Map)
+	if err != nil {
+		return nil, fmt.Errorf("migrate: the map recorded for index %s: %w", s.Index, err)
+	}
+	if mp.Hash() != s.MapHash {
+		return nil, fmt.Errorf("migrate: the map recorded for index %s hashes to %s, not the recorded %s", s.Index, mp.ShortHash(), s.MapHash)
+	}
+	return mp, nil
+}
+
+// mapJSON is a map in compact JSON, as a migration records it.
+func mapJSON(mp *router.Map) (json.RawMessage, error) {
+	b, err := mp.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, b); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// checkIndexMap checks that index exists and records the map hash want in
+// its _meta.
+func (m *Migrator) checkIndexMap(ctx context.Context, index, want string) error {
+	ok, err := m.admin.IndexExists(ctx, index)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("migrate: index %s does not exist", index)
+	}
+	meta, err := m.admin.Meta(ctx, index)
+	if err != nil {
+		return err
+	}
+	mp, err := schema.MapFromMeta(meta)
+	if err != nil {
+		return fmt.Errorf("migrate: index %s: %w", index, err)
+	}
+	if mp.Hash() != want {
+		return fmt.Errorf("migrate: index %s was built with map %s, the migration expects %s", index, mp.ShortHash(), short(want))
+	}
+	return nil
+}
+
+func short(hash string) string {
+	if len(hash) > 12 {
+		return hash[:12]
+	}
+	return hash
+}

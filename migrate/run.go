@@ -1,0 +1,117 @@
+package migrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/geoshard/geoshard/schema"
+)
+
+// RunConfig configures Run: the configuration of each step.
+type RunConfig struct {
+	Create   CreateConfig
+	Ack      AckConfig
+	Backfill BackfillConfig
+	Verify   VerifyConfig
+	Switch   SwitchConfig
+	// OnStep, if set, is called before each step with its name and the
+	// phase it starts from.
+	OnStep func(step string, from schema.Phase)
+}
+
+// Run performs create, dual writes, backfill, verify and cutover in
+// order, starting from the phase the migration is in, and stops at the
+// first step that fails (a *StepError naming it). It never completes a
+// migration: that is the point of no return, and an operator's decision.
+// It returns the migration as it left it.
+func (m *Migrator) Run(ctx context.Context, cfg RunConfig) (*schema.Migration, error) {
+	if cfg.Create.Map == nil {
+		return nil, errors.New("migrate: run: no map")
+	}
+	if err := m.store.ensureIndex(ctx); err != nil {
+		return nil, err
+	}
+	rec, err := m.store.Load(ctx)
+	switch {
+	case err == nil && rec.Migration.Phase == schema.PhaseCompleted && rec.Migration.Target.MapHash == cfg.Create.Map.Hash():
+		m.log.Info("migration already completed", "step", "run", "index", rec.Migration.Target.Index)
+		return &rec.Migration, nil
+	case err != nil && !errors.Is(err, ErrNoMigration):
+		return nil, err
+	}
+	step := func(name string, from schema.Phase, f func() error) error {
+		if cfg.OnStep != nil {
+			cfg.OnStep(name, from)
+		}
+		m.log.Info("step", "step", name, "phase", from)
+		if err := f(); err != nil {
+			return &StepError{Step: name, Phase: from, Err: err}
+		}
+		return nil
+	}
+	mig, err := m.Create(ctx, cfg.Create)
+	if err != nil {
+		return nil, &StepError{Step: "create", Err: err}
+	}
+	for {
+		from := mig.Phase
+		switch from {
+		case schema.PhaseCreated:
+			err = step("dual-writes", from, func() error { _, err := m.DualWrites(ctx, cfg.Ack); return err })
+		case schema.PhaseDualWrites, schema.PhaseBackfilling:
+			err = step("backfill", from, func() error {
+				c := cfg.Backfill
+				c.Ack = cfg.Ack
+				_, err := m.Backfill(ctx, c)
+				return err
+			})
+		case schema.PhaseBackfilled, schema.PhaseRolledBack:
+			err = step("verify", from, func() error { _, err := m.Verify(ctx, cfg.Verify); return err })
+		case schema.PhaseVerified:
+			err = step("cutover", from, func() error { return m.Cutover(ctx, cfg.Switch) })
+		case schema.PhaseCutOver, schema.PhaseCompleted:
+			m.log.Info("run done; complete the migration (or roll it back) when satisfied", "step", "run", "phase", from)
+			return mig, nil
+		default:
+			return mig, &StepError{Step: "run", Phase: from, Err: fmt.Errorf("nothing to run in phase %s", from)}
+		}
+		if err != nil {
+			return mig, err
+		}
+		if mig, err = m.Load(ctx); err != nil {
+			return nil, err
+		}
+		if mig.Phase == from {
+			return mig, &StepError{Step: "run", Phase: from, Err: errors.New("the step did not move the migration on")}
+		}
+	}
+}
+
+// Status is a migration as `reshard status` shows it.
+type Status struct {
+	Migration *schema.Migration `json:"migration"`
+	// Instances are the ingest instances with a heartbeat for the alias;
+	// Acked means the instance has applied the migration's current phase.
+	Instances []Instance `json:"instances"`
+}
+
+// Status reads the migration and the ingest instances' heartbeats.
+// An instance is live if its heartbeat is at most liveWindow old (0: the
+// default, 30s).
+func (m *Migrator) Status(ctx context.Context, liveWindow time.Duration) (*Status, error) {
+	mig, err := m.Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	hbs, err := m.Heartbeats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	window := AckConfig{LiveWindow: liveWindow}.withDefaults().LiveWindow
+	in := m.instances(hbs, window, func(hb schema.Heartbeat) bool {
+		return hb.MigrationID == mig.ID && hb.Applied == mig.Phase
+	})
+	return &Status{Migration: mig, Instances: in}, nil
+}

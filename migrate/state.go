@@ -1,0 +1,194 @@
+package migrate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/schema"
+)
+
+// The state of a migration is one document in schema.MigrationsIndex,
+// _id schema.MigrationDocID(alias). Every change is a read, a change of
+// the read value and a conditional write (if_seq_no, if_primary_term): if
+// someone else wrote in between, the write fails with 409 and the change
+// is applied again to what they wrote, re-checking its precondition (a
+// step that requires phase backfilling stops if another operator has
+// cancelled meanwhile). Nothing is inferred from messages or logs: the
+// document is the truth, for this job, a second operator and every
+// ingest instance.
+
+// record is a migration document with its concurrency token.
+type record struct {
+	Migration   schema.Migration
+	SeqNo       int64
+	PrimaryTerm int64
+}
+
+// stateStore reads and writes an alias's migration document.
+type stateStore struct {
+	admin *bulk.Admin
+	alias string
+	now   func() time.Time
+
+	// mu serialises this process's read-change-write cycles (the backfill
+	// slices checkpoint concurrently), so that conflicts come only from
+	// other processes.
+	mu       sync.Mutex
+	ensured  bool
+	ensureMu sync.Mutex
+}
+
+func newStore(admin *bulk.Admin, alias string, now func() time.Time) *stateStore {
+	return &stateStore{admin: admin, alias: alias, now: now}
+}
+
+// maxConflicts bounds the re-reads of one change.
+const maxConflicts = 10
+
+// errUnchanged, returned by an Update function, leaves the document as it
+// is.
+var errUnchanged = errors.New("unchanged")
+
+// ensureIndex creates schema.MigrationsIndex if it is missing.
+func (s *stateStore) ensureIndex(ctx context.Context) error {
+	s.ensureMu.Lock()
+	defer s.ensureMu.Unlock()
+	if s.ensured {
+		return nil
+	}
+	ok, err := s.admin.IndexExists(ctx, schema.MigrationsIndex)
+	if err != nil {
+		return fmt.Errorf("migrate: %s: %w", schema.MigrationsIndex, err)
+	}
+	if !ok {
+		err := s.admin.CreateIndex(ctx, schema.MigrationsIndex, schema.MigrationsIndexBody())
+		if err != nil && !bulk.IsAlreadyExists(err) {
+			return fmt.Errorf("migrate: create %s: %w", schema.MigrationsIndex, err)
+		}
+	}
+	s.ensured = true
+	return nil
+}
+
+func (s *stateStore) docID() string { return schema.MigrationDocID(s.alias) }
+
+// Load reads the migration document: ErrNoMigration if there is none.
+func (s *stateStore) Load(ctx context.Context) (*record, error) {
+	d, err := s.admin.GetDoc(ctx, schema.MigrationsIndex, s.docID())
+	if bulk.IsNotFound(err) || (err == nil && !d.Found) {
+		return nil, fmt.Errorf("migrate: alias %q: %w", s.alias, ErrNoMigration)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("migrate: read the migration of %q: %w", s.alias, err)
+	}
+	rec := &record{SeqNo: d.SeqNo, PrimaryTerm: d.PrimaryTerm}
+	if err := json.Unmarshal(d.Source, &rec.Migration); err != nil {
+		return nil, fmt.Errorf("migrate: the migration document of %q: %w", s.alias, err)
+	}
+	return rec, nil
+}
+
+// writeRequest is the conditional write of m over rec (nil: a new
+// document that must not exist yet).
+func (s *stateStore) writeRequest(rec *record, m *schema.Migration) (bulk.Request, error) {
+	body, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return bulk.Request{}, err
+	}
+	opt := bulk.DocOptions{Create: rec == nil}
+	if rec != nil {
+		opt.IfSeqNo, opt.IfPrimaryTerm = &rec.SeqNo, &rec.PrimaryTerm
+	}
+	return bulk.IndexDocRequest(schema.MigrationsIndex, s.docID(), body, opt), nil
+}
+
+// put writes m conditionally over rec. A conflict is returned as is
+// (bulk.IsConflict). Callers hold mu.
+func (s *stateStore) put(ctx context.Context, rec *record, m *schema.Migration) (*record, error) {
+	req, err := s.writeRequest(rec, m)
+	if err != nil {
+		return nil, err
+	}
+	var w bulk.DocWrite
+	if err := s.admin.Send(ctx, req, &w); err != nil {
+		return nil, err
+	}
+	return &record{Migration: *m, SeqNo: w.SeqNo, PrimaryTerm: w.PrimaryTerm}, nil
+}
+
+// Update applies change to the stored migration and writes it back
+// conditionally, re-reading and re-applying on conflict. change sees a
+// fresh copy each time; it returns an error to refuse (the error is
+// returned as is), or errUnchanged to write nothing. The new record is
+// returned.
+func (s *stateStore) Update(ctx context.Context, change func(m *schema.Migration) error) (*record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for range maxConflicts {
+		rec, err := s.Load(ctx)
+		if err != nil {
+			return nil, err
+		}
+		m := cloneMigration(&rec.Migration)
+		if err := change(m); errors.Is(err, errUnchanged) {
+			return rec, nil
+		} else if err != nil {
+			return nil, err
+		}
+		m.Updated = s.now().UTC()
+		next, err := s.put(ctx, rec, m)
+		if bulk.IsConflict(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("migrate: write the migration of %q: %w", s.alias, err)
+		}
+		return next, nil
+	}
+	return nil, fmt.Errorf("migrate: alias %q: %w (%d attempts)", s.alias, ErrConflict, maxConflicts)
+}
+
+// cloneMigration deep-copies the slices a change may modify.
+func cloneMigration(m *schema.Migration) *schema.Migration {
+	c := *m
+	c.Backfill = append([]schema.SliceState(nil), m.Backfill...)
+	if m.Verification != nil {
+		v := *m.Verification
+		v.Shards = append([]schema.ShardReport(nil), m.Verification.Shards...)
+		c.Verification = &v
+	}
+	return &c
+}
+
+// setPhase is an Update that moves the migration from one of the phases
+// in from to phase to. It is a no-op when the migration is already in
+// phase to.
+func (s *stateStore) setPhase(ctx context.Context, step string, to schema.Phase, hint string, from ...schema.Phase) (*record, error) {
+	return s.Update(ctx, func(m *schema.Migration) error {
+		if m.Phase == to {
+			return errUnchanged
+		}
+		for _, f := range from {
+			if m.Phase == f {
+				m.Phase = to
+				return nil
+			}
+		}
+		return &PhaseError{Step: step, Alias: s.alias, Phase: m.Phase, Hint: hint}
+	})
+}
+
+// Insert writes m as a new migration document: over nothing (rec nil;
+// fails with a conflict if one appeared meanwhile) or conditionally over
+// the finished migration rec.
+func (s *stateStore) Insert(ctx context.Context, rec *record, m *schema.Migration) (*record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m.Updated = s.now().UTC()
+	return s.put(ctx, rec, m)
+}
