@@ -783,6 +783,9 @@ func TestReshardJob(t *testing.T) {
 	if len(spec.Containers) != 1 || len(spec.Containers[0].Args) == 0 {
 		t.Fatal("Job: want one container with the verb in its args")
 	}
+	if args := spec.Containers[0].Args; args[0] != "run" || !slices.Contains(args, "--map") {
+		t.Errorf("Job args %v: want reshard run --map <file>", args)
+	}
 	checkSecurity(t, "Job", spec)
 	checkResources(t, "Job", spec.Containers[0])
 	text, err := os.ReadFile(k8sDir + "/reshard-job.yaml")

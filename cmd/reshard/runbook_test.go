@@ -7,10 +7,14 @@ import (
 	"testing"
 )
 
-// Every command in RUNBOOK.md is a verb of this binary, with flags that
+// runbookPath is the operations runbook; its "Alias cutover" section is
+// the reshard procedure.
+const runbookPath = "../../deploy/RUNBOOK.md"
+
+// Every command in the runbook is a verb of this binary, with flags that
 // verb has: the runbook matches the commands exactly.
 func TestRunbookCommands(t *testing.T) {
-	f, err := os.Open("RUNBOOK.md")
+	f, err := os.Open(runbookPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +55,7 @@ func TestRunbookCommands(t *testing.T) {
 		t.Errorf("RUNBOOK.md: %d commands found, want the whole procedure", commands)
 	}
 	// The point of no return is marked.
-	text, _ := os.ReadFile("RUNBOOK.md")
+	text, _ := os.ReadFile(runbookPath)
 	if !strings.Contains(string(text), "point of no return") {
 		t.Errorf("RUNBOOK.md does not mark the point of no return")
 	}
