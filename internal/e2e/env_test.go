@@ -1,0 +1,429 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/opensearch-project/opensearch-go/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/internal/kafkatest"
+	"github.com/geoshard/geoshard/internal/osfake"
+	"github.com/geoshard/geoshard/migrate"
+	"github.com/geoshard/geoshard/pipeline"
+	"github.com/geoshard/geoshard/router"
+	"github.com/geoshard/geoshard/schema"
+)
+
+// Names of the stack every test builds.
+const (
+	alias      = "menu"
+	sourceIdx  = "menu-v1"
+	targetIdx  = "menu-v2"
+	eventTopic = "menu-events"
+	dlqTopic   = "geoshard.dlq"
+	group      = "geoshard-ingest-e2e"
+	partitions = 4
+)
+
+// env is a Kafka broker and an OpenSearch emulator with menu-v1 created
+// under the 18-shard US map behind the alias menu (migrate.Init), and the
+// 24-shard map a reshard moves it to.
+type env struct {
+	t      testing.TB
+	kafka  *kafkatest.Cluster
+	os     *osfake.TestServer
+	client *opensearch.Client
+	admin  *bulk.Admin
+	m18    *router.Map
+	m24    *router.Map
+}
+
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	e := &env{
+		t:   t,
+		m18: loadMap(t, "../../testdata/maps/us-18.json"),
+		m24: loadMap(t, "../../migrate/testdata/us-24.json"),
+	}
+	// One topic for restaurants and dishes, keyed by restaurant id: a
+	// restaurant and its dishes share a partition, so their order is the
+	// order produced, which the model relies on.
+	e.kafka = kafkatest.Start(t, kafkatest.WithTopic(eventTopic, partitions), kafkatest.WithTopic(dlqTopic, 2))
+	e.os = osfake.NewTestServer(osfake.Options{})
+	t.Cleanup(e.os.Close)
+	var err error
+	e.client, err = bulk.NewClient(bulk.ClientConfig{Addresses: []string{e.os.URL}, RequestTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.admin = bulk.NewAdmin(e.client)
+	if err := migrate.Init(context.Background(), e.admin, migrate.InitConfig{Map: e.m18, Index: sourceIdx, Alias: alias}); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func loadMap(t testing.TB, path string) *router.Map {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := router.Parse(data)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return m
+}
+
+// testLogger logs at debug level when E2E_TEST_LOG is set, else nothing.
+func testLogger(component string) *slog.Logger {
+	if os.Getenv("E2E_TEST_LOG") == "" {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("component", component)
+}
+
+// pipelineConfig is an ingest instance's configuration with timings short
+// enough for tests: the migration state is polled (and the heartbeat
+// written) every 100ms, finished offsets committed every 50ms, and a dish
+// whose restaurant never comes is dead-lettered after 1.5s.
+func (e *env) pipelineConfig(instance string) pipeline.Config {
+	return pipeline.Config{
+		Brokers:               e.kafka.Addrs(),
+		RestaurantTopic:       eventTopic,
+		DishTopic:             eventTopic,
+		Group:                 group,
+		DLQTopic:              dlqTopic,
+		Alias:                 alias,
+		Instance:              instance,
+		MigrationPollInterval: 100 * time.Millisecond,
+		CommitInterval:        50 * time.Millisecond,
+		PendingMaxAge:         1500 * time.Millisecond,
+		MapCheckInterval:      time.Second,
+		DrainTimeout:          10 * time.Second,
+		Kafka: pipeline.KafkaConfig{
+			SessionTimeout:    3 * time.Second,
+			HeartbeatInterval: 200 * time.Millisecond,
+			RebalanceTimeout:  5 * time.Second,
+			JoinGroupBackoff:  200 * time.Millisecond,
+			MaxWait:           200 * time.Millisecond,
+			DialTimeout:       5 * time.Second,
+		},
+		Bulk: bulk.Config{
+			Workers:       4,
+			FlushInterval: 5 * time.Millisecond,
+			RetryInitial:  20 * time.Millisecond,
+			RetryMax:      200 * time.Millisecond,
+		},
+		Logger:     testLogger("ingest"),
+		Registerer: prometheus.NewRegistry(),
+	}
+}
+
+// ingest is a pipeline running in the background.
+type ingest struct {
+	p        *pipeline.Pipeline
+	instance string
+	cancel   context.CancelFunc
+	done     chan error
+}
+
+// startIngest starts a pipeline; the test's cleanup stops it.
+func (e *env) startIngest(cfg pipeline.Config) *ingest {
+	e.t.Helper()
+	p, err := pipeline.New(cfg, e.client)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	in := &ingest{p: p, instance: cfg.Instance, cancel: cancel, done: make(chan error, 1)}
+	go func() { in.done <- p.Run(ctx) }()
+	e.t.Cleanup(func() {
+		cancel()
+		select {
+		case <-in.done:
+		case <-time.After(30 * time.Second):
+			e.t.Error("pipeline Run did not return within 30s of its cancel")
+		}
+	})
+	return in
+}
+
+// stop cancels Run, waits for it and returns its error.
+func (in *ingest) stop(t testing.TB) error {
+	t.Helper()
+	in.cancel()
+	select {
+	case err := <-in.done:
+		in.done <- err // for the cleanup
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatal("pipeline Run did not return within 30s of its cancel")
+		return nil
+	}
+}
+
+// exited returns Run's error if it has returned by itself.
+func (in *ingest) exited() (error, bool) {
+	select {
+	case err := <-in.done:
+		in.done <- err
+		return err, true
+	default:
+		return nil, false
+	}
+}
+
+// caughtUp reports whether the group has committed the event topic up to
+// its high watermarks: every produced event is finished (written to every
+// index it goes to, or dead-lettered) and committed.
+func (e *env) caughtUp(ctx context.Context) (bool, string) {
+	hw, err := e.kafka.HighWatermarks(ctx, eventTopic)
+	if err != nil {
+		return false, err.Error()
+	}
+	co, err := e.kafka.CommittedOffsets(ctx, group, eventTopic)
+	if err != nil {
+		return false, err.Error()
+	}
+	for p, h := range hw {
+		if h > 0 && co[p] != h {
+			return false, fmt.Sprintf("%s/%d committed %d, high watermark %d", eventTopic, p, co[p], h)
+		}
+	}
+	return true, ""
+}
+
+// waitDrained waits until the pipeline has finished and committed every
+// produced event: committed offsets at the high watermarks, no lag and no
+// dish waiting for its restaurant.
+func (e *env) waitDrained(t testing.TB, in *ingest, timeout time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(timeout)
+	why := ""
+	for time.Now().Before(deadline) {
+		ok, w := e.caughtUp(ctx)
+		st := in.p.Stats()
+		switch {
+		case !ok:
+			why = w
+		case st.Pending > 0:
+			why = fmt.Sprintf("%d dishes pending", st.Pending)
+		case st.Lag > 0:
+			why = fmt.Sprintf("lag %d", st.Lag)
+		default:
+			return
+		}
+		if err, done := in.exited(); done {
+			t.Fatalf("pipeline %s stopped before draining (%s): %v", in.instance, why, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	st := in.p.Stats()
+	t.Fatalf("pipeline %s not drained after %v: %s; fetched %d, finished %d, pending %d, lag %d", in.instance, timeout, why, st.Fetched, st.Finished, st.Pending, st.Lag)
+}
+
+// deadLetter is a message read back from the dead-letter topic.
+type deadLetter struct {
+	reason, detail string
+	value          string
+}
+
+// readDLQ reads every dead letter written so far.
+func (e *env) readDLQ(t testing.TB) []deadLetter {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	hw, err := e.kafka.HighWatermarks(ctx, dlqTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []deadLetter
+	for p, h := range hw {
+		if h == 0 {
+			continue
+		}
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: e.kafka.Addrs(), Topic: dlqTopic, Partition: p, MinBytes: 1, MaxBytes: 4 << 20, MaxWait: 100 * time.Millisecond})
+		for {
+			m, err := r.ReadMessage(ctx)
+			if err != nil {
+				r.Close()
+				t.Fatalf("read dead letters of partition %d: %v", p, err)
+			}
+			d := deadLetter{value: string(m.Value)}
+			for _, hd := range m.Headers {
+				switch hd.Key {
+				case pipeline.HeaderReason:
+					d.reason = string(hd.Value)
+				case pipeline.HeaderError:
+					d.detail = string(hd.Value)
+				}
+			}
+			out = append(out, d)
+			if m.Offset+1 >= h {
+				break
+			}
+		}
+		r.Close()
+	}
+	return out
+}
+
+// heartbeat reads an ingest instance's heartbeat document.
+func (e *env) heartbeat(t testing.TB, instance string) (schema.Heartbeat, bool) {
+	t.Helper()
+	src, _, found, err := e.admin.Get(context.Background(), schema.MigrationsIndex, schema.HeartbeatDocID(alias, instance), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hb schema.Heartbeat
+	if found {
+		if err := json.Unmarshal(src, &hb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return hb, found
+}
+
+// waitApplied waits until the instance's heartbeat reports phase of
+// migration id, and checks that the pipeline's own stats agree.
+func (e *env) waitApplied(t testing.TB, in *ingest, id string, phase schema.Phase) schema.Heartbeat {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	var hb schema.Heartbeat
+	for time.Now().Before(deadline) {
+		// A missing heartbeat decodes as "no migration": found matters.
+		hb, found := e.heartbeat(t, in.instance)
+		if found && hb.MigrationID == id && hb.Applied == phase {
+			if st := in.p.Stats(); len(st.Targets) == 0 || st.Migration.ID != id || st.Migration.Phase != phase {
+				t.Fatalf("heartbeat of %s reports %q, but its Stats() = targets %v, migration %+v", in.instance, phase, st.Targets, st.Migration)
+			}
+			return hb
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("heartbeat of %s = %+v after 10s, want migration %q phase %s", in.instance, hb, id, phase)
+	return hb
+}
+
+// writesTo checks the indexes the pipeline writes, the primary first.
+func writesTo(t testing.TB, in *ingest, want ...string) {
+	t.Helper()
+	var got []string
+	for _, ti := range in.p.Stats().Targets {
+		got = append(got, ti.Index)
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("pipeline %s writes %v, want %v (primary first)", in.instance, got, want)
+	}
+}
+
+// migrator returns a reshard job for the alias. The logger may be nil.
+func (e *env) migrator(reg prometheus.Registerer, log *slog.Logger) *migrate.Migrator {
+	e.t.Helper()
+	if log == nil {
+		log = testLogger("reshard")
+	}
+	m, err := migrate.New(e.client, migrate.Config{Alias: alias, Logger: log, Registerer: reg, PollInterval: 20 * time.Millisecond})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return m
+}
+
+// aliasOn returns the alias's only index, failing unless it is the
+// alias's write index and a search through the alias reads it.
+func (e *env) aliasOn(t testing.TB) string {
+	t.Helper()
+	ctx := context.Background()
+	ts, err := e.admin.Alias(ctx, alias)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ts) != 1 {
+		t.Fatalf("alias %s points to %v, want one index", alias, ts)
+	}
+	w, err := e.admin.WriteIndex(ctx, alias)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w != ts[0].Index {
+		t.Fatalf("alias %s is on %s, its write index is %s", alias, ts[0].Index, w)
+	}
+	pg, err := e.admin.Search(ctx, alias, []byte(`{"size":20}`), bulk.SearchParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range pg.Hits {
+		if h.Index != w {
+			t.Fatalf("a search through alias %s read %s, its index is %s", alias, h.Index, w)
+		}
+	}
+	return w
+}
+
+// logBuffer collects a logger's output for assertions.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	tee io.Writer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.tee != nil {
+		b.tee.Write(p)
+	}
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// capturingLogger logs at info level into a buffer (and to stderr with
+// E2E_TEST_LOG).
+func capturingLogger() (*slog.Logger, *logBuffer) {
+	b := &logBuffer{}
+	if os.Getenv("E2E_TEST_LOG") != "" {
+		b.tee = os.Stderr
+	}
+	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelInfo})), b
+}
+
+// counterValue reads a counter's value from a registry (0 if absent).
+func counterValue(t testing.TB, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		var v float64
+		for _, m := range mf.GetMetric() {
+			v += m.GetCounter().GetValue()
+		}
+		return v
+	}
+	return 0
+}

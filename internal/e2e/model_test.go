@@ -1,0 +1,304 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/golang/geo/s2"
+
+	"github.com/geoshard/geoshard/internal/datagen"
+	"github.com/geoshard/geoshard/router"
+	"github.com/geoshard/geoshard/schema"
+)
+
+// The model is the expected state of an index, computed from the event
+// log alone. It does not use the pipeline's decoder, directory or
+// writers: it reads the messages with datagen's own event type and applies
+// the rules of the event schema (testdata/events/README.md) and of the
+// pipeline's contract (pipeline/doc.go), as pipeline's tests do with
+// theirs (runModel in pipeline/gen_test.go, ported here):
+//
+//   - per document, the newest version wins; an older version, a replay
+//     or an overtaken version changes nothing; a delete removes the
+//     document and leaves its version, so that an older upsert after it
+//     changes nothing either;
+//   - a restaurant delete removes its dishes;
+//   - a dish whose restaurant is not live waits for it: a later upsert of
+//     the restaurant writes it, a delete of the dish or of the restaurant
+//     cancels it, and if none comes it is dead-lettered (an orphan dish;
+//     or a dish whose restaurant comes after the end of the produced
+//     log). Ingest bounds the wait in time (PendingMaxAge), which a log
+//     without a clock cannot tell: a dish that waited and was resolved
+//     later may have been dead-lettered before. That is harmless only if
+//     its write changed nothing — the index check catches the rest;
+//   - a dish lives where its restaurant finally is: its geo_cell and
+//     routing are its restaurant's;
+//   - poison messages change nothing and are dead-lettered.
+//
+// A document's source is the event's doc, with the fields the pipeline
+// owns removed from it, plus those fields: relation, geo_cell (the
+// restaurant's cell at the map's level), version, doc_id, and location
+// (restaurant) or restaurant_id (dish).
+type model struct {
+	rests  map[string]*modelRest
+	dishes map[string]*modelDish
+	// dead are the messages that must end in the dead-letter topic;
+	// mayBeDead the dishes that waited for their restaurant and were
+	// resolved later, which ingest dead-letters if the wait outlasted
+	// PendingMaxAge.
+	dead, mayBeDead []datagen.Message
+}
+
+type modelRest struct {
+	version  int64
+	live     bool
+	lat, lon float64
+	doc      map[string]any
+}
+
+type modelDish struct {
+	version int64
+	live    bool
+	rid     string
+	doc     map[string]any
+}
+
+// reserved are the fields the pipeline owns in every document.
+var reserved = []string{
+	schema.FieldRelation, schema.FieldGeoCell, schema.FieldVersion,
+	schema.FieldDocID, schema.FieldLocation, schema.FieldRestaurantID,
+}
+
+// buildModel applies the event log.
+func buildModel(t testing.TB, msgs []datagen.Message) *model {
+	t.Helper()
+	m := &model{rests: map[string]*modelRest{}, dishes: map[string]*modelDish{}}
+	type waiting struct {
+		ev  datagen.Event
+		doc map[string]any
+		msg datagen.Message
+	}
+	pending := map[string][]waiting{} // restaurant id → dishes waiting for it
+	applyDish := func(ev datagen.Event, doc map[string]any) {
+		if d := m.dishes[ev.ID]; d != nil && ev.Version <= d.version {
+			return
+		}
+		m.dishes[ev.ID] = &modelDish{version: ev.Version, live: ev.Op == datagen.OpUpsert, rid: ev.RestaurantID, doc: doc}
+	}
+	for i, msg := range msgs {
+		if datagen.IsPoison(msg.Kind) {
+			m.dead = append(m.dead, msg)
+			continue
+		}
+		var ev datagen.Event
+		if err := json.Unmarshal(msg.Value, &ev); err != nil {
+			t.Fatalf("message %d (%s): %v", i, msg.Kind, err)
+		}
+		var doc map[string]any
+		if ev.Op == datagen.OpUpsert {
+			if err := json.Unmarshal(ev.Doc, &doc); err != nil {
+				t.Fatalf("message %d (%s): doc: %v", i, msg.Kind, err)
+			}
+		}
+		switch {
+		case ev.Type == datagen.TypeRestaurant && ev.Op == datagen.OpUpsert:
+			if r := m.rests[ev.ID]; r != nil && ev.Version <= r.version {
+				continue
+			}
+			if ev.Location == nil {
+				t.Fatalf("message %d (%s): restaurant upsert without a location", i, msg.Kind)
+			}
+			m.rests[ev.ID] = &modelRest{version: ev.Version, live: true, lat: ev.Location.Lat, lon: ev.Location.Lon, doc: doc}
+			for _, w := range pending[ev.ID] {
+				applyDish(w.ev, w.doc)
+				m.mayBeDead = append(m.mayBeDead, w.msg)
+			}
+			delete(pending, ev.ID)
+		case ev.Type == datagen.TypeRestaurant:
+			// The dishes waiting for it belong to a deleted restaurant.
+			for _, w := range pending[ev.ID] {
+				m.mayBeDead = append(m.mayBeDead, w.msg)
+			}
+			delete(pending, ev.ID)
+			r := m.rests[ev.ID]
+			if r != nil && ev.Version <= r.version {
+				continue
+			}
+			if r != nil && r.live {
+				for _, d := range m.dishes {
+					if d.rid == ev.ID {
+						d.live = false
+					}
+				}
+			}
+			m.rests[ev.ID] = &modelRest{version: ev.Version}
+		default: // a dish
+			if r := m.rests[ev.RestaurantID]; r != nil && r.live {
+				applyDish(ev, doc)
+				continue
+			}
+			if ev.Op == datagen.OpUpsert {
+				pending[ev.RestaurantID] = append(pending[ev.RestaurantID], waiting{ev, doc, msg})
+				continue
+			}
+			kept := pending[ev.RestaurantID][:0]
+			for _, w := range pending[ev.RestaurantID] {
+				if w.ev.ID == ev.ID && w.ev.Version <= ev.Version {
+					m.mayBeDead = append(m.mayBeDead, w.msg)
+					continue // cancelled by the delete
+				}
+				kept = append(kept, w)
+			}
+			pending[ev.RestaurantID] = kept
+		}
+	}
+	for _, ws := range pending {
+		for _, w := range ws {
+			m.dead = append(m.dead, w.msg)
+		}
+	}
+	return m
+}
+
+// expectedDoc is a document as the model predicts it in an index built
+// with a given map.
+type expectedDoc struct {
+	shard   int
+	routing string
+	source  map[string]any
+}
+
+// expected is the index the model predicts under map mp: _id → document.
+func (m *model) expected(mp *router.Map) map[string]expectedDoc {
+	out := map[string]expectedDoc{}
+	place := func(r *modelRest) (int, string, string) {
+		cell := s2.CellIDFromLatLng(s2.LatLngFromDegrees(r.lat, r.lon)).Parent(mp.Level())
+		shard := mp.LocateCell(cell)
+		return shard, mp.Shard(shard).Routing, cell.ToToken()
+	}
+	for id, r := range m.rests {
+		if !r.live {
+			continue
+		}
+		shard, routing, token := place(r)
+		src := stripReserved(r.doc)
+		src[schema.FieldRelation] = schema.RelationRestaurant
+		src[schema.FieldGeoCell] = token
+		src[schema.FieldVersion] = float64(r.version)
+		src[schema.FieldDocID] = schema.RestaurantID(id)
+		src[schema.FieldLocation] = map[string]any{"lat": r.lat, "lon": r.lon}
+		out[schema.RestaurantID(id)] = expectedDoc{shard: shard, routing: routing, source: src}
+	}
+	for id, d := range m.dishes {
+		r := m.rests[d.rid]
+		if !d.live || r == nil || !r.live {
+			continue
+		}
+		shard, routing, token := place(r)
+		src := stripReserved(d.doc)
+		src[schema.FieldRelation] = map[string]any{"name": schema.RelationDish, "parent": schema.RestaurantID(d.rid)}
+		src[schema.FieldGeoCell] = token
+		src[schema.FieldVersion] = float64(d.version)
+		src[schema.FieldDocID] = schema.DishID(id)
+		src[schema.FieldRestaurantID] = d.rid
+		out[schema.DishID(id)] = expectedDoc{shard: shard, routing: routing, source: src}
+	}
+	return out
+}
+
+func stripReserved(doc map[string]any) map[string]any {
+	src := make(map[string]any, len(doc)+6)
+	for k, v := range doc {
+		src[k] = v
+	}
+	for _, k := range reserved {
+		delete(src, k)
+	}
+	return src
+}
+
+// perShard counts the documents of each shard.
+func perShard(docs map[string]expectedDoc, shards int) []int64 {
+	out := make([]int64, shards)
+	for _, d := range docs {
+		out[d.shard]++
+	}
+	return out
+}
+
+// changedBetween lists the ids whose expected document differs between
+// two states (added, removed, or another version, body or place).
+func changedBetween(before, after map[string]expectedDoc) []string {
+	var out []string
+	for id, a := range after {
+		b, ok := before[id]
+		if !ok || b.routing != a.routing || fmt.Sprint(b.source) != fmt.Sprint(a.source) {
+			out = append(out, id)
+		}
+	}
+	for id := range before {
+		if _, ok := after[id]; !ok {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// summary describes a predicted index for the logs.
+func summary(docs map[string]expectedDoc) string {
+	r, d := 0, 0
+	for _, x := range docs {
+		if x.source[schema.FieldRelation] == schema.RelationRestaurant {
+			r++
+		} else {
+			d++
+		}
+	}
+	return fmt.Sprintf("%d documents (%d restaurants, %d dishes)", r+d, r, d)
+}
+
+// history describes, for failure messages, the messages of the log about
+// a document (a restaurant:… or dish:… _id) and, for a dish, about its
+// restaurant: their positions in the log, kinds and versions, and for a
+// restaurant upsert its cell and shard under mp.
+func history(msgs []datagen.Message, docID string, mp *router.Map) []string {
+	rel, id, err := schema.ParseID(docID)
+	if err != nil {
+		return nil
+	}
+	evs := make([]*datagen.Event, len(msgs))
+	rid := ""
+	for i, msg := range msgs {
+		if datagen.IsPoison(msg.Kind) {
+			continue
+		}
+		var ev datagen.Event
+		if json.Unmarshal(msg.Value, &ev) != nil {
+			continue
+		}
+		evs[i] = &ev
+		if rel == schema.RelationDish && ev.Type == datagen.TypeDish && ev.ID == id {
+			rid = ev.RestaurantID
+		}
+	}
+	if rel == schema.RelationRestaurant {
+		rid = id
+	}
+	var out []string
+	for i, ev := range evs {
+		switch {
+		case ev == nil:
+		case ev.Type == datagen.TypeDish && rel == schema.RelationDish && ev.ID == id:
+			out = append(out, fmt.Sprintf("#%d %s dish %s v%d", i, msgs[i].Kind, ev.ID, ev.Version))
+		case ev.Type == datagen.TypeRestaurant && ev.ID == rid:
+			line := fmt.Sprintf("#%d %s restaurant %s v%d", i, msgs[i].Kind, ev.ID, ev.Version)
+			if ev.Location != nil {
+				cell := s2.CellIDFromLatLng(s2.LatLngFromDegrees(ev.Location.Lat, ev.Location.Lon)).Parent(mp.Level())
+				line += fmt.Sprintf(" at cell %s, shard %s", cell.ToToken(), mp.Shard(mp.LocateCell(cell)).Name)
+			}
+			out = append(out, line)
+		}
+	}
+	return out
+}

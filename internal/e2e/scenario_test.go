@@ -1,0 +1,215 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/geoshard/geoshard/pipeline"
+	"github.com/geoshard/geoshard/schema"
+)
+
+// Live traffic: batchSize messages every batchEvery, about 500 a second,
+// which the pipeline keeps up with under -race.
+const (
+	batchSize  = 20
+	batchEvery = 40 * time.Millisecond
+)
+
+// scenario is a running stack: ingest consuming the event topic into the
+// alias, with the first initial messages of the stream already written
+// to menu-v1 (the backfill has something to copy).
+type scenario struct {
+	e     *env
+	f     *feed
+	in    *ingest
+	marks []mark
+}
+
+func startScenario(t *testing.T, seed uint64, restaurants, initial int) *scenario {
+	t.Helper()
+	e := newEnv(t)
+	f := e.newFeed(t, streamConfig(seed, restaurants))
+	in := e.startIngest(e.pipelineConfig("ingest-a"))
+	f.produce(initial)
+	e.waitDrained(t, in, 30*time.Second)
+	// Ingest has said, in its heartbeat, that it knows of no migration.
+	e.waitApplied(t, in, "", "")
+	return &scenario{e: e, f: f, in: in}
+}
+
+// holdLocations keeps every restaurant where it is (feed.pin) from now
+// on, and waits until ingest has finished every event produced before, so
+// that no location change is still on its way.
+//
+// KNOWN ISSUE (TestMoveDuringBackfill): a restaurant that moves while the
+// backfill runs can leave its dishes missing from the target, or at the
+// restaurant's old place in it. The scenarios whose subject is something
+// else (rollback, resuming a killed backfill) hold locations still while
+// the backfill runs, and only then; every other kind of change keeps
+// flowing. Remove the holds once the issue is fixed.
+func (s *scenario) holdLocations(t *testing.T) {
+	t.Helper()
+	s.f.pin(true)
+	ctx := context.Background()
+	hw, err := s.e.kafka.HighWatermarks(ctx, eventTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		co, err := s.e.kafka.CommittedOffsets(ctx, group, eventTopic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		behind := ""
+		for p, h := range hw {
+			if co[p] < h {
+				behind = fmt.Sprintf("partition %d committed %d, want %d", p, co[p], h)
+			}
+		}
+		if behind == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ingest did not finish the events produced before the hold: %s", behind)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// mark is the traffic seen at the start of a step.
+type mark struct {
+	step               string
+	produced, finished int64
+}
+
+// mark records the traffic at the start of step.
+func (s *scenario) mark(step string) {
+	s.marks = append(s.marks, mark{step: step, produced: int64(s.f.count()), finished: s.in.p.Stats().Finished})
+}
+
+// checkTrafficDuring fails unless events were produced and finished by
+// ingest between each mark and the next: the step ran under live writes.
+func (s *scenario) checkTrafficDuring(t *testing.T, steps ...string) {
+	t.Helper()
+	var parts []string
+	for i := 0; i+1 < len(s.marks); i++ {
+		a, b := s.marks[i], s.marks[i+1]
+		parts = append(parts, fmt.Sprintf("%s: +%d produced, +%d finished", a.step, b.produced-a.produced, b.finished-a.finished))
+		for _, step := range steps {
+			if step == a.step && (b.produced == a.produced || b.finished == a.finished) {
+				t.Errorf("no live traffic during %s: %d produced, %d finished by ingest", step, b.produced-a.produced, b.finished-a.finished)
+			}
+		}
+	}
+	t.Logf("traffic by step: %s", strings.Join(parts, "; "))
+}
+
+// logVerification logs the shards a verification found different.
+func logVerification(t *testing.T, v *schema.Verification) {
+	t.Helper()
+	if v == nil {
+		return
+	}
+	for _, r := range v.Shards {
+		if !r.OK {
+			t.Logf("verification: shard %s: source %d target %d out_of_range %d missing %d %v extra %d %v",
+				r.Shard, r.Source, r.Target, r.OutOfRange, r.Missing, r.MissingIDs, r.Extra, r.ExtraIDs)
+		}
+	}
+}
+
+// quiesce stops the traffic and waits until ingest has finished and
+// committed everything produced.
+func (s *scenario) quiesce(t *testing.T) {
+	t.Helper()
+	s.f.stop()
+	s.e.waitDrained(t, s.in, 30*time.Second)
+	if n := s.f.skippedCount(); n > 0 {
+		t.Logf("%d stale upserts of deleted documents left out of the traffic (known issue)", n)
+	}
+}
+
+// checkDeadLetters compares the dead-letter topic with the model's dead
+// letters, message by message: the poison messages and the dishes whose
+// restaurant never came (a short PendingMaxAge lets them go) are there,
+// and nothing else is but dishes that waited longer than PendingMaxAge
+// for a restaurant that came later (see the model).
+func (s *scenario) checkDeadLetters(t *testing.T, m *model) {
+	t.Helper()
+	want, may := map[string]int{}, map[string]int{}
+	for _, msg := range m.dead {
+		want[string(msg.Value)]++
+	}
+	for _, msg := range m.mayBeDead {
+		may[string(msg.Value)]++
+	}
+	tolerated := 0
+	for _, d := range s.e.readDLQ(t) {
+		switch {
+		case want[d.value] > 0:
+			want[d.value]--
+		case may[d.value] > 0 && d.reason == string(pipeline.ReasonUnknownRestaurant):
+			may[d.value]--
+			tolerated++
+		default:
+			t.Errorf("unexpected dead letter (%s: %s): %.200s", d.reason, d.detail, d.value)
+		}
+	}
+	if tolerated > 0 {
+		t.Logf("%d dishes dead-lettered after waiting longer than PendingMaxAge for a restaurant that came later (allowed)", tolerated)
+	}
+	for v, n := range want {
+		if n > 0 {
+			t.Errorf("not dead-lettered (%d times): %.200s", n, v)
+		}
+	}
+	n, by := deadLetters(s.in.p.Stats().DeadLetters)
+	t.Logf("%d dead letters (%s), the model %d", n, by, len(m.dead))
+}
+
+// diagnose, after a step failed, stops the traffic, lets ingest finish,
+// and compares both indexes with the model, so that the failure is
+// explained document by document.
+func (s *scenario) diagnose(t *testing.T, step string, err error) {
+	t.Helper()
+	t.Errorf("%s: %v", step, err)
+	s.quiesce(t)
+	final := buildModel(t, s.f.log())
+	bad := s.e.checkIndex(t, sourceIdx, s.e.m18, final.expected(s.e.m18))
+	s.explain(t, sourceIdx, bad)
+	if ok, _ := s.e.admin.IndexExists(context.Background(), targetIdx); ok {
+		bad = s.e.checkIndex(t, targetIdx, s.e.m24, final.expected(s.e.m24))
+		s.explain(t, targetIdx, bad)
+	}
+	t.FailNow()
+}
+
+// explain logs the event history of a few documents that differ, with
+// the log positions at which each step began.
+func (s *scenario) explain(t *testing.T, index string, ids []string) {
+	t.Helper()
+	if len(ids) == 0 {
+		return
+	}
+	var at []string
+	for _, m := range s.marks {
+		at = append(at, fmt.Sprintf("%s@#%d", m.step, m.produced))
+	}
+	t.Logf("%s differs; steps began at log positions %s", index, strings.Join(at, " "))
+	mp := s.e.m24
+	if index == sourceIdx {
+		mp = s.e.m18
+	}
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if seen[id] || len(seen) == 5 {
+			continue
+		}
+		seen[id] = true
+		t.Logf("history of %s (shards of %s):\n\t%s", id, index, strings.Join(history(s.f.log(), id, mp), "\n\t"))
+	}
+}
