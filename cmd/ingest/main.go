@@ -15,9 +15,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/geoshard/geoshard/cmd/internal/serve"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -31,7 +31,6 @@ import (
 	"github.com/geoshard/geoshard/router"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 func main() {
@@ -215,36 +214,18 @@ func serveHTTP(addr string, reg *prometheus.Registry, p *pipeline.Pipeline, logg
 	if addr == "" {
 		return func() {}, nil
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintln(w, "ok")
-	})
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		ready, why := p.Ready()
-		if !ready {
-			http.Error(w, why, http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ready")
-	})
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logger.Error("metrics server stopped", "error", err)
-		}
-	}()
-	logger.Info("serving metrics", "addr", ln.Addr().String())
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		<-done
-	}, nil
+	stop, _, err := serve.Start(addr, reg, map[string]http.Handler{
+		"/healthz": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintln(w, "ok")
+		}),
+		"/readyz": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ready, why := p.Ready()
+			if !ready {
+				http.Error(w, why, http.StatusServiceUnavailable)
+				return
+			}
+			fmt.Fprintln(w, "ready")
+		}),
+	}, logger)
+	return stop, err
 }

@@ -2,20 +2,17 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
+	"github.com/geoshard/geoshard/cmd/internal/serve"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/migrate"
@@ -109,27 +106,11 @@ func (f *migrationFlags) open(stderr io.Writer) (*session, error) {
 
 // serveMetrics serves /metrics until the returned function is called.
 func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (func(), error) {
-	ln, err := net.Listen("tcp", addr)
+	stop, _, err := serve.Start(addr, reg, nil, log)
 	if err != nil {
-		return nil, badInput("--metrics-addr %s: %v", addr, err)
+		return nil, badInput("%v", err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server stopped", "error", err)
-		}
-	}()
-	log.Info("serving metrics", "addr", ln.Addr().String())
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		<-done
-	}, nil
+	return stop, nil
 }
 
 // ackFlags bound a wait for the ingest instances.
