@@ -38,8 +38,31 @@
 // as a version. Dishes are always written under their restaurant's
 // routing, so parent and child share a shard. During a migration's dual
 // writes all of this holds for each of the two indexes, each under its
-// own map, and an event counts as finished only when both acknowledged
-// it.
+// own map, and an event counts as finished only when both sides are
+// settled.
+//
+// # Dual-write rules
+//
+// During a migration's dual writes (migration.go, moves.go):
+//
+//   - An event's write goes to the migration's source first, and to the
+//     target only after the source's answer, which the target side
+//     mirrors: a change the source refuses as stale (its tombstone of a
+//     delete made before dual writes began, or a newer version) is
+//     finished as stale for the target without a write, and a rejected
+//     or failed source write is not repeated on the target. A delete, and
+//     an upsert the source holds live at exactly its version (the same
+//     event delivered again), still go to the target, so a redelivery
+//     repairs an event cut short between the two. The wait for the
+//     source's answer is the cost of dual writes.
+//   - A restaurant move, the in-place geo_cell rewrite of a cell change
+//     and a restaurant delete take the restaurant's dishes from the
+//     source, which has them all, and apply the step to every index,
+//     with external_gte at each dish's version, whether the index holds
+//     the dish or not: a dish the target lacks is written at the new
+//     place, and a delete of an old copy it lacks leaves a tombstone
+//     that refuses a backfill copy read before the change and written
+//     after it.
 //
 // # Index documents
 //

@@ -376,6 +376,8 @@ func (p *Pipeline) onResult(r bulk.Result) {
 		p.eventResult(ref, r)
 	case *auxGroup:
 		ref.add(r)
+	case *probe:
+		ref.set(r)
 	}
 	if r.Outcome == bulk.Failed && errors.Is(r.Err, bulk.ErrRetryBudget) {
 		p.fail(fmt.Errorf("%w: %s %s/%s (routing %s): %w", ErrWriteFailed, r.Item.Action, r.Item.Index, r.Item.ID, r.Item.Routing, r.Err))

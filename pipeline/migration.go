@@ -43,8 +43,20 @@ import (
 //
 // Every change goes to every target, routed from the restaurant's cell
 // under that target's map, so a dish shares its restaurant's shard in
-// both. An event is finished, and its offset may be committed, only when
-// its writes to every target are acknowledged. A restaurant move or
+// both. An event's write goes to the source first, in every phase with
+// dual writes (cut_over included), and to the target only once the
+// source has answered, mirroring its outcome: the source holds every
+// delete's tombstone, those made before dual writes began included, so
+// an upsert the source refuses as stale is finished as stale on the
+// target without writing it (a replay older than a delete cannot
+// resurrect the document there). Two exceptions keep a redelivery able
+// to repair an event cut short between the indexes: an upsert the source
+// holds live at exactly its version goes to the target too (external
+// versioning makes it stale there if the target has it), and so does a
+// delete (deleting what the source no longer holds cannot make the
+// target hold more). An event is finished, and its offset may be
+// committed, only when both sides are settled: its writes to every
+// target acknowledged, or mirrored from the source's outcome. A restaurant move or
 // delete runs its steps per target: a location change can change the
 // geoshard under one map and not under the other. The directory of
 // restaurant cells serves both: cells do not depend on a map (a warmed

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -57,7 +58,17 @@ import (
 //
 // During a migration every step runs on both indexes, each under its own
 // map: the geoshard may change under one map and not under the other, and
-// then that index only rewrites geo_cell. A step is acknowledged by both
+// then that index only rewrites geo_cell. The dishes a step applies to
+// are taken from the migration's source, the index with the complete
+// data (the target may not have them yet: the backfill copies them),
+// together with those the index itself holds, and the step is applied to
+// each index whether it holds a copy or not: a copy is written at the new
+// place with external_gte at the dish's version, and the old copy deleted
+// with external_gte at that version, which on an index without the copy
+// leaves a tombstone (the migration raises gc_deletes) that refuses a
+// backfill copy read before the move and written after it. The same
+// holds for the in-place geo_cell rewrite and for the dishes of a
+// deleted restaurant. A step is acknowledged by both
 // before the next one starts, but a crash inside a step may leave it done
 // on one index only, and the directory is warmed from one index, the
 // primary. So a restaurant copy is removed from the other index before
@@ -68,7 +79,9 @@ import (
 // redelivered event would have to find. And the event's own write, done
 // by the primary and not by the other index, comes again at a version
 // the directory already has: the same version at the same place is
-// written again rather than taken as stale (handle.go).
+// written again rather than taken as stale (handle.go); the source
+// answers it Stale but holds it live at that very version, so the other
+// index is written too (targets.go, emitSourceFirst).
 
 // auxGroup collects the outcomes of the writes of one step.
 type auxGroup struct {
@@ -152,6 +165,10 @@ func (p *Pipeline) relocate(ctx context.Context, ev *event, from, to s2.CellID) 
 	}
 	var olds []oldCopy
 	var oldRestaurants []oldCopy
+	src, err := p.sourceDishes(ctx, rid, from)
+	if err != nil {
+		return false, err
+	}
 	copies := &auxGroup{}
 	for i := range p.targets {
 		t := &p.targets[i]
@@ -162,24 +179,24 @@ func (p *Pipeline) relocate(ctx context.Context, ev *event, from, to s2.CellID) 
 		if fromShard == toShard && cellAt(from, level) == cellAt(to, level) {
 			continue
 		}
-		err := p.eachDish(ctx, t.index, rid, fromRouting, func(h bulk.Hit, version int64) error {
-			body, err := withGeoCell(h.Source, toToken)
-			if err != nil {
-				return fmt.Errorf("pipeline: dish %s: rewrite source: %w", h.ID, err)
-			}
-			if err := p.writer.Add(ctx, bulk.Item{
-				Action: bulk.Index, Index: t.index, ID: h.ID, Routing: toRouting, Version: version,
-				VersionType: bulk.ExternalGTE, Body: body, Shard: t.labels[toShard], Ref: copies,
-			}); err != nil {
-				return err
-			}
-			if fromShard != toShard {
-				olds = append(olds, oldCopy{t.index, h.ID, fromRouting, t.labels[fromShard], version})
-			}
-			return nil
-		})
+		dishes, err := p.dishesIn(ctx, i, src, rid, fromRouting)
 		if err != nil {
 			return false, err
+		}
+		for _, d := range dishes {
+			body, err := withGeoCell(d.hit.Source, toToken)
+			if err != nil {
+				return false, fmt.Errorf("pipeline: dish %s: rewrite source: %w", d.hit.ID, err)
+			}
+			if err := p.writer.Add(ctx, bulk.Item{
+				Action: bulk.Index, Index: t.index, ID: d.hit.ID, Routing: toRouting, Version: d.version,
+				VersionType: bulk.ExternalGTE, Body: body, Shard: t.labels[toShard], Ref: copies,
+			}); err != nil {
+				return false, err
+			}
+			if fromShard != toShard {
+				olds = append(olds, oldCopy{t.index, d.hit.ID, fromRouting, t.labels[fromShard], d.version})
+			}
 		}
 		if fromShard != toShard {
 			oldRestaurants = append(oldRestaurants, oldCopy{t.index, schema.RestaurantID(rid), fromRouting, t.labels[fromShard], ev.change.Version})
@@ -256,21 +273,85 @@ func (p *Pipeline) deleteDishes(ctx context.Context, ev *event, rid string, cell
 	if err := p.flushAndRefresh(ctx); err != nil {
 		return false, err
 	}
+	src, err := p.sourceDishes(ctx, rid, cell)
+	if err != nil {
+		return false, err
+	}
 	g := &auxGroup{}
 	for i := range p.targets {
 		t := &p.targets[i]
 		shard, routing := t.routing(cell)
-		err := p.eachDish(ctx, t.index, rid, routing, func(h bulk.Hit, version int64) error {
-			return p.writer.Add(ctx, bulk.Item{
-				Action: bulk.Delete, Index: t.index, ID: h.ID, Routing: routing, Version: version,
-				VersionType: bulk.ExternalGTE, Shard: t.labels[shard], Ref: g,
-			})
-		})
+		dishes, err := p.dishesIn(ctx, i, src, rid, routing)
 		if err != nil {
 			return false, err
 		}
+		for _, d := range dishes {
+			if err := p.writer.Add(ctx, bulk.Item{
+				Action: bulk.Delete, Index: t.index, ID: d.hit.ID, Routing: routing, Version: d.version,
+				VersionType: bulk.ExternalGTE, Shard: t.labels[shard], Ref: g,
+			}); err != nil {
+				return false, err
+			}
+		}
 	}
 	return p.settle(ctx, ev, g, "delete dishes")
+}
+
+// storedDish is a dish as an index stores it, with its version.
+type storedDish struct {
+	hit     bulk.Hit
+	version int64
+}
+
+// sourceDishes returns, during dual writes, the dishes of restaurant rid
+// at cell in the migration's source, the index with the complete data
+// (the other may not have them yet: the backfill copies them); nil
+// without dual writes.
+func (p *Pipeline) sourceDishes(ctx context.Context, rid string, cell s2.CellID) ([]storedDish, error) {
+	if len(p.targets) < 2 {
+		return nil, nil
+	}
+	t := &p.targets[sourceIndex(p.targets)]
+	_, routing := t.routing(cell)
+	var out []storedDish
+	err := p.eachDish(ctx, t.index, rid, routing, func(h bulk.Hit, v int64) error {
+		out = append(out, storedDish{h, v})
+		return nil
+	})
+	return out, err
+}
+
+// dishesIn returns the dishes of restaurant rid a move or delete applies
+// to in target i: those the index holds under routing, and during dual
+// writes every dish of the source (src), whether the index holds it or
+// not, each at the higher of the two versions. A write or delete of a
+// dish the index lacks, with external_gte at the source's version, puts
+// it in its new place or leaves a tombstone at the old one, which refuses
+// a backfill copy of that version read before the change.
+func (p *Pipeline) dishesIn(ctx context.Context, i int, src []storedDish, rid, routing string) ([]storedDish, error) {
+	t := &p.targets[i]
+	if len(p.targets) > 1 && i == sourceIndex(p.targets) {
+		return src, nil
+	}
+	byID := make(map[string]storedDish, len(src))
+	for _, d := range src {
+		byID[d.hit.ID] = d
+	}
+	err := p.eachDish(ctx, t.index, rid, routing, func(h bulk.Hit, v int64) error {
+		if d, ok := byID[h.ID]; !ok || v > d.version {
+			byID[h.ID] = storedDish{h, v}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]storedDish, 0, len(byID))
+	for _, d := range byID {
+		out = append(out, d)
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].hit.ID < out[b].hit.ID })
+	return out, nil
 }
 
 // eachDish pages through the dishes of restaurant rid stored under

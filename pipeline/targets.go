@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/golang/geo/s2"
 
@@ -87,19 +88,136 @@ type docWrite struct {
 // emit routes w under every target and adds one item per target. The
 // caller has already counted len(targets) outstanding writes on the
 // event ref refers to.
+//
+// During dual writes an event's write goes to the source first, and to
+// the other index only once the source has answered, mirroring its
+// outcome (emitSourceFirst).
 func (p *Pipeline) emit(ctx context.Context, targets []target, w docWrite) error {
+	if ev, ok := w.ref.(*event); ok && len(targets) > 1 {
+		return p.emitSourceFirst(ctx, targets, w, ev)
+	}
 	for i := range targets {
+		if err := p.writer.Add(ctx, targets[i].item(w, w.ref)); err != nil {
+			return fmt.Errorf("pipeline: add %s to %s: %w", w.id, targets[i].index, err)
+		}
+	}
+	return nil
+}
+
+// item is w routed under the target, with ref as its Ref.
+func (t *target) item(w docWrite, ref any) bulk.Item {
+	shard, routing := t.routing(w.cell)
+	it := bulk.Item{
+		Action: w.action, Index: t.index, ID: w.id, Routing: routing,
+		Version: w.version, VersionType: w.vtype, Shard: t.labels[shard], Ref: ref,
+	}
+	if w.action != bulk.Delete {
+		it.Body = w.body(t.m.Level())
+	}
+	return it
+}
+
+// sourceIndex returns the position in targets of the migration's source,
+// the index with the complete data (every delete's tombstone included);
+// without a migration, the only target.
+func sourceIndex(targets []target) int {
+	for i := range targets {
+		if targets[i].role == roleSource {
+			return i
+		}
+	}
+	return 0
+}
+
+// probe records the answer to one write made on an event's behalf whose
+// outcome decides the event's next write.
+type probe struct {
+	mu     sync.Mutex
+	done   bool
+	result bulk.Result
+}
+
+func (pr *probe) set(r bulk.Result) {
+	pr.mu.Lock()
+	pr.done, pr.result = true, r
+	pr.mu.Unlock()
+}
+
+// sourceHolds reports whether a write the source answered Stale must
+// still go to the other index: a delete always does (deleting what the
+// source no longer holds live cannot make the other index hold more
+// than the source), an upsert only when the source holds the document
+// live at exactly its version, which is this very change delivered
+// again after it reached the source and not the other index. An upsert
+// older than the source's copy, or than its delete tombstone, does not.
+func (p *Pipeline) sourceHolds(ctx context.Context, src *target, w docWrite) (bool, error) {
+	if w.action == bulk.Delete {
+		return true, nil
+	}
+	_, routing := src.routing(w.cell)
+	var version int64
+	var found bool
+	err := p.retry(ctx, "read "+w.id+" from "+src.index, func() error {
+		var err error
+		_, version, found, err = p.admin.Get(ctx, src.index, w.id, routing)
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	return found && version == w.version, nil
+}
+
+// emitSourceFirst writes w to the source, waits for its answer, and
+// writes the other targets only if the source took the write (written,
+// or not found for a delete) or answered Stale to a write sourceHolds
+// lets through (a delete, or this very upsert delivered again). The source holds the tombstone of every
+// delete, those made before dual writes began included; the other index
+// may not: a change the source refuses as stale is finished as stale on
+// every index without writing the others, so a replay older than a
+// delete cannot resurrect a document there. A rejected or failed source
+// write is mirrored too: the event is dead-lettered, or never finished.
+// Each target's answer, real or mirrored, counts as one of the event's
+// outstanding writes, so the event finishes only when all are settled.
+func (p *Pipeline) emitSourceFirst(ctx context.Context, targets []target, w docWrite, ev *event) error {
+	si := sourceIndex(targets)
+	src := &targets[si]
+	pr := &probe{}
+	if err := p.writer.Add(ctx, src.item(w, pr)); err != nil {
+		return fmt.Errorf("pipeline: add %s to %s: %w", w.id, src.index, err)
+	}
+	if err := p.writer.Flush(ctx); err != nil {
+		return err
+	}
+	pr.mu.Lock()
+	done, r := pr.done, pr.result
+	pr.mu.Unlock()
+	if !done {
+		return fmt.Errorf("pipeline: %w: no answer for %s in %s", ErrWriteFailed, w.id, src.index)
+	}
+	p.eventResult(ev, r)
+	write := r.Outcome == bulk.OK || r.Outcome == bulk.NotFound
+	if r.Outcome == bulk.Stale {
+		var err error
+		if write, err = p.sourceHolds(ctx, src, w); err != nil {
+			return err
+		}
+	}
+	for i := range targets {
+		if i == si {
+			continue
+		}
 		t := &targets[i]
-		shard, routing := t.routing(w.cell)
-		it := bulk.Item{
-			Action: w.action, Index: t.index, ID: w.id, Routing: routing,
-			Version: w.version, VersionType: w.vtype, Shard: t.labels[shard], Ref: w.ref,
-		}
-		if w.action != bulk.Delete {
-			it.Body = w.body(t.m.Level())
-		}
-		if err := p.writer.Add(ctx, it); err != nil {
-			return fmt.Errorf("pipeline: add %s to %s: %w", w.id, t.index, err)
+		switch {
+		case write:
+			if err := p.writer.Add(ctx, t.item(w, ev)); err != nil {
+				return fmt.Errorf("pipeline: add %s to %s: %w", w.id, t.index, err)
+			}
+		default:
+			// Stale, rejected or failed at the source: the same here,
+			// without a write.
+			it := t.item(w, ev)
+			p.eventResult(ev, bulk.Result{Item: &it, Outcome: r.Outcome, Err: r.Err})
 		}
 	}
 	return nil

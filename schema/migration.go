@@ -31,7 +31,8 @@ const (
 	// PhaseVerified: the last verification passed; cutover is allowed.
 	PhaseVerified Phase = "verified"
 	// PhaseCutOver: the alias and its write index point at the target;
-	// ingest still writes both, the target first, so the source stays a
+	// ingest still writes both (the source first, whose outcome the target
+	// mirrors, in every dual-write phase), so the source stays a
 	// current rollback target.
 	PhaseCutOver Phase = "cut_over"
 	// PhaseRolledBack: the alias is back on the source; dual writes go on.
@@ -52,8 +53,11 @@ func (p Phase) DualWrites() bool {
 	return false
 }
 
-// TargetIsPrimary reports whether the target is the primary write (ingest writes
-// it first and reads the map from it) in this phase.
+// TargetIsPrimary reports whether the target is the primary index in this
+// phase: the one the alias reads and whose map ingest is pinned to. (In
+// every dual-write phase ingest writes the source first and mirrors its
+// outcome to the target, because only the source has every delete's
+// tombstone.)
 func (p Phase) TargetIsPrimary() bool { return p == PhaseCutOver || p == PhaseCompleted }
 
 // Done reports a finished migration: completed or cancelled.

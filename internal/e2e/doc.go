@@ -44,24 +44,11 @@
 //   - scenario_test.go: a running stack with traffic, step marks, and the
 //     diagnosis printed when a step fails.
 //   - reshard_test.go, resume_test.go, heartbeat_test.go: the scenarios;
-//     move_test.go, replay_test.go: the two known issues, reproduced
+//     move_test.go, replay_test.go: two dual-write cases, reproduced
 //     deterministically.
 //
-// # Known issues
-//
-// Two dual-write issues make TestReshardUnderLiveIngest fail at verify;
-// it and the two tests that isolate them are skipped until they are fixed:
-//
-//   - A restaurant that moves during the backfill: during dual writes the
-//     pipeline finds the dishes to move by searching each index itself, so
-//     dishes the target does not have yet are neither moved there nor
-//     deleted at the old place (no tombstone), and a backfill page read
-//     before the move and written after it lands at the old place
-//     (TestMoveDuringBackfill). The fix: take the dish list from the
-//     source and apply it to every index with external_gte, deleting the
-//     old copies with external_gte so their tombstones refuse late copies.
-//   - A stale upsert replayed after a delete made before dual writes: the
-//     source refuses it (its tombstone), the target, which never saw the
-//     delete, accepts it (TestReplayAfterDeleteAcrossDualWrites). The fix:
-//     during dual writes write the source first and mirror its outcome.
+// A restaurant that moves during the backfill (TestMoveDuringBackfill)
+// and a stale upsert replayed during dual writes after a delete made
+// before them (TestReplayAfterDeleteAcrossDualWrites) are now covered,
+// and TestReshardUnderLiveIngest runs with both in its traffic.
 package e2e

@@ -40,9 +40,7 @@ func streamConfig(seed uint64, restaurants int) datagen.StreamConfig {
 // feed produces a generated stream, in its order, to the event topic:
 // synchronously (produce) or paced in the background (start, stop). What
 // it sends is recorded, in order, as the event log the model reads: a
-// prefix of the stream, with the locations pin changed, without the
-// messages skipStaleAfterDelete left out, and with the messages inject
-// added.
+// prefix of the stream, with the messages inject added.
 type feed struct {
 	t    testing.TB
 	e    *env
@@ -50,18 +48,9 @@ type feed struct {
 
 	sentN atomic.Int64 // len(sent), readable without mu
 
-	mu     sync.Mutex // serialises producing; guards the fields below
-	next   int        // the stream position: messages of msgs taken so far
-	sent   []datagen.Message
-	pinned bool
-	locs   map[string]datagen.Location // restaurant id → location last sent
-	// skipStale leaves out upserts older than a delete already sent of
-	// the same document (replays and overtaken versions): no-ops by the
-	// event schema's rules. deleted holds the delete versions sent, by
-	// type and id.
-	skipStale bool
-	deleted   map[string]int64
-	skipped   int
+	mu   sync.Mutex // serialises producing; guards the fields below
+	next int        // the stream position: messages of msgs taken so far
+	sent []datagen.Message
 
 	stopBg context.CancelFunc
 	bgDone chan struct{}
@@ -93,7 +82,7 @@ func (e *env) newFeed(t testing.TB, sc datagen.StreamConfig) *feed {
 		kinds[m.Kind]++
 	}
 	t.Logf("stream seed %d: %d restaurants, %d messages: %v", sc.Seed, sc.Restaurants, len(kept), kinds)
-	return &feed{t: t, e: e, msgs: kept, locs: map[string]datagen.Location{}, deleted: map[string]int64{}}
+	return &feed{t: t, e: e, msgs: kept}
 }
 
 // count is the number of messages produced so far.
@@ -106,97 +95,11 @@ func (f *feed) log() []datagen.Message {
 	return f.sent[:len(f.sent):len(f.sent)]
 }
 
-// pin, while on, holds every restaurant where it was last sent: the
-// location of every restaurant upsert sent is replaced with it, so that no
-// restaurant moves or is nudged to another cell. Restaurants not sent yet
-// keep their first location. Turned off, the stream's own locations are
-// sent again: a restaurant held still moves on its next upsert.
-func (f *feed) pin(on bool) {
-	f.mu.Lock()
-	f.pinned = on
-	f.mu.Unlock()
-}
-
-// skipStaleAfterDelete, while on, leaves out of the traffic every upsert
-// whose document was deleted, at a newer version, by a message already
-// sent: the replays and overtaken versions that the event schema allows
-// after a delete. The model ignores them anyway (an older version changes
-// nothing), so leaving them out changes no expected document.
-//
-// KNOWN ISSUE (TestReplayAfterDeleteAcrossDualWrites): such an upsert
-// arriving once dual writes have begun, of a document deleted before,
-// resurrects it in the target, which never saw the delete. The scenarios
-// whose subject is something else leave them out.
-func (f *feed) skipStaleAfterDelete(on bool) {
-	f.mu.Lock()
-	f.skipStale = on
-	f.mu.Unlock()
-}
-
-// stale reports whether m is an upsert older than a delete already sent
-// of its document, and records the deletes. Callers hold mu.
-func (f *feed) stale(m datagen.Message) bool {
-	if datagen.IsPoison(m.Kind) {
-		return false
-	}
-	var ev datagen.Event
-	if json.Unmarshal(m.Value, &ev) != nil {
-		return false
-	}
-	key := ev.Type + ":" + ev.ID
-	if ev.Op == datagen.OpDelete {
-		f.deleted[key] = max(f.deleted[key], ev.Version)
-		return false
-	}
-	v, ok := f.deleted[key]
-	return ok && ev.Version <= v
-}
-
-// restaurantLocation is the location of a restaurant upsert message, if
-// it is one.
-func restaurantLocation(m datagen.Message) (datagen.Event, bool) {
-	if datagen.IsPoison(m.Kind) {
-		return datagen.Event{}, false
-	}
-	var ev datagen.Event
-	if json.Unmarshal(m.Value, &ev) != nil || ev.Type != datagen.TypeRestaurant || ev.Op != datagen.OpUpsert || ev.Location == nil {
-		return datagen.Event{}, false
-	}
-	return ev, true
-}
-
-// prepare applies the pin to m and records the location sent. Callers
-// hold mu.
-func (f *feed) prepare(m datagen.Message) (datagen.Message, error) {
-	ev, ok := restaurantLocation(m)
-	if !ok {
-		return m, nil
-	}
-	if at, known := f.locs[ev.ID]; f.pinned && known && at != *ev.Location {
-		ev.Location = &at
-		v, err := json.Marshal(ev)
-		if err != nil {
-			return m, err
-		}
-		m.Value = v
-	}
-	f.locs[ev.ID] = *ev.Location
-	return m, nil
-}
-
 // send produces msgs, in order, and records them. Callers hold mu.
 func (f *feed) send(ctx context.Context, msgs []datagen.Message) error {
 	out := make([]datagen.Message, 0, len(msgs))
 	batch := make([]kafkatest.Message, 0, len(msgs))
 	for _, m := range msgs {
-		if f.stale(m) && f.skipStale {
-			f.skipped++
-			continue
-		}
-		m, err := f.prepare(m)
-		if err != nil {
-			return err
-		}
 		out = append(out, m)
 		batch = append(batch, kafkatest.Message{Key: m.Key, Value: m.Value})
 	}
@@ -317,13 +220,6 @@ func (f *feed) stop() {
 	if f.ranDry.Load() {
 		f.t.Fatalf("the stream ran out (%d messages) before the scenario ended: live traffic did not last; generate more restaurants", len(f.msgs))
 	}
-}
-
-// skippedCount is the number of messages skipStaleAfterDelete left out.
-func (f *feed) skippedCount() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.skipped
 }
 
 // waitProduced waits until at least n messages are produced by the

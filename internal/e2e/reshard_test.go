@@ -19,16 +19,7 @@ import (
 // target and the source (kept current by dual writes, as a rollback
 // target) hold exactly the state the event log implies, each document on
 // the shard its index's map gives it and every dish with its restaurant.
-//
-// KNOWN ISSUE: it fails today, at the verification, because restaurants
-// that move while the backfill runs leave dishes missing from the target,
-// or at their old place in it (TestMoveDuringBackfill); a stale upsert of
-// a document deleted before dual writes can also resurrect it in the
-// target (TestReplayAfterDeleteAcrossDualWrites). It is left running, not
-// skipped: it is the scenario the fix must pass, and the other scenarios
-// work around both issues to test what they are about.
 func TestReshardUnderLiveIngest(t *testing.T) {
-	t.Skip("known issue: fails at verify because of the two dual-write issues above (see the package doc)")
 	t.Parallel()
 	s := startScenario(t, 11, 700, 1200)
 	e, in := s.e, s.in
@@ -56,6 +47,7 @@ func TestReshardUnderLiveIngest(t *testing.T) {
 		t.Errorf("after DualWrites, ingest applies %+v, want dual writes of %s", st, mig.ID)
 	}
 	writesTo(t, in, sourceIdx, targetIdx)
+	s.waitTraffic(t, 10*time.Second)
 
 	s.mark("backfill")
 	// Limited to last about a second, so that restaurants move, through
@@ -70,7 +62,7 @@ func TestReshardUnderLiveIngest(t *testing.T) {
 	ver, err := m.Verify(ctx, migrate.VerifyConfig{IDs: true, Attempts: 40, Pause: 100 * time.Millisecond})
 	if err != nil {
 		logVerification(t, ver)
-		s.diagnose(t, "Verify (known issues: TestMoveDuringBackfill, TestReplayAfterDeleteAcrossDualWrites)", err)
+		s.diagnose(t, "Verify", err)
 	}
 
 	s.mark("cutover")
@@ -121,7 +113,6 @@ func TestRollbackAfterCutover(t *testing.T) {
 	s := startScenario(t, 12, 700, 1000)
 	e, in := s.e, s.in
 	ctx := context.Background()
-	s.f.skipStaleAfterDelete(true) // known issue: see skipStaleAfterDelete
 	s.f.start(batchSize, batchEvery)
 	m := e.migrator(nil, nil)
 	var steps []string
@@ -134,12 +125,6 @@ func TestRollbackAfterCutover(t *testing.T) {
 		OnStep: func(step string, _ schema.Phase) {
 			steps = append(steps, step)
 			s.mark(step)
-			switch step {
-			case "backfill":
-				s.holdLocations(t) // known issue: see holdLocations
-			case "verify":
-				s.f.pin(false)
-			}
 		},
 	})
 	if err != nil {
