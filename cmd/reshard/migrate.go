@@ -121,6 +121,20 @@ func ackFlags(fs *flag.FlagSet) *migrate.AckConfig {
 	return a
 }
 
+// start parses the flags, runs the checks in order (each returns a usage
+// error) and opens the session: the common opening of the migration verbs.
+func (f *migrationFlags) start(fs *flag.FlagSet, args []string, stderr io.Writer, checks ...func() error) (*session, error) {
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	for _, check := range checks {
+		if err := check(); err != nil {
+			return nil, err
+		}
+	}
+	return f.open(stderr)
+}
+
 func checkAck(a *migrate.AckConfig) error {
 	if a.Timeout <= 0 || a.LiveWindow <= 0 {
 		return badInput("--ack-timeout %v, --live-window %v: want positive durations", a.Timeout, a.LiveWindow)
@@ -184,13 +198,7 @@ func runDualWrites(args []string, stdout, stderr io.Writer) error {
 	ack := ackFlags(fs)
 	asJSON := fs.Bool("json", false, "print the ingest instances as JSON")
 	mf := addMigrationFlags(fs)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := checkAck(ack); err != nil {
-		return err
-	}
-	s, err := mf.open(stderr)
+	s, err := mf.start(fs, args, stderr, func() error { return checkAck(ack) })
 	if err != nil {
 		return err
 	}
@@ -273,13 +281,7 @@ func runComplete(args []string, stdout, stderr io.Writer) error {
 	del := fs.Bool("delete-old", false, "delete the old index once no ingest instance writes it")
 	ack := ackFlags(fs)
 	mf := addMigrationFlags(fs)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := checkAck(ack); err != nil {
-		return err
-	}
-	s, err := mf.open(stderr)
+	s, err := mf.start(fs, args, stderr, func() error { return checkAck(ack) })
 	if err != nil {
 		return err
 	}
@@ -303,13 +305,7 @@ func runCancel(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("cancel", "[--ack-timeout 2m] [--alias menu] [--opensearch URLs]", stdout)
 	ack := ackFlags(fs)
 	mf := addMigrationFlags(fs)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := checkAck(ack); err != nil {
-		return err
-	}
-	s, err := mf.open(stderr)
+	s, err := mf.start(fs, args, stderr, func() error { return checkAck(ack) })
 	if err != nil {
 		return err
 	}

@@ -56,16 +56,7 @@ func runBackfill(args []string, stdout, stderr io.Writer) error {
 	ack := ackFlags(fs)
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	mf := addMigrationFlags(fs)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := checkBackfill(cfg); err != nil {
-		return err
-	}
-	if err := checkAck(ack); err != nil {
-		return err
-	}
-	s, err := mf.open(stderr)
+	s, err := mf.start(fs, args, stderr, func() error { return checkBackfill(cfg) }, func() error { return checkAck(ack) })
 	if err != nil {
 		return err
 	}
@@ -191,10 +182,7 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 	window := fs.Duration("live-window", migrate.DefaultLiveWindow, "an ingest instance is live while its heartbeat is at most this old")
 	asJSON := fs.Bool("json", false, "print the migration and the instances as JSON")
 	mf := addMigrationFlags(fs)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	s, err := mf.open(stderr)
+	s, err := mf.start(fs, args, stderr)
 	if err != nil {
 		return err
 	}
