@@ -100,13 +100,9 @@ func NewClient(c ClientConfig) (*opensearch.Client, error) {
 	}
 	tlsConf := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: c.InsecureSkipVerify} // #nosec G402 -- opt-in for tests
 	if c.CACertFile != "" {
-		pem, err := os.ReadFile(c.CACertFile)
+		pool, err := CertPool(c.CACertFile)
 		if err != nil {
-			return nil, fmt.Errorf("bulk: CA certificate file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("bulk: CA certificate file %s holds no PEM certificate", c.CACertFile)
+			return nil, err
 		}
 		tlsConf.RootCAs = pool
 	}
@@ -238,4 +234,18 @@ func (c Config) Validate() error {
 		return errors.New("bulk: config: " + strings.Join(p, "; "))
 	}
 	return nil
+}
+
+// CertPool reads a PEM file of CA certificates to trust; the Kafka side of
+// ingest uses it too.
+func CertPool(file string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("CA certificate file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("CA certificate file %s holds no PEM certificate", file)
+	}
+	return pool, nil
 }

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -318,13 +317,9 @@ func (k KafkaConfig) tlsConfig() (*tls.Config, error) {
 	}
 	conf := &tls.Config{MinVersion: tls.VersionTLS12}
 	if k.CAFile != "" {
-		pem, err := os.ReadFile(k.CAFile)
+		pool, err := bulk.CertPool(k.CAFile)
 		if err != nil {
-			return nil, fmt.Errorf("pipeline: kafka CA file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("pipeline: kafka CA file %s holds no PEM certificate", k.CAFile)
+			return nil, fmt.Errorf("pipeline: kafka %w", err)
 		}
 		conf.RootCAs = pool
 	}
