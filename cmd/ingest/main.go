@@ -160,6 +160,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	if o.embedded {
 		err = runEmbedded(ctx, o, logger, stdout)
+		if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			// Interrupted (Ctrl-C, SIGTERM) before the summary was done:
+			// a clean stop, not a failure.
+			logger.Info("embedded run interrupted")
+			err = nil
+		}
 	} else {
 		err = runConsumer(ctx, o, logger)
 	}
