@@ -1,0 +1,21 @@
+// Package realenv says which engines the tests run against: the fast
+// in-process ones (franz-go's kfake broker and the internal/osfake
+// emulator), or a real OpenSearch node and a real Kafka broker.
+//
+// The real engines are selected by one build tag and one set of variables:
+//
+//	make real-up
+//	GEOSHARD_OPENSEARCH_URL=http://127.0.0.1:9200 GEOSHARD_KAFKA_BROKERS=127.0.0.1:9092 \
+//		go test -tags realcluster -p 1 ./...
+//
+// Under the tag both variables are required: a test binary built with the
+// tag and started without them panics at init, so a real-engine suite can
+// never pass without having run. Without the tag the variables are ignored
+// and every test uses the in-process engines.
+//
+// The real engines are shared by every test of a run, so a test that uses
+// them runs alone (Parallel is a no-op there) and names what it creates so
+// that nothing collides with what an earlier test left (see Unique).
+//
+// It imports only the standard library, so any test package may use it.
+package realenv

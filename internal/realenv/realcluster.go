@@ -1,0 +1,10 @@
+//go:build realcluster
+
+package realenv
+
+import "os"
+
+func init() {
+	tagged = true
+	load(os.Getenv)
+}

@@ -1,0 +1,111 @@
+package realenv
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// The environment variables that point the real-engine suites at the
+// engines.
+const (
+	OpenSearchURLVar = "GEOSHARD_OPENSEARCH_URL"
+	KafkaBrokersVar  = "GEOSHARD_KAFKA_BROKERS"
+)
+
+// tagged is set by realcluster.go, which only the realcluster build tag
+// compiles in.
+var tagged bool
+
+var (
+	openSearchURL string
+	kafkaBrokers  []string
+)
+
+// load reads the variables under the tag; it panics on a missing one, so
+// that a real-engine run cannot quietly fall back to the emulators.
+func load(getenv func(string) string) {
+	var missing []string
+	openSearchURL = strings.TrimRight(strings.TrimSpace(getenv(OpenSearchURLVar)), "/")
+	if openSearchURL == "" {
+		missing = append(missing, OpenSearchURLVar)
+	}
+	for _, b := range strings.Split(getenv(KafkaBrokersVar), ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			kafkaBrokers = append(kafkaBrokers, b)
+		}
+	}
+	if len(kafkaBrokers) == 0 {
+		missing = append(missing, KafkaBrokersVar)
+	}
+	if len(missing) > 0 {
+		panic(fmt.Sprintf("realenv: built with -tags realcluster but %s not set; run `make real-up` and export the addresses it prints",
+			strings.Join(missing, " and ")))
+	}
+}
+
+// Enabled reports whether the tests run against the real engines.
+func Enabled() bool { return tagged }
+
+// OpenSearchURL is the real node's URL, or "" when the tests use the
+// emulator.
+func OpenSearchURL() string { return openSearchURL }
+
+// KafkaBrokers are the real broker addresses, or nil when the tests use the
+// in-process broker. The slice is a copy.
+func KafkaBrokers() []string { return append([]string(nil), kafkaBrokers...) }
+
+// TB is the part of testing.TB this package needs; it takes an interface
+// so it does not import "testing".
+type TB interface {
+	Helper()
+	Skip(args ...any)
+}
+
+// EmulatorOnly skips t against the real engines, saying why the test needs
+// the in-process ones (injected faults, the emulator's clock, its internal
+// state).
+func EmulatorOnly(t TB, why string) {
+	t.Helper()
+	if tagged {
+		t.Skip("emulator only: " + why)
+	}
+}
+
+// RealOnly skips t unless it runs against the real engines.
+func RealOnly(t TB) {
+	t.Helper()
+	if !tagged {
+		t.Skip("real engines only: needs -tags realcluster and " + OpenSearchURLVar + ", " + KafkaBrokersVar)
+	}
+}
+
+// parallelT is the part of testing.T that Parallel needs.
+type parallelT interface{ Parallel() }
+
+// Parallel marks t parallel with the in-process engines, each test having
+// engines of its own; against the shared real engines tests run one at a
+// time, so it does nothing.
+func Parallel(t parallelT) {
+	if !tagged {
+		t.Parallel()
+	}
+}
+
+var seq atomic.Int64
+
+// runID tells apart the runs that share one real broker: topics and groups
+// outlive a test, and the next run of the same test must not find them.
+var runID = fmt.Sprintf("%x", time.Now().UnixNano()&0xffffffffff)
+
+// Unique returns base made unique to this test binary's run and call
+// against the real engines ("menu-events" → "menu-events.1a2b3c4d5e-7"),
+// and base itself with the in-process engines, whose state dies with the
+// test.
+func Unique(base string) string {
+	if !tagged {
+		return base
+	}
+	return fmt.Sprintf("%s.%s-%d", base, runID, seq.Add(1))
+}
