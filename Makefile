@@ -1,21 +1,49 @@
 # geoshard — build, test, benchmark, lint.
 GO ?= go
+REAL := deploy/local/real.sh
 
-.PHONY: build test bench lint fixtures fuzz
+.PHONY: build test test-fast test-real bench bench-real real-up real-down lint fixtures fuzz
 
 build:
 	$(GO) build ./...
 
-test:
+# Every suite: the in-process engines, then — where Java 17+ and Maven are
+# present — the same suites against a real OpenSearch node and Kafka broker
+# that test-real brings up on loopback and down again.
+test: test-fast test-real
+
+test-fast:
 	$(GO) test -race -count=1 ./...
+
+# The packages whose tests can run against the real engines: those that
+# import internal/realenv.
+REAL_PKGS = $(shell $(GO) list -f '{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | grep 'internal/realenv' | cut -d' ' -f1)
+
+# One package at a time (-p 1): the suites share one node and one broker.
+test-real:
+	@$(REAL) run $(GO) test -tags realcluster -p 1 -count=1 $(REAL_PKGS)
+
+# A real single-node OpenSearch 2.19 and a real KRaft Kafka 4.1 broker on
+# loopback, from Maven Central jars (deploy/local/); OPENSEARCH_PORT and
+# KAFKA_PORT move them.
+real-up:
+	@$(REAL) up
+
+real-down:
+	@$(REAL) down
 
 # Benchmarks for every hot path; -run '^$$' skips the tests.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
 
+# The benchmarks that compare with the real engines and their own tools.
+bench-real:
+	@$(REAL) run $(GO) test -tags realcluster -run '^$$' -bench 'Real|VsBulkIndexer|VsReindex|Pipeline' -benchtime 1x -count 3 ./bulk/ ./migrate/ ./pipeline/
+
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags realcluster ./...
 
 # Regenerate the derived fixtures under testdata/ from the bundled city data.
 fixtures:

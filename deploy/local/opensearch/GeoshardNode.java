@@ -67,6 +67,7 @@ public final class GeoshardNode extends Node {
             .put("cluster.routing.allocation.disk.threshold_enabled", false)
             .put("http.type", "netty4")
             .put("transport.type", "netty4")
+            .put("logger.level", "INFO")
             .build();
 
         LogConfigurator.registerErrorListener();
