@@ -19,7 +19,10 @@ type InitConfig struct {
 	// Alias is the alias that readers and writers use, e.g. "menu".
 	// Required.
 	Alias string
-	// Replicas is index.number_of_replicas. Default 1.
+	// Replicas is index.number_of_replicas. Default: 1, or 0 on a
+	// one-node cluster, where a replica can never be placed, the index
+	// would stay yellow, and a later cutover's wait for green would never
+	// end.
 	Replicas *int
 }
 
@@ -68,7 +71,16 @@ func Init(ctx context.Context, a *bulk.Admin, cfg InitConfig) error {
 			return fmt.Errorf("%w: index %q has map %s, the given map is %s", ErrMapMismatch, cfg.Index, m.ShortHash(), cfg.Map.ShortHash())
 		}
 	} else {
-		body, err := schema.IndexBody(cfg.Map, schema.IndexOptions{Replicas: cfg.Replicas})
+		replicas := cfg.Replicas
+		if replicas == nil {
+			n, err := dataNodes(ctx, a)
+			if err != nil {
+				return fmt.Errorf("migrate: init: %w", err)
+			}
+			r := fittingReplicas(n)
+			replicas = &r
+		}
+		body, err := schema.IndexBody(cfg.Map, schema.IndexOptions{Replicas: replicas})
 		if err != nil {
 			return err
 		}

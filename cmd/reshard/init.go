@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -14,11 +15,11 @@ import (
 )
 
 func runInit(args []string, stdout io.Writer) error {
-	fs := newFlags("init", "--map F --index menu-v1 --alias menu [--replicas N] [--opensearch URLs]", stdout)
+	fs := newFlags("init", "--map F --index menu-v1 --alias menu [--replicas N|auto] [--opensearch URLs]", stdout)
 	mapPath := fs.String("map", "", "map `file` to build the index with (required)")
 	index := fs.String("index", "", "concrete index to create, e.g. menu-v1 (required)")
 	alias := fs.String("alias", "menu", "alias readers and writers use")
-	replicas := fs.Int("replicas", 1, "index.number_of_replicas")
+	replicasFlag := fs.String("replicas", "auto", "index.number_of_replicas, or auto: 1, and 0 on a one-node cluster (which can never place a replica)")
 	timeout := fs.Duration("timeout", time.Minute, "give up after this long")
 	var cc bulk.ClientConfig
 	cf := cc.RegisterFlags(fs, os.Getenv)
@@ -28,8 +29,13 @@ func runInit(args []string, stdout io.Writer) error {
 	if err := required(fs, "map", "index"); err != nil {
 		return err
 	}
-	if *replicas < 0 {
-		return badInput("--replicas %d: must not be negative", *replicas)
+	var replicas *int
+	if *replicasFlag != "auto" {
+		n, err := strconv.Atoi(*replicasFlag)
+		if err != nil || n < 0 {
+			return badInput("--replicas %q: want a number of replicas (0 or more) or auto", *replicasFlag)
+		}
+		replicas = &n
 	}
 	if err := cf.Resolve(); err != nil {
 		return usageError{err}

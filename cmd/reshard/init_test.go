@@ -28,6 +28,7 @@ func TestInitVerb(t *testing.T) {
 		{"init", "--index", "x"},
 		{"init", "--map", exampleMap, "--index", "x", "--opensearch", "ftp://nowhere"},
 		{"init", "--map", exampleMap, "--index", "x", "--replicas", "-1"},
+		{"init", "--map", exampleMap, "--index", "x", "--replicas", "some"},
 	} {
 		if code, _, stderr := runCLI(t, args...); code != 2 {
 			t.Errorf("reshard %v: exit %d (%s), want 2", args, code, stderr)

@@ -1,0 +1,154 @@
+// Command produce writes the demo's change-event stream (the one
+// `ingest --embedded` produces in process) to a Kafka broker, so that an
+// ingest run against real engines has realistic events to consume:
+// restaurants and dishes with updates, deletes, moves, replays,
+// out-of-order versions and a few poison events, keyed by restaurant id.
+//
+// Usage, from the module root, after `make real-up`:
+//
+//	go run ./internal/datagen/cmd/produce -brokers 127.0.0.1:9092 -events 40000 -partitions 6
+//
+// With -partitions N it first creates the restaurant, dish and dead-letter
+// topics (N partitions each, one replica) where they are missing; brokers
+// with automatic topic creation off need that. Messages are placed by the
+// murmur2 hash of their key, as Kafka's own producers place them, so a
+// restaurant's events and its dishes' land on the same partition number.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/geoshard/geoshard/internal/datagen"
+)
+
+func main() {
+	fs := flag.NewFlagSet("produce", flag.ContinueOnError)
+	brokers := fs.String("brokers", "127.0.0.1:9092", "Kafka brokers, comma-separated")
+	restaurants := fs.String("restaurant-topic", datagen.DefaultRestaurantTopic, "topic of restaurant events")
+	dishes := fs.String("dish-topic", datagen.DefaultDishTopic, "topic of dish events; may equal -restaurant-topic")
+	dlq := fs.String("dlq-topic", "geoshard.dlq", "dead-letter topic, created with the others")
+	events := fs.Int("events", 40_000, "about how many events to produce")
+	partitions := fs.Int("partitions", 0, "create missing topics with this many partitions (0: create none)")
+	seed := fs.Uint64("seed", datagen.SeedStream, "seed of the stream")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		os.Exit(2)
+	}
+	if fs.NArg() > 0 || *events < 1 || *partitions < 0 {
+		fmt.Fprintln(os.Stderr, "produce: want -events ≥ 1, -partitions ≥ 0 and no arguments")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	addrs := strings.Split(*brokers, ",")
+	if *partitions > 0 {
+		if err := createTopics(ctx, addrs, *partitions, *restaurants, *dishes, *dlq); err != nil {
+			fmt.Fprintln(os.Stderr, "produce:", err)
+			os.Exit(1)
+		}
+	}
+	n, err := produce(ctx, addrs, *restaurants, *dishes, *events, *seed)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "produce:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("produced %d events to %s and %s\n", n, *restaurants, *dishes)
+}
+
+// createTopics creates the topics that do not exist yet.
+func createTopics(ctx context.Context, brokers []string, partitions int, topics ...string) error {
+	conn, err := kafka.DialContext(ctx, "tcp", brokers[0])
+	if err != nil {
+		return fmt.Errorf("dial %s: %w", brokers[0], err)
+	}
+	defer conn.Close()
+	ctrl, err := conn.Controller()
+	if err != nil {
+		return fmt.Errorf("find the controller: %w", err)
+	}
+	cc, err := kafka.DialContext(ctx, "tcp", net.JoinHostPort(ctrl.Host, strconv.Itoa(ctrl.Port)))
+	if err != nil {
+		return fmt.Errorf("dial the controller: %w", err)
+	}
+	defer cc.Close()
+	seen := map[string]bool{}
+	var cfgs []kafka.TopicConfig
+	for _, t := range topics {
+		if !seen[t] {
+			seen[t] = true
+			cfgs = append(cfgs, kafka.TopicConfig{Topic: t, NumPartitions: partitions, ReplicationFactor: 1})
+		}
+	}
+	for _, c := range cfgs {
+		err := cc.CreateTopics(c)
+		if err != nil && !errors.Is(err, kafka.TopicAlreadyExists) {
+			return fmt.Errorf("create topic %s: %w", c.Topic, err)
+		}
+	}
+	return nil
+}
+
+func produce(ctx context.Context, brokers []string, restaurants, dishes string, events int, seed uint64) (int, error) {
+	cities, err := datagen.Cities()
+	if err != nil {
+		return 0, err
+	}
+	cfg := datagen.DefaultStreamConfig()
+	cfg.Seed = seed
+	cfg.RestaurantTopic, cfg.DishTopic = restaurants, dishes
+	// About 12.6 messages per restaurant at the default rates (as in the
+	// embedded demo); the stream is sized, not cut.
+	cfg.Restaurants = min(datagen.MaxStreamRestaurants, max(1, int(float64(events)/12.6)))
+	msgs, err := datagen.Stream(cities, cfg)
+	if err != nil {
+		return 0, err
+	}
+	w := &kafka.Writer{
+		Addr:         kafka.TCP(brokers...),
+		Balancer:     kafka.Murmur2Balancer{},
+		RequiredAcks: kafka.RequireAll,
+		BatchSize:    1000,
+		BatchTimeout: 10 * time.Millisecond,
+		// Order matters per key: one batch in flight per partition.
+		MaxAttempts: 10,
+	}
+	defer w.Close()
+	batch := make([]kafka.Message, 0, 1000)
+	n := 0
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		if err := w.WriteMessages(ctx, batch...); err != nil {
+			return fmt.Errorf("write %d messages: %w", len(batch), err)
+		}
+		n += len(batch)
+		batch = batch[:0]
+		return nil
+	}
+	for _, m := range msgs {
+		if m.Kind == datagen.KindPoisonOversized {
+			// Over the broker's default 1 MB record limit: refused before
+			// any consumer could see it.
+			continue
+		}
+		batch = append(batch, kafka.Message{Topic: m.Topic, Key: m.Key, Value: m.Value})
+		if len(batch) == cap(batch) {
+			if err := flush(); err != nil {
+				return n, err
+			}
+		}
+	}
+	return n, flush()
+}
