@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/geoshard/geoshard/bulk"
-	"github.com/geoshard/geoshard/internal/osfake"
 	"github.com/geoshard/geoshard/router"
 	"github.com/geoshard/geoshard/schema"
 )
@@ -107,16 +106,15 @@ func mustRun(t *testing.T, args ...string) string {
 // and rollback golden-tested.
 func TestMigrationVerbs(t *testing.T) {
 	fixClock(t)
-	srv := osfake.NewTestServer(osfake.Options{})
-	defer srv.Close()
+	srvURL := openSearch(t)
 	dir := t.TempDir()
 	oldMap, src := smallMap(t, dir, "old.json", "000001", "864a23", "89c25d")
 	newMap, dst := smallMap(t, dir, "new.json", "000001", "80e823", "875301", "89bfd1")
-	conn := []string{"--opensearch", srv.URL, "--log-level", "warn"}
+	conn := []string{"--opensearch", srvURL, "--log-level", "warn"}
 	with := func(args ...string) []string { return append(args, conn...) }
 
-	mustRun(t, "init", "--map", oldMap, "--index", "menu-v1", "--opensearch", srv.URL)
-	docs := seedMenu(t, srv.URL, "menu-v1", src)
+	mustRun(t, "init", "--map", oldMap, "--index", "menu-v1", "--opensearch", srvURL)
+	docs := seedMenu(t, srvURL, "menu-v1", src)
 
 	out := mustRun(t, with("create", "--map", newMap)...)
 	if !strings.Contains(out, "migration menu-v2@20260301T120000Z of alias menu: phase created") {
@@ -190,14 +188,13 @@ func TestMigrationVerbs(t *testing.T) {
 
 func TestDualWritesNamesLaggards(t *testing.T) {
 	fixClock(t)
-	srv := osfake.NewTestServer(osfake.Options{})
-	defer srv.Close()
+	srvURL := openSearch(t)
 	dir := t.TempDir()
 	oldMap, _ := smallMap(t, dir, "old.json", "000001", "864a23")
 	newMap, _ := smallMap(t, dir, "new.json", "000001", "80e823", "89bfd1")
-	mustRun(t, "init", "--map", oldMap, "--index", "menu-v1", "--opensearch", srv.URL)
-	mustRun(t, "create", "--map", newMap, "--opensearch", srv.URL)
-	client, _ := bulk.NewClient(bulk.ClientConfig{Addresses: []string{srv.URL}})
+	mustRun(t, "init", "--map", oldMap, "--index", "menu-v1", "--opensearch", srvURL)
+	mustRun(t, "create", "--map", newMap, "--opensearch", srvURL)
+	client, _ := bulk.NewClient(bulk.ClientConfig{Addresses: []string{srvURL}})
 	admin := bulk.NewAdmin(client)
 	for _, name := range []string{"ingest-0", "ingest-1"} {
 		// Live (the verbs' clock reads the heartbeat's time) and on no
@@ -207,24 +204,23 @@ func TestDualWritesNamesLaggards(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	code, stdout, stderr := runCLI(t, "dual-writes", "--ack-timeout", "200ms", "--opensearch", srv.URL, "--log-level", "error")
+	code, stdout, stderr := runCLI(t, "dual-writes", "--ack-timeout", "200ms", "--opensearch", srvURL, "--log-level", "error")
 	if code != 1 || !strings.Contains(stderr, "did not apply dual writes in time: ingest-0, ingest-1") || !strings.Contains(stdout, "not acknowledged by: ingest-0, ingest-1") {
 		t.Errorf("dual-writes with laggards: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 }
 
 func TestPlanFromIndex(t *testing.T) {
-	srv := osfake.NewTestServer(osfake.Options{})
-	defer srv.Close()
+	srvURL := openSearch(t)
 	dir := t.TempDir()
 	oldMap, src := smallMap(t, dir, "old.json", "000001", "864a23", "89c25d")
-	mustRun(t, "init", "--map", oldMap, "--index", "menu-v1", "--opensearch", srv.URL)
-	docs := seedMenu(t, srv.URL, "menu-v1", src)
-	client, _ := bulk.NewClient(bulk.ClientConfig{Addresses: []string{srv.URL}})
+	mustRun(t, "init", "--map", oldMap, "--index", "menu-v1", "--opensearch", srvURL)
+	docs := seedMenu(t, srvURL, "menu-v1", src)
+	client, _ := bulk.NewClient(bulk.ClientConfig{Addresses: []string{srvURL}})
 	bulk.NewAdmin(client).Refresh(context.Background(), "menu")
 
 	out := filepath.Join(dir, "planned.json")
-	stdout := mustRun(t, "plan", "--from-index", "menu", "--shards", "4", "--min-shards", "1", "--max-imbalance", "0.9", "--opensearch", srv.URL, "--json", "--out", out)
+	stdout := mustRun(t, "plan", "--from-index", "menu", "--shards", "4", "--min-shards", "1", "--max-imbalance", "0.9", "--opensearch", srvURL, "--json", "--out", out)
 	var rep struct {
 		Docs int64
 		Diff struct {
@@ -243,7 +239,7 @@ func TestPlanFromIndex(t *testing.T) {
 		!reflect.DeepEqual(rep.Diff.Added, []string{"delta"}) || len(rep.Diff.Removed) != 0 || rep.Diff.Moved <= 0 {
 		t.Errorf("plan --from-index --json = %s", stdout)
 	}
-	text := mustRun(t, "plan", "--from-index", "menu", "--shards", "4", "--min-shards", "1", "--max-imbalance", "0.9", "--opensearch", srv.URL)
+	text := mustRun(t, "plan", "--from-index", "menu", "--shards", "4", "--min-shards", "1", "--max-imbalance", "0.9", "--opensearch", srvURL)
 	for _, want := range []string{"loads: index menu (menu-v1, map " + src.ShortHash(), "diff against the live map", "added (1): delta", "documents that change shard"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("plan --from-index does not say %q:\n%s", want, text)
@@ -251,7 +247,7 @@ func TestPlanFromIndex(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"plan", "--from-index", "menu", "--loads", usLoads},
-		{"plan", "--from-index", "menu", "--level", "12", "--opensearch", srv.URL},
+		{"plan", "--from-index", "menu", "--level", "12", "--opensearch", srvURL},
 	} {
 		if code, _, stderr := runCLI(t, args...); code != 2 {
 			t.Errorf("reshard %v: exit %d (%s), want 2", args, code, stderr)
@@ -279,12 +275,11 @@ func TestMigrationVerbsBadInput(t *testing.T) {
 	}
 	// No migration recorded: exit 1, said so (with the metrics served
 	// meanwhile, and stopped).
-	srv := osfake.NewTestServer(osfake.Options{})
-	defer srv.Close()
-	if code, _, stderr := runCLI(t, "status", "--opensearch", srv.URL, "--metrics-addr", "127.0.0.1:0"); code != 1 || !strings.Contains(stderr, "no migration is recorded") {
+	srvURL := openSearch(t)
+	if code, _, stderr := runCLI(t, "status", "--opensearch", srvURL, "--metrics-addr", "127.0.0.1:0"); code != 1 || !strings.Contains(stderr, "no migration is recorded") {
 		t.Errorf("status without a migration: exit %d, %s", code, stderr)
 	}
-	if code, _, stderr := runCLI(t, "status", "--opensearch", srv.URL, "--metrics-addr", "no-such-host:x"); code != 2 {
+	if code, _, stderr := runCLI(t, "status", "--opensearch", srvURL, "--metrics-addr", "no-such-host:x"); code != 2 {
 		t.Errorf("status --metrics-addr no-such-host:x: exit %d (%s), want 2", code, stderr)
 	}
 	for _, v := range []string{"create", "dual-writes", "backfill", "verify", "cutover", "rollback", "complete", "cancel", "run", "status"} {
