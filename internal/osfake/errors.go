@@ -16,6 +16,9 @@ type osError struct {
 	Shard    string
 	CausedBy *osError
 	Extra    map[string]any
+	// roots overrides the root causes guessed from the chain: a
+	// search_phase_execution_exception lists those of its failed shards.
+	roots []*osError
 }
 
 func (e *osError) Error() string { return e.Type + ": " + e.Reason }
@@ -44,16 +47,19 @@ func (e *osError) body() map[string]any {
 }
 
 // writeError writes a whole-request error the way the server does:
-// {"error":{"root_cause":[...],"type":...,"reason":...},"status":N}.
+// {"error":{"root_cause":[...],"type":...,"reason":...},"status":N}, the
+// root causes chosen as rootcause.go describes and rendered without their
+// causes.
 func writeError(w http.ResponseWriter, e *osError) {
-	root := e
-	for root.CausedBy != nil {
-		root = root.CausedBy
+	roots := rootCauses(e)
+	rootBodies := make([]any, len(roots))
+	for i, r := range roots {
+		rb := r.body()
+		delete(rb, "caused_by")
+		rootBodies[i] = rb
 	}
-	rootBody := root.body()
-	delete(rootBody, "caused_by")
 	b := e.body()
-	b["root_cause"] = []any{rootBody}
+	b["root_cause"] = rootBodies
 	writeJSON(w, e.Status, map[string]any{"error": b, "status": e.Status})
 }
 

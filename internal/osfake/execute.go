@@ -26,6 +26,7 @@ type boundIndex struct {
 	filter matcher
 	sorts  []sortFn
 	err    *osError
+	phase  string // "can_match" when err is a failure of that phase
 }
 
 type shardsJSON struct {
@@ -84,18 +85,19 @@ func resultWindow(ix *index) int {
 }
 
 // bind prepares req for the index of r. Errors are the server's
-// shard-level failures.
-func (req *searchRequest) bind(r *shardRead, docOrd *docOrdinals) *boundIndex {
+// shard-level failures; canMatch: the server runs its can_match phase
+// (see inCanMatch), whose failures come first.
+func (req *searchRequest) bind(r *shardRead, docOrd *docOrdinals, canMatch bool) *boundIndex {
 	b := &boundIndex{}
 	if r.gone != nil {
 		b.err = r.gone
 		return b
 	}
-	if w := resultWindow(r.ix); req.from+req.size > w {
-		b.err = illegalArgument(fmt.Sprintf("Result window is too large, from + size must be less than or equal to: [%d] but was [%d]. "+
-			"See the scroll api for a more efficient way to request large data sets. This limit can be set by changing the "+
-			"[index.max_result_window] index level setting.", w, req.from+req.size))
-		return b
+	if canMatch {
+		if b.err = req.afterChecks(r.ix); b.err != nil {
+			b.phase = "can_match"
+			return b
+		}
 	}
 	if b.match, b.err = req.query.bind(r.ix); b.err != nil {
 		return b
@@ -113,18 +115,14 @@ func (req *searchRequest) bind(r *shardRead, docOrd *docOrdinals) *boundIndex {
 		}
 		b.sorts = append(b.sorts, fn)
 	}
-	b.err = validateAggs(req.aggs, r.ix)
+	if b.err = validateAggs(req.aggs, r.ix); b.err == nil {
+		b.err = req.pagingChecks(r.ix, canMatch)
+	}
 	return b
 }
 
-// sortClauses is the sort, or the implicit _score sort that search_after
-// pages by when there is none.
-func (req *searchRequest) sortClauses() []sortClause {
-	if len(req.sort) == 0 && req.after != nil {
-		return []sortClause{{field: "_score", desc: true}}
-	}
-	return req.sort
-}
+// sortClauses is the sort.
+func (req *searchRequest) sortClauses() []sortClause { return req.sort }
 
 // nodeOf is the node holding a shard's primary, as _cat/shards and
 // _search_shards place it.
@@ -140,23 +138,26 @@ func (s *Server) collect(reads []shardRead, req *searchRequest, keep bool) (*sea
 	res.shards.Total = len(reads)
 	docOrd := &docOrdinals{}
 	byIndex := map[*index]*boundIndex{}
-	var first *osError
+	var groups []*osError
 	seen := map[string]bool{}
+	canMatch := req.inCanMatch(len(reads))
+	phase := "can_match"
 	for pos := range reads {
 		r := &reads[pos]
 		b := byIndex[r.ix]
 		if b == nil || r.gone != nil {
-			b = req.bind(r, docOrd)
+			b = req.bind(r, docOrd, canMatch)
 			byIndex[r.ix] = b
 		}
 		res.bound[pos] = b
 		if b.err != nil {
 			res.shards.Failed++
-			if first == nil {
-				first = b.err
-			}
 			if key := r.ix.name + "\x00" + b.err.Reason; !seen[key] {
 				seen[key] = true
+				groups = append(groups, b.err)
+				if b.phase == "" {
+					phase = "query"
+				}
 				res.shards.Failures = append(res.shards.Failures, map[string]any{
 					"shard": r.shard, "index": r.ix.name, "node": nodeOf(r.shard), "reason": b.err.body()})
 			}
@@ -176,10 +177,8 @@ func (s *Server) collect(reads []shardRead, req *searchRequest, keep bool) (*sea
 		}
 	}
 	res.shards.Successful = res.shards.Total - res.shards.Failed
-	if first != nil && res.shards.Failed == res.shards.Total {
-		return nil, &osError{Status: first.Status, Type: "search_phase_execution_exception", Reason: "all shards failed",
-			Extra:    map[string]any{"phase": "query", "grouped": true, "failed_shards": res.shards.Failures},
-			CausedBy: first}
+	if len(groups) > 0 && res.shards.Failed == res.shards.Total {
+		return nil, allShardsFailed(phase, res.shards.Failures, groups)
 	}
 	return res, nil
 }

@@ -142,7 +142,7 @@ func TestCreateIndexAliasErrors(t *testing.T) {
 		index         string // error.index; "" if absent
 	}{
 		{"alias named like an index", `{"` + existing + `":{}}`, "invalid_alias_name_exception",
-			"Invalid alias name [" + existing + "], an index or data stream exists with the same name as the alias", existing},
+			"Invalid alias name [" + existing + "], an index exists with the same name as the alias", existing},
 		{"index routing with a comma", `{"` + a + `":{"index_routing":"1,2"}}`, "illegal_argument_exception",
 			"alias [" + a + "] has several index routing values associated with it", ""},
 		{"routing with a comma", `{"` + a + `":{"routing":"1,2"}}`, "illegal_argument_exception",

@@ -117,10 +117,7 @@ func parseKeepAlive(v string) (time.Duration, *osError) {
 func pitMissing(ctxID int64) *osError {
 	cause := &osError{Status: 404, Type: "search_context_missing_exception",
 		Reason: fmt.Sprintf("No search context found for id [%d]", ctxID)}
-	return &osError{Status: 404, Type: "search_phase_execution_exception", Reason: "all shards failed",
-		Extra: map[string]any{"phase": "query", "grouped": true,
-			"failed_shards": []any{map[string]any{"shard": -1, "index": nil, "reason": cause.body()}}},
-		CausedBy: cause}
+	return allShardsFailed("query", []any{map[string]any{"shard": -1, "index": nil, "reason": cause.body()}}, []*osError{cause})
 }
 
 func (s *Server) handleCreatePIT(w http.ResponseWriter, q *request) {

@@ -111,11 +111,7 @@ func parseSearchRequest(q *request) (*searchRequest, *osError) {
 		case "sort":
 			req.sort, err = parseSort(v)
 		case "search_after":
-			arr, ok := v.([]any)
-			if !ok {
-				err = parsingException("[search_after] must be an array")
-			}
-			req.after = arr
+			req.after, err = parseSearchAfter(v)
 		case "track_total_hits":
 			req.trackTotal, err = parseTrackTotal(v)
 		case "track_scores":
@@ -152,21 +148,6 @@ func parseSearchRequest(q *request) (*searchRequest, *osError) {
 	}
 	if req.from < 0 {
 		return nil, illegalArgument(fmt.Sprintf("[from] parameter cannot be negative, found [%d]", req.from))
-	}
-	if req.after != nil && req.from > 0 {
-		return nil, searchInvalid("`from` parameter must be set to 0 when `search_after` is used")
-	}
-	if req.slice != nil && req.pit == nil {
-		return nil, searchInvalid("using [slice] is not allowed in a non scroll context")
-	}
-	if req.after != nil {
-		n := len(req.sort)
-		if n == 0 {
-			n = 1 // the implicit _score sort
-		}
-		if len(req.after) != n {
-			return nil, illegalArgument(fmt.Sprintf("search_after has %d value(s) but sort has %d.", len(req.after), n))
-		}
 	}
 	return req, nil
 }

@@ -487,31 +487,111 @@ func TestResultWindowAndPagingValidation(t *testing.T) {
 	name := seedIndex(tg, "window", fmt.Sprintf(cellMapping, 1), cellDocs(5, 2)...)
 	small := seedIndex(tg, "window-small", `{"settings":{"number_of_replicas":0,"index.max_result_window":20}}`, cellDocs(5, 2)...)
 	window := "Result window is too large, from + size must be less than or equal to: [%d] but was [%d]. See the scroll api"
+	// Every check fails the shards, not the request: the status is the
+	// shard failure's (500 for a SearchException), and a plain Java
+	// exception shows as the cause of itself.
 	cases := []struct {
 		index, body    string
-		typ, rootType  string
+		status         int
+		rootType       string
 		reasonContains string
+		wrapped        bool // caused_by has a caused_by of the same type
 	}{
-		{name, `{"size":10001}`, "search_phase_execution_exception", "illegal_argument_exception", fmt.Sprintf(window, 10000, 10001)},
-		{name, `{"from":9995,"size":10}`, "search_phase_execution_exception", "illegal_argument_exception", fmt.Sprintf(window, 10000, 10005)},
-		{small, `{"size":21}`, "search_phase_execution_exception", "illegal_argument_exception", fmt.Sprintf(window, 20, 21)},
-		{name, `{"from":1,"sort":["doc_id"],"search_after":["r00001"]}`, "action_request_validation_exception", "action_request_validation_exception",
-			"`from` parameter must be set to 0 when `search_after` is used"},
-		{name, `{"sort":["doc_id"],"search_after":["r00001",1]}`, "illegal_argument_exception", "illegal_argument_exception",
-			"search_after has 2 value(s) but sort has 1."},
-		{name, `{"slice":{"id":0,"max":2}}`, "action_request_validation_exception", "action_request_validation_exception",
-			"using [slice] is not allowed in a non scroll context"},
+		{name, `{"size":10001}`, 400, "illegal_argument_exception", fmt.Sprintf(window, 10000, 10001), true},
+		{name, `{"from":9995,"size":10}`, 400, "illegal_argument_exception", fmt.Sprintf(window, 10000, 10005), true},
+		{small, `{"size":21}`, 400, "illegal_argument_exception", fmt.Sprintf(window, 20, 21), true},
+		{name, `{"from":1,"sort":["doc_id"],"search_after":["r00001"]}`, 500, "search_exception",
+			"`from` parameter must be set to 0 when `search_after` is used.", false},
+		{name, `{"sort":["doc_id"],"search_after":["r00001",1]}`, 400, "illegal_argument_exception",
+			"search_after has 2 value(s) but sort has 1.", true},
+		{name, `{"slice":{"id":0,"max":2}}`, 500, "search_exception",
+			"`slice` cannot be used outside of a scroll context or PIT context", false},
 	}
 	for _, tc := range cases {
 		status, out := tg.do("POST", "/"+tc.index+"/_search", tc.body)
-		if status != 400 || str(dig(out, "error", "type")) != tc.typ || str(dig(out, "error", "root_cause", 0, "type")) != tc.rootType ||
+		if status != tc.status || str(dig(out, "error", "type")) != "search_phase_execution_exception" ||
+			str(dig(out, "error", "root_cause", 0, "type")) != tc.rootType ||
 			!strings.Contains(str(dig(out, "error", "root_cause", 0, "reason")), tc.reasonContains) {
-			t.Errorf("search %s = %d %v, want 400 %s (%s: %s)", tc.body, status, out, tc.typ, tc.rootType, tc.reasonContains)
+			t.Errorf("search %s = %d %v, want %d search_phase_execution_exception (%s: %s)", tc.body, status, out, tc.status, tc.rootType, tc.reasonContains)
+			continue
+		}
+		if got := str(dig(out, "error", "caused_by", "caused_by", "type")); (got == tc.rootType) != tc.wrapped {
+			t.Errorf("search %s: caused_by = %v, want wrapped %v", tc.body, dig(out, "error", "caused_by"), tc.wrapped)
 		}
 	}
 	out := tg.mustDo(200, "POST", "/"+small+"/_search", `{"size":20,"from":0}`)
 	if n := len(hitIDs(out)); n != 5 {
 		t.Errorf("search at the window = %d hits, want 5", n)
+	}
+}
+
+// search_after is read twice: its shape when the body is parsed (a
+// whole-request error), its values by every shard against its sort
+// types. With a field as the primary sort and several shards the server
+// checks the values in its can_match phase, before the query phase.
+func TestSearchAfterValidation(t *testing.T) {
+	tg := newTarget(t)
+	one := seedIndex(tg, "after-one", fmt.Sprintf(cellMapping, 1), cellDocs(5, 2)...)
+	three := seedIndex(tg, "after-three", queryMapping, queryDocs...)
+	whole := []struct{ body, want string }{
+		{`{"search_after":[]}`, "400 illegal_argument_exception: Values must contains at least one value."},
+		{`{"search_after":"x"}`, "400 parsing_exception: Unknown key for a VALUE_STRING in [search_after]."},
+		{`{"search_after":[{}]}`, "400 parsing_exception: Expected [VALUE_STRING] or [VALUE_NUMBER] or [VALUE_BOOLEAN] or [VALUE_NULL] but found [START_OBJECT] inside search_after."},
+	}
+	for _, tc := range whole {
+		status, out := tg.do("POST", "/"+one+"/_search", tc.body)
+		if got := fmt.Sprintf("%d %s", status, firstRootCause(out)); got != tc.want || str(dig(out, "error", "type")) != str(dig(out, "error", "root_cause", 0, "type")) {
+			t.Errorf("search %s = %s (%v), want %s as the top-level error", tc.body, got, out, tc.want)
+		}
+	}
+	shard := []struct {
+		index, body, phase, root, cause string
+	}{
+		{one, `{"search_after":[1]}`, "query", "illegal_argument_exception: Sort must contain at least one field.", ""},
+		{three, `{"search_after":[1]}`, "query", "illegal_argument_exception: Sort must contain at least one field.", ""},
+		{three, `{"sort":["price_cents"],"search_after":[1,2]}`, "can_match", "illegal_argument_exception: search_after has 2 value(s) but sort has 1.", ""},
+		{three, `{"sort":["price_cents"],"search_after":["abc"]}`, "can_match", "illegal_argument_exception: Failed to parse search_after value for field [price_cents].",
+			`number_format_exception: For input string: "abc"`},
+		{three, `{"sort":["open"],"search_after":[true]}`, "can_match", "illegal_argument_exception: Failed to parse search_after value for field [open].",
+			`number_format_exception: For input string: "true"`},
+		{three, `{"sort":["_doc"],"search_after":["x"]}`, "can_match", "illegal_argument_exception: Failed to parse search_after value for field [null].",
+			`number_format_exception: For input string: "x"`},
+		{three, `{"sort":["_score","price_cents"],"search_after":[1,"x"]}`, "query", "illegal_argument_exception: Failed to parse search_after value for field [price_cents].",
+			`number_format_exception: For input string: "x"`},
+		{three, `{"sort":["opened"],"search_after":["abc"]}`, "can_match",
+			"parse_exception: failed to parse date field [abc] with format [strict_date_optional_time||epoch_millis]: [failed to parse date field [abc] with format [strict_date_optional_time||epoch_millis]]",
+			"illegal_argument_exception: failed to parse date field [abc] with format [strict_date_optional_time||epoch_millis]"},
+		{three, `{"from":2,"sort":["price_cents"],"search_after":[1]}`, "query", "search_exception: `from` parameter must be set to 0 when `search_after` is used.", ""},
+		// A null value for a numeric sort passes the checks and trips the
+		// collector, with HTTP 500.
+		{three, `{"sort":["price_cents"],"search_after":[null]}`, "query", `null_pointer_exception: Cannot invoke "java.lang.Long.longValue()" because "value" is null`, ""},
+		{three, `{"sort":["rating"],"search_after":[null]}`, "query", `null_pointer_exception: Cannot invoke "java.lang.Double.doubleValue()" because "value" is null`, ""},
+		{three, `{"sort":["open"],"search_after":[null]}`, "query", `null_pointer_exception: Cannot invoke "java.lang.Integer.intValue()" because "value" is null`, ""},
+		{three, `{"sort":["_score","geo_cell"],"search_after":[null,"a"]}`, "query", `null_pointer_exception: Cannot invoke "java.lang.Float.floatValue()" because "value" is null`, ""},
+	}
+	for _, tc := range shard {
+		status, out := tg.do("POST", "/"+tc.index+"/_search", tc.body)
+		if status >= 200 && status < 300 || str(dig(out, "error", "phase")) != tc.phase || firstRootCause(out) != tc.root {
+			t.Errorf("search %s on %s = %d %v, want phase %s, root cause %s", tc.body, tc.index, status, out, tc.phase, tc.root)
+			continue
+		}
+		reason := dig(out, "error", "failed_shards", 0, "reason")
+		if got := str(dig(reason, "caused_by", "type")) + ": " + str(dig(reason, "caused_by", "reason")); tc.cause != "" && got != tc.cause {
+			t.Errorf("search %s: shard failure %v, want caused by %s", tc.body, reason, tc.cause)
+		}
+	}
+	// Values that do convert.
+	for _, body := range []string{
+		`{"size":0,"sort":["price_cents"],"search_after":[null]}`, `{"sort":["geo_cell"],"search_after":[null]}`,
+		`{"sort":["price_cents"],"search_after":["1.5"]}`, `{"sort":["geo_cell"],"search_after":[true]}`, `{"sort":["opened"],"search_after":["2020-01-01"]}`,
+		`{"sort":["open"],"search_after":["1"]}`,
+	} {
+		tg.mustDo(200, "POST", "/"+three+"/_search", body)
+	}
+	// A date sort pages after a date given as text.
+	out := tg.mustDo(200, "POST", "/"+three+"/_search", `{"sort":["opened"],"search_after":["2020-01-01"],"_source":false}`)
+	if got := strings.Join(hitIDs(out), ","); !strings.HasPrefix(got, "restaurant:1,restaurant:2") {
+		t.Errorf("search after 2020-01-01 by opened = %s, want restaurant:1, restaurant:2 first", got)
 	}
 }
 

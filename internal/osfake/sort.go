@@ -342,6 +342,13 @@ func afterValues(h *hit, after []any, clauses []sortClause) bool {
 		switch like.kind {
 		case 'i', 'f':
 			n, ok := toNum(after[i])
+			if !ok && like.kind == 'i' {
+				// A date sort takes a date as text.
+				var lo int64
+				if lo, _, ok = parseDate(after[i]); ok {
+					n = intNum(lo)
+				}
+			}
 			switch {
 			case !ok:
 				k = sortKey{kind: 's', s: scalarString(after[i])}
