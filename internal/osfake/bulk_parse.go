@@ -244,9 +244,12 @@ func parseUpdateBody(src []byte) (*updateSpec, *osError) {
 	if err := json.Unmarshal(src, &m); err != nil {
 		var ute *json.UnmarshalTypeError
 		if errors.As(err, &ute) {
-			return nil, &osError{Status: 400, Type: "x_content_parse_exception", Reason: "[UpdateRequest] the update request must be an object"}
+			return nil, xContentError("[UpdateRequest] Expected START_OBJECT but was: " + rawTokenName(src))
 		}
 		return nil, jsonParseError(err)
+	}
+	if m == nil {
+		return nil, xContentError("[UpdateRequest] Expected START_OBJECT but was: VALUE_NULL")
 	}
 	for k, raw := range m {
 		if string(raw) == "null" {
@@ -256,7 +259,7 @@ func parseUpdateBody(src []byte) (*updateSpec, *osError) {
 		switch k {
 		case "doc", "upsert":
 			if !isObject(raw) {
-				return nil, &osError{Status: 400, Type: "x_content_parse_exception", Reason: "[UpdateRequest] [" + k + "] must be an object"}
+				return nil, unsupportedValue("UpdateRequest", k, rawToken(raw))
 			}
 			if k == "doc" {
 				u.doc = raw

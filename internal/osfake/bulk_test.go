@@ -141,7 +141,7 @@ func TestBulkPerItemErrors(t *testing.T) {
 		{"long field given a numeric string", joined, `{"index":{"_id":"3"}}` + "\n" + `{"price_cents":"1250"}` + "\n", "201 created", ""},
 		{"invalid JSON source", plain, `{"index":{"_id":"1"}}` + "\n" + `{"name" "x"}` + "\n", "400 mapper_parsing_exception: failed to parse", "json_parse_exception"},
 		{"truncated JSON source", plain, `{"index":{"_id":"1"}}` + "\n" + `{"name":` + "\n", "400 mapper_parsing_exception: failed to parse", "json_e_o_f_exception"},
-		{"source not an object", plain, `{"index":{"_id":"1"}}` + "\n" + `[1]` + "\n", "400 mapper_parsing_exception: Malformed content, must start with an object", ""},
+		{"source not an object", plain, `{"index":{"_id":"1"}}` + "\n" + `[1]` + "\n", "400 mapper_parsing_exception: failed to parse", "not_x_content_exception: Compressor detection can only be called on some xcontent bytes or compressed xcontent bytes"},
 		{"strict mapping", plain, `{"index":{"_id":"1"}}` + "\n" + `{"other":1}` + "\n",
 			"400 strict_dynamic_mapping_exception: mapping set to strict, dynamic introduction of [other] within [_doc] is not allowed", ""},
 		{"empty id", plain, `{"index":{"_id":""}}` + "\n" + `{"name":"x"}` + "\n",
@@ -212,9 +212,12 @@ func TestBulkAliasTargets(t *testing.T) {
 	if doc := tg.getDoc(routedAlias, "1", ""); dig(doc, "found") != true || dig(doc, "_index") != a1 {
 		t.Errorf("GET through the routed alias = %v, want found in %s", doc, a1)
 	}
-	want := "Alias [" + both + "] has more than one index associated with it [[" + a1 + ", " + a2 + "]], can't execute a single index op"
-	if st, out := tg.do("GET", "/"+both+"/_doc/1", ""); st != 400 || str(dig(out, "error", "reason")) != want {
-		t.Errorf("GET through a two-index alias = %d %v, want 400 %q", st, out, want)
+	// The server lists the indices in an order of its own (a hash map's).
+	st, out := tg.do("GET", "/"+both+"/_doc/1", "")
+	reason := str(dig(out, "error", "reason"))
+	if st != 400 || reason != "alias ["+both+"] has more than one index associated with it ["+a1+", "+a2+"], can't execute a single index op" &&
+		reason != "alias ["+both+"] has more than one index associated with it ["+a2+", "+a1+"], can't execute a single index op" {
+		t.Errorf("GET through a two-index alias = %d %v, want 400 naming both indices", st, out)
 	}
 	// require_alias from the URL applies to every item.
 	resp := tg.bulk(a1, `{"index":{"_id":"5"}}`+"\n{}\n", opensearchapi.BulkParams{RequireAlias: ptr(true)})

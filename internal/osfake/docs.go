@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -369,11 +370,14 @@ func (s *Server) getTarget(q *request) (*index, *doc, *osError) {
 		case 1:
 			ix, alias = ixs[0], ixs[0].aliases[name]
 		default:
+			// The server lists the indices in its alias's order, which
+			// comes from a hash map; these are sorted.
 			names := make([]string, len(ixs))
 			for i, x := range ixs {
 				names[i] = x.name
 			}
-			return nil, nil, illegalArgument("Alias [" + name + "] has more than one index associated with it [[" + strings.Join(names, ", ") + "]], can't execute a single index op")
+			sort.Strings(names)
+			return nil, nil, illegalArgument("alias [" + name + "] has more than one index associated with it [" + strings.Join(names, ", ") + "], can't execute a single index op")
 		}
 	}
 	routing, err := aliasRouting(name, alias, q.param("routing"))

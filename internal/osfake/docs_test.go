@@ -306,3 +306,31 @@ func (tg *target) getRaw(path string) []byte {
 	}
 	return b
 }
+
+// A document or update body that is not a JSON object: the server tells
+// JSON by its opening brace, and the update parser names the token it
+// found instead of an object.
+func TestBodiesThatAreNotObjects(t *testing.T) {
+	tg := newTarget(t)
+	name := tg.name("notobj")
+	tg.mustDo(200, "PUT", "/"+name, `{"settings":{"number_of_replicas":0}}`)
+	tg.mustDo(201, "PUT", "/"+name+"/_doc/1", ` {"n":1}`)
+	cases := []struct{ method, path, body, want string }{
+		{"PUT", "/_doc/2", `[1]`, "mapper_parsing_exception: failed to parse"},
+		{"PUT", "/_doc/2", `null`, "mapper_parsing_exception: failed to parse"},
+		{"POST", "/_update/1", `[1]`, "x_content_parse_exception: [UpdateRequest] Expected START_OBJECT but was: START_ARRAY"},
+		{"POST", "/_update/1", `"x"`, "x_content_parse_exception: [UpdateRequest] Expected START_OBJECT but was: VALUE_STRING"},
+		{"POST", "/_update/1", `null`, "x_content_parse_exception: [UpdateRequest] Expected START_OBJECT but was: VALUE_NULL"},
+		{"POST", "/_update/1", `{"doc":1}`, "x_content_parse_exception: [UpdateRequest] doc doesn't support values of type: VALUE_NUMBER"},
+		{"POST", "/_update/1", `{"doc":{},"upsert":"x"}`, "x_content_parse_exception: [UpdateRequest] upsert doesn't support values of type: VALUE_STRING"},
+	}
+	for _, tc := range cases {
+		status, out := tg.do(tc.method, "/"+name+tc.path, tc.body)
+		if status != 400 || firstRootCause(out) != tc.want {
+			t.Errorf("%s %s %s = %d %v, want 400 %s", tc.method, tc.path, tc.body, status, out, tc.want)
+		}
+		if strings.HasPrefix(tc.want, "mapper") && str(dig(out, "error", "caused_by", "type")) != "not_x_content_exception" {
+			t.Errorf("%s %s: caused_by = %v, want not_x_content_exception", tc.path, tc.body, dig(out, "error", "caused_by"))
+		}
+	}
+}

@@ -85,16 +85,22 @@ func resultWindow(ix *index) int {
 }
 
 // bind prepares req for the index of r. Errors are the server's
-// shard-level failures; canMatch: the server runs its can_match phase
-// (see inCanMatch), whose failures come first.
+// shard-level failures, in its order: the query, the alias filter, the
+// sort, the aggregations, then the paging checks. When the server runs its
+// can_match phase first (see inCanMatch), that phase builds the sort and
+// converts search_after, so their failures come before the others.
 func (req *searchRequest) bind(r *shardRead, docOrd *docOrdinals, canMatch bool) *boundIndex {
 	b := &boundIndex{}
+	defer func() { b.err = onIndex(b.err, r.ix) }()
 	if r.gone != nil {
 		b.err = r.gone
 		return b
 	}
 	if canMatch {
-		if b.err = req.afterChecks(r.ix); b.err != nil {
+		if b.sorts, b.err = req.bindSorts(r.ix, docOrd); b.err == nil && req.after != nil {
+			b.err = req.afterChecks(r.ix)
+		}
+		if b.err != nil {
 			b.phase = "can_match"
 			return b
 		}
@@ -107,18 +113,36 @@ func (req *searchRequest) bind(r *shardRead, docOrd *docOrdinals, canMatch bool)
 			return b
 		}
 	}
-	for _, c := range req.sortClauses() {
-		fn, err := bindSort(c, r.ix, docOrd)
-		if err != nil {
-			b.err = err
+	if !canMatch {
+		if b.sorts, b.err = req.bindSorts(r.ix, docOrd); b.err != nil {
 			return b
 		}
-		b.sorts = append(b.sorts, fn)
 	}
 	if b.err = validateAggs(req.aggs, r.ix); b.err == nil {
 		b.err = req.pagingChecks(r.ix, canMatch)
 	}
 	return b
+}
+
+func (req *searchRequest) bindSorts(ix *index, docOrd *docOrdinals) ([]sortFn, *osError) {
+	var sorts []sortFn
+	for _, c := range req.sortClauses() {
+		fn, err := bindSort(c, ix, docOrd)
+		if err != nil {
+			return nil, err
+		}
+		sorts = append(sorts, fn)
+	}
+	return sorts, nil
+}
+
+// onIndex names the index in a QueryShardException, as the server's
+// does (it is raised with the shard's context).
+func onIndex(err *osError, ix *index) *osError {
+	if err != nil && err.Type == "query_shard_exception" && err.Index == "" {
+		err.Index, err.UUID = ix.name, ix.uuid
+	}
+	return err
 }
 
 // sortClauses is the sort.

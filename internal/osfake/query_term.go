@@ -71,7 +71,7 @@ func (q *termQuery) bind(ix *index) (matcher, *osError) {
 	case kindNone, kindObject:
 		return matchNone, nil
 	case kindGeo:
-		return nil, queryShardException("Geo fields do not support exact searching, use dedicated geo queries instead: [" + q.field + "]")
+		return nil, queryShardException("Geometry fields do not support exact searching, use dedicated geometry queries instead: [" + q.field + "]")
 	case kindDate:
 		// A date term is a range over the value's precision, as the
 		// server's DateFieldType.termQuery.
@@ -79,7 +79,7 @@ func (q *termQuery) bind(ix *index) (matcher, *osError) {
 		for _, v := range q.values {
 			lo, hi, ok := parseDate(v)
 			if !ok {
-				return nil, parseError(fmt.Sprintf("failed to parse date field [%v] with format [strict_date_optional_time||epoch_millis]", v))
+				return nil, dateParseFailure(scalarString(v), dateFormat(ix, q.field))
 			}
 			ms = append(ms, f.numMatcher(func(n num) bool { return n.i >= lo && n.i <= hi }))
 		}
@@ -217,7 +217,7 @@ func (q *rangeQuery) bind(ix *index) (matcher, *osError) {
 		if f.kind == kindDate {
 			l, h, ok := parseDate(v)
 			if !ok {
-				return num{}, parseError(fmt.Sprintf("failed to parse date field [%v] with format [strict_date_optional_time||epoch_millis]", v))
+				return num{}, dateParseFailure(scalarString(v), dateFormat(ix, q.field))
 			}
 			if roundUp {
 				return intNum(h), nil
@@ -301,7 +301,7 @@ func (q *parentIDQuery) bind(ix *index) (matcher, *osError) {
 		if q.ignoreUnmapped {
 			return matchNone, nil
 		}
-		return nil, queryShardException("[parent_id] no join field has been configured")
+		return nil, queryShardException("[parent_id] no join field found for index [" + ix.name + "]")
 	}
 	if _, ok := j.parentOf(q.child); !ok {
 		return nil, queryShardException("[parent_id] no relation found for child [" + q.child + "]")

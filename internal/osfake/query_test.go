@@ -120,25 +120,44 @@ func TestQueryErrors(t *testing.T) {
 	name := seedIndex(tg, "qerr", queryMapping, queryDocs...)
 	plain := tg.name("plain")
 	tg.mustDo(200, "PUT", "/"+plain, `{"settings":{"number_of_replicas":0}}`)
+	// Shard failures carry the phase they happened in: a search whose
+	// primary sort is a field and that spans several shards builds its
+	// sort in the can_match phase, before the query.
 	cases := []struct {
 		name, index, body string
 		status            int
 		typ, rootType     string
 		reason            string // a prefix of the root cause's reason
+		phase             string // of a search_phase_execution_exception
+		onIndex           bool   // the root cause names the index
 	}{
-		{"unknown query", name, `{"query":{"frobnicate":{}}}`, 400, "parsing_exception", "parsing_exception", "unknown query [frobnicate]"},
-		{"two queries in one clause", name, `{"query":{"term":{"geo_cell":"c1"},"match_all":{}}}`, 400, "parsing_exception", "parsing_exception", ""},
-		{"unknown search key", name, `{"frobnicate":1}`, 400, "parsing_exception", "parsing_exception", "Unknown key for a VALUE_NUMBER in [frobnicate]"},
+		{"unknown query", name, `{"query":{"frobnicate":{}}}`, 400, "parsing_exception", "parsing_exception", "unknown query [frobnicate]", "", false},
+		{"two queries in one clause", name, `{"query":{"term":{"geo_cell":"c1"},"match_all":{}}}`, 400, "parsing_exception", "parsing_exception", "", "", false},
+		{"unknown search key", name, `{"frobnicate":1}`, 400, "parsing_exception", "parsing_exception", "Unknown key for a VALUE_NUMBER in [frobnicate]", "", false},
 		{"term on geo_point", name, `{"query":{"term":{"location":"x"}}}`, 400, "search_phase_execution_exception", "query_shard_exception",
-			"Geo fields do not support exact searching"},
+			"Geometry fields do not support exact searching, use dedicated geometry queries instead: [location]", "query", true},
 		{"parent_id without join", plain, `{"query":{"parent_id":{"type":"dish","id":"1"}}}`, 400, "search_phase_execution_exception",
-			"query_shard_exception", "[parent_id] no join field has been configured"},
+			"query_shard_exception", "[parent_id] no join field found for index [" + plain + "]", "query", true},
 		{"parent_id unknown child", name, `{"query":{"parent_id":{"type":"menu","id":"1"}}}`, 400, "search_phase_execution_exception",
-			"query_shard_exception", "[parent_id] no relation found for child [menu]"},
+			"query_shard_exception", "[parent_id] no relation found for child [menu]", "query", true},
+		{"term on a date that does not parse", name, `{"query":{"term":{"opened":"abc"}}}`, 400, "search_phase_execution_exception", "parse_exception",
+			"failed to parse date field [abc] with format [strict_date_optional_time||epoch_millis]: [failed to parse date field [abc]", "query", false},
+		{"range on a date that does not parse", name, `{"query":{"range":{"opened":{"gt":"abc"}}}}`, 400, "search_phase_execution_exception", "parse_exception",
+			"failed to parse date field [abc] with format [strict_date_optional_time||epoch_millis]: [failed to parse date field [abc]", "query", false},
 		{"sort on text", name, `{"sort":["name"]}`, 400, "search_phase_execution_exception", "illegal_argument_exception",
-			"Text fields are not optimised"},
+			"Text fields are not optimised", "can_match", false},
 		{"sort on unmapped", name, `{"sort":["nope"]}`, 400, "search_phase_execution_exception", "query_shard_exception",
-			"No mapping found for [nope] in order to sort on"},
+			"No mapping found for [nope] in order to sort on", "can_match", true},
+		{"sort on unmapped after a field", name, `{"sort":["geo_cell","nope"]}`, 400, "search_phase_execution_exception", "query_shard_exception",
+			"No mapping found for [nope] in order to sort on", "can_match", true},
+		{"sort on unmapped after _score", name, `{"sort":["_score","nope"]}`, 400, "search_phase_execution_exception", "query_shard_exception",
+			"No mapping found for [nope] in order to sort on", "query", true},
+		{"sort on unmapped, one shard", plain, `{"sort":["nope"]}`, 400, "search_phase_execution_exception", "query_shard_exception",
+			"No mapping found for [nope] in order to sort on", "query", true},
+		{"can_match sort before the query", name, `{"query":{"term":{"location":"x"}},"sort":["nope"]}`, 400, "search_phase_execution_exception",
+			"query_shard_exception", "No mapping found for [nope] in order to sort on", "can_match", true},
+		{"query before a sort without can_match", name, `{"query":{"term":{"location":"x"}},"sort":["_score","nope"]}`, 400, "search_phase_execution_exception",
+			"query_shard_exception", "Geometry fields do not support exact searching", "query", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -149,12 +168,16 @@ func TestQueryErrors(t *testing.T) {
 			if reason := str(dig(out, "error", "root_cause", 0, "reason")); !strings.HasPrefix(reason, tc.reason) {
 				t.Errorf("search %s: reason %q, want prefix %q", tc.body, reason, tc.reason)
 			}
+			if phase := str(dig(out, "error", "phase")); phase != tc.phase {
+				t.Errorf("search %s: phase %q, want %q", tc.body, phase, tc.phase)
+			}
+			if got := str(dig(out, "error", "root_cause", 0, "index")); (got == tc.index) != tc.onIndex || (dig(out, "error", "root_cause", 0, "index_uuid") != nil) != tc.onIndex {
+				t.Errorf("search %s: root cause %v, want the index named: %v", tc.body, dig(out, "error", "root_cause", 0), tc.onIndex)
+			}
 		})
 	}
 }
 
-// A shard-level error in one index of several fails only its shards: the
-// others answer, and _shards reports the failure.
 func TestQueryPartialShardFailure(t *testing.T) {
 	tg := newTarget(t)
 	withJoin := seedIndex(tg, "pf-join", queryMapping, queryDocs...)

@@ -34,13 +34,14 @@ func parseSearchAfter(v any) ([]any, *osError) {
 	return arr, nil
 }
 
-// inCanMatch reports whether the server checks search_after in its
-// can_match phase, before the query phase: it runs that phase first when
-// the primary sort is on a field (not _score) and the search has more
-// than one shard, and converts search_after there. Its failures then
-// carry phase "can_match".
+// inCanMatch reports whether the server runs its can_match phase before
+// the query phase: it does when the primary sort is on a field (not
+// _score) and the search has more than one shard (and also, which is not
+// emulated, when the query could match nothing on more than 128 shards).
+// That phase builds the sort and converts search_after, so their
+// failures carry phase "can_match".
 func (req *searchRequest) inCanMatch(shards int) bool {
-	return req.after != nil && shards > 1 && len(req.sort) > 0 && req.sort[0].field != "_score"
+	return shards > 1 && len(req.sort) > 0 && req.sort[0].field != "_score"
 }
 
 // afterChecks is buildFieldDoc: a sort to page by, as many values as

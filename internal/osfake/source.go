@@ -143,7 +143,10 @@ func mapperParsing(cause *osError) *osError {
 func decodeSource(src []byte) (map[string]any, *osError) {
 	start := bytes.TrimLeft(src, " \t\r\n")
 	if len(start) == 0 || start[0] != '{' {
-		return nil, &osError{Status: 400, Type: "mapper_parsing_exception", Reason: "Malformed content, must start with an object"}
+		// The server tells JSON by its opening brace; anything else is
+		// no content type it knows.
+		return nil, mapperParsing(&osError{Status: 400, Type: "not_x_content_exception",
+			Reason: "Compressor detection can only be called on some xcontent bytes or compressed xcontent bytes"})
 	}
 	dec := json.NewDecoder(bytes.NewReader(src))
 	dec.UseNumber()

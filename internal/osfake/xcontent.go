@@ -1,6 +1,7 @@
 package osfake
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -123,3 +124,28 @@ func scalarString(v any) string {
 	}
 	return fmt.Sprint(v)
 }
+
+// rawToken stands for the first JSON value in raw, enough for tokenName:
+// an empty object, array or string, a number, a boolean or nil.
+func rawToken(raw []byte) any {
+	b := bytes.TrimLeft(raw, " \t\r\n")
+	if len(b) == 0 {
+		return nil
+	}
+	switch b[0] {
+	case '{':
+		return map[string]any{}
+	case '[':
+		return []any{}
+	case '"':
+		return ""
+	case 't', 'f':
+		return true
+	case 'n':
+		return nil
+	}
+	return json.Number("0")
+}
+
+// rawTokenName is the parser's name for the first token of raw.
+func rawTokenName(raw []byte) string { return tokenName(rawToken(raw)) }
