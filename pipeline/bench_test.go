@@ -105,7 +105,7 @@ func BenchmarkPipelineAckServer(b *testing.B) {
 		b.Cleanup(ack.Close)
 		u, _ := url.Parse(ack.URL)
 		c, err := opensearch.NewClient(opensearch.Config{
-			Addresses:    []string{e.os.URL},
+			Addresses:    []string{e.url},
 			Transport:    &splitTransport{bulk: u, next: http.DefaultTransport.(*http.Transport).Clone()},
 			DisableRetry: true,
 		})

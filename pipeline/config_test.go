@@ -13,6 +13,7 @@ import (
 
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/internal/osfake"
+	"github.com/geoshard/geoshard/internal/realenv"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -67,7 +68,8 @@ func TestConfigValidate(t *testing.T) {
 // TestMetricsAndHealth checks the exported metric names, OnProgress and
 // Ready through a run that stalls on a failing cluster and recovers.
 func TestMetricsAndHealth(t *testing.T) {
-	t.Parallel()
+	realenv.EmulatorOnly(t, "stalls the pipeline with injected bulk failures")
+	realenv.Parallel(t)
 	e := newEnv(t, envOptions{partitions: 2})
 	reg := prometheus.NewRegistry()
 	cfg := e.config()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/geoshard/geoshard/internal/datagen"
+	"github.com/geoshard/geoshard/internal/realenv"
 )
 
 // poisonReasons maps the generator's poison kinds to the dead-letter
@@ -59,7 +60,7 @@ func fromDatagen(t *testing.T, msgs []datagen.Message) []genEvent {
 // (updates, moves, deletes and re-creations, replays, overtaken versions,
 // early and orphan dishes, poison) and checks it against the model.
 func TestEndToEndDatagen(t *testing.T) {
-	t.Parallel()
+	realenv.Parallel(t)
 	cities, err := datagen.Cities()
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/router"
 )
 
@@ -140,7 +141,7 @@ func summarize(evs []genEvent) string {
 }
 
 func TestEndToEnd(t *testing.T) {
-	t.Parallel()
+	realenv.Parallel(t)
 	const seed = 1
 	e := newEnv(t, envOptions{partitions: 4})
 	evs := generate(t, defaultGen(seed, 3000))
@@ -161,7 +162,7 @@ func TestEndToEnd(t *testing.T) {
 // restaurant, or after a move. The stream has no deletes of restaurants
 // and no replays, whose outcome would depend on that order.
 func TestEndToEndTwoTopics(t *testing.T) {
-	t.Parallel()
+	realenv.Parallel(t)
 	const seed = 2
 	e := newEnv(t, envOptions{partitions: 3, twoTopics: true})
 	g := defaultGen(seed, 1500)
@@ -182,7 +183,7 @@ func TestEndToEndTwoTopics(t *testing.T) {
 // another in the same group each time: the last one reaches the same
 // final state, and nothing is lost.
 func TestKillAndResume(t *testing.T) {
-	t.Parallel()
+	realenv.Parallel(t)
 	const seed = 3
 	e := newEnv(t, envOptions{partitions: 4})
 	evs := generate(t, defaultGen(seed, 2500))
@@ -215,7 +216,7 @@ func TestKillAndResume(t *testing.T) {
 // mid-stream, then the first leaves. Partitions move both ways, with
 // redelivery, and each instance must see the restaurants the other wrote.
 func TestRebalance(t *testing.T) {
-	t.Parallel()
+	realenv.Parallel(t)
 	const seed = 4
 	e := newEnv(t, envOptions{partitions: 4})
 	evs := generate(t, defaultGen(seed, 2400))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"sort"
 	"strconv"
@@ -18,8 +19,10 @@ import (
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/internal/kafkatest"
 	"github.com/geoshard/geoshard/internal/osfake"
+	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/migrate"
 	"github.com/geoshard/geoshard/router"
+	"github.com/geoshard/geoshard/schema"
 )
 
 const (
@@ -29,17 +32,25 @@ const (
 	testDLQ   = "geoshard.dlq"
 )
 
-// testEnv is a Kafka broker and an OpenSearch emulator with the menu
-// index created under the us-18 map, behind its alias.
+// testEnv is a Kafka broker and an OpenSearch cluster with the menu
+// index created under the us-18 map, behind its alias: the in-process
+// broker and the emulator, or with -tags realcluster the real engines
+// (see internal/realenv). Topic and group names are unique to the test
+// there, since the broker outlives it.
 type testEnv struct {
-	t      testing.TB
-	kafka  *kafkatest.Cluster
+	t     testing.TB
+	kafka *kafkatest.Cluster
+	// os is the emulator, nil against the real node: a test that injects
+	// faults or reads the emulator's state says so with
+	// realenv.EmulatorOnly before it touches os.
 	os     *osfake.TestServer
+	url    string // the cluster's URL
 	client *opensearch.Client
 	admin  *bulk.Admin
 	m      *router.Map
 	// restaurantTopic and dishTopic may be the same topic.
 	restaurantTopic, dishTopic string
+	group, dlq                 string
 }
 
 type envOptions struct {
@@ -65,28 +76,57 @@ func newEnv(t testing.TB, o envOptions) *testEnv {
 	if o.partitions == 0 {
 		o.partitions = 4
 	}
-	e := &testEnv{t: t, m: loadTestMap(t), restaurantTopic: "menu-events", dishTopic: "menu-events"}
-	opts := []kafkatest.Option{kafkatest.WithTopic(testDLQ, 2)}
+	e := &testEnv{t: t, m: loadTestMap(t), group: realenv.Unique(testGroup), dlq: realenv.Unique(testDLQ)}
+	e.restaurantTopic = realenv.Unique("menu-events")
+	e.dishTopic = e.restaurantTopic
+	opts := []kafkatest.Option{kafkatest.WithTopic(e.dlq, 2)}
 	if o.twoTopics {
-		e.restaurantTopic, e.dishTopic = "restaurants", "dishes"
+		e.restaurantTopic, e.dishTopic = realenv.Unique("restaurants"), realenv.Unique("dishes")
 		opts = append(opts, kafkatest.WithTopic(e.restaurantTopic, o.partitions), kafkatest.WithTopic(e.dishTopic, o.partitions))
 	} else {
 		opts = append(opts, kafkatest.WithTopic(e.restaurantTopic, o.partitions))
 	}
 	e.kafka = kafkatest.Start(t, opts...)
-	e.os = osfake.NewTestServer(osfake.Options{})
-	t.Cleanup(e.os.Close)
+	e.openSearch(t)
+	return e
+}
+
+// openSearch connects the environment to its cluster and creates the
+// test index behind its alias. The real node is first cleared of what an
+// earlier test left: the menu indexes, and the migration state, whose
+// index has one fixed name (tests against it run one at a time).
+func (e *testEnv) openSearch(t testing.TB) {
+	t.Helper()
+	if realenv.Enabled() {
+		e.url = realenv.OpenSearchURL()
+	} else {
+		e.os = osfake.NewTestServer(osfake.Options{})
+		t.Cleanup(e.os.Close)
+		e.url = e.os.URL
+	}
 	var err error
-	e.client, err = bulk.NewClient(bulk.ClientConfig{Addresses: []string{e.os.URL}, RequestTimeout: 30 * time.Second})
+	e.client, err = bulk.NewClient(bulk.ClientConfig{Addresses: []string{e.url}, RequestTimeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.admin = bulk.NewAdmin(e.client)
+	if realenv.Enabled() {
+		clearRealNode(t, e.admin)
+		t.Cleanup(func() { clearRealNode(t, e.admin) })
+	}
 	replicas := 0
 	if err := migrate.Init(context.Background(), e.admin, migrate.InitConfig{Map: e.m, Index: testIndex, Alias: testAlias, Replicas: &replicas}); err != nil {
 		t.Fatal(err)
 	}
-	return e
+}
+
+// clearRealNode deletes the indexes these tests create on the real node.
+func clearRealNode(t testing.TB, a *bulk.Admin) {
+	t.Helper()
+	req := bulk.Request{Method: http.MethodDelete, Path: "/menu-*," + schema.MigrationsIndex + "?ignore_unavailable=true&allow_no_indices=true"}
+	if err := a.Send(context.Background(), req, nil); err != nil {
+		t.Fatalf("clear the real node: %v", err)
+	}
 }
 
 // config is a pipeline configuration for the environment, with timings
@@ -96,8 +136,8 @@ func (e *testEnv) config() Config {
 		Brokers:          e.kafka.Addrs(),
 		RestaurantTopic:  e.restaurantTopic,
 		DishTopic:        e.dishTopic,
-		Group:            testGroup,
-		DLQTopic:         testDLQ,
+		Group:            e.group,
+		DLQTopic:         e.dlq,
 		Alias:            testAlias,
 		CommitInterval:   50 * time.Millisecond,
 		PendingMaxAge:    2 * time.Second,
@@ -232,7 +272,7 @@ func (e *testEnv) caughtUp(ctx context.Context) (bool, string) {
 		if err != nil {
 			return false, err.Error()
 		}
-		co, err := e.kafka.CommittedOffsets(ctx, testGroup, topic)
+		co, err := e.kafka.CommittedOffsets(ctx, e.group, topic)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -279,7 +319,7 @@ func (e *testEnv) readDLQ(t testing.TB) []dlqRecord {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	hw, err := e.kafka.HighWatermarks(ctx, testDLQ)
+	hw, err := e.kafka.HighWatermarks(ctx, e.dlq)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +328,7 @@ func (e *testEnv) readDLQ(t testing.TB) []dlqRecord {
 		if h == 0 {
 			continue
 		}
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: e.kafka.Addrs(), Topic: testDLQ, Partition: p, MinBytes: 1, MaxBytes: 4 << 20, MaxWait: 100 * time.Millisecond})
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: e.kafka.Addrs(), Topic: e.dlq, Partition: p, MinBytes: 1, MaxBytes: 4 << 20, MaxWait: 100 * time.Millisecond})
 		for {
 			m, err := r.ReadMessage(ctx)
 			if err != nil {

@@ -9,13 +9,15 @@ import (
 
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/internal/osfake"
+	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/schema"
 )
 
 // TestRejectStorm ingests while OpenSearch rejects 30% of bulk items with
 // 429: only the rejected items are retried, and the result is the same.
 func TestRejectStorm(t *testing.T) {
-	t.Parallel()
+	realenv.EmulatorOnly(t, "injects 429 rejections")
+	realenv.Parallel(t)
 	const seed = 5
 	e := newEnv(t, envOptions{partitions: 4})
 	evs := generate(t, defaultGen(seed, 1000))
@@ -49,7 +51,8 @@ func TestRejectStorm(t *testing.T) {
 // result is the same. (No restaurant moves or deletes: each waits for
 // every write in flight, the hot shard's too, several times.)
 func TestHotShard(t *testing.T) {
-	t.Parallel()
+	realenv.EmulatorOnly(t, "injects latency on one shard and 429s")
+	realenv.Parallel(t)
 	const seed = 6
 	e := newEnv(t, envOptions{partitions: 4})
 	g := defaultGen(seed, 1500)
@@ -97,7 +100,8 @@ func TestHotShard(t *testing.T) {
 // TestWriteFailureStops: when a write runs out of retries, Run stops with
 // ErrWriteFailed and does not commit past it; the next run writes it.
 func TestWriteFailureStops(t *testing.T) {
-	t.Parallel()
+	realenv.EmulatorOnly(t, "injects bulk failures")
+	realenv.Parallel(t)
 	const seed = 7
 	e := newEnv(t, envOptions{partitions: 2})
 	g := defaultGen(seed, 300)
@@ -130,7 +134,7 @@ func TestWriteFailureStops(t *testing.T) {
 // offsets are not committed; once the topic is back they are written and
 // committed.
 func TestDeadLetterTopicDown(t *testing.T) {
-	t.Parallel()
+	realenv.Parallel(t)
 	e := newEnv(t, envOptions{partitions: 1})
 	evs := []genEvent{
 		{typ: TypeRestaurant, op: OpUpsert, id: "r1", rid: "r1", version: 1, lat: 40.7, lon: -74, doc: map[string]any{"name": "a"}},
@@ -147,7 +151,7 @@ func TestDeadLetterTopicDown(t *testing.T) {
 	cfg.DLQTopic = "dlq-not-yet"
 	r := e.start(cfg)
 	time.Sleep(time.Second)
-	co, err := e.kafka.CommittedOffsets(context.Background(), testGroup, e.restaurantTopic)
+	co, err := e.kafka.CommittedOffsets(context.Background(), e.group, e.restaurantTopic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +173,7 @@ func TestDeadLetterTopicDown(t *testing.T) {
 // TestMapMismatch: a pipeline told to expect another map refuses to start,
 // naming both hashes.
 func TestMapMismatch(t *testing.T) {
-	t.Parallel()
+	realenv.Parallel(t)
 	e := newEnv(t, envOptions{partitions: 1})
 	cfg := e.config()
 	cfg.MapHash = strings.Repeat("ab", 32)
@@ -198,7 +202,7 @@ func TestMapMismatch(t *testing.T) {
 // while the pipeline runs: it flushes and writes to the new index, under
 // the new map's routing.
 func TestMapSwitch(t *testing.T) {
-	t.Parallel()
+	realenv.Parallel(t)
 	e := newEnv(t, envOptions{partitions: 1})
 	cfg := e.config()
 	cfg.MapCheckInterval = 100 * time.Millisecond

@@ -15,7 +15,7 @@ import (
 
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/internal/osfake"
-	"github.com/geoshard/geoshard/migrate"
+	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/router"
 	"github.com/geoshard/geoshard/schema"
 )
@@ -201,7 +201,7 @@ func movesInOneMapOnly(evs []genEvent, a, b *router.Map) int {
 // cutover (the target becomes primary, both still written), rollback
 // (both still written), cutover again, and completion (only the target).
 func TestMigrationPhases(t *testing.T) {
-	t.Parallel()
+	realenv.Parallel(t)
 	e := newEnv(t, envOptions{partitions: 2})
 	ctx := context.Background()
 	m24 := plannedMap24(t)
@@ -321,7 +321,7 @@ func sumReasons(m map[Reason]int64) int64 {
 // anything is consumed); after the migration is cancelled a new instance
 // writes only the source.
 func TestMigrationRestartAndCancel(t *testing.T) {
-	t.Parallel()
+	realenv.Parallel(t)
 	e := newEnv(t, envOptions{partitions: 1})
 	ctx := context.Background()
 	m2 := loadMapFile(t, "../testdata/maps/us-18-rns576.json")
@@ -374,7 +374,8 @@ func TestMigrationRestartAndCancel(t *testing.T) {
 // stops the pipeline without dead-lettering or committing anything past
 // the refused event, and a new start after the block is lifted writes it.
 func TestMigrationOffsetsWaitForBothIndexes(t *testing.T) {
-	t.Parallel()
+	realenv.EmulatorOnly(t, "injects latency and a write block on the target")
+	realenv.Parallel(t)
 	e := newEnv(t, envOptions{partitions: 1})
 	ctx := context.Background()
 	m2 := loadMapFile(t, "../testdata/maps/us-18-rns576.json")
@@ -395,7 +396,7 @@ func TestMigrationOffsetsWaitForBothIndexes(t *testing.T) {
 	where := e.produce(ctx, evs[:1])
 	committed := func() int64 {
 		t.Helper()
-		co, err := e.kafka.CommittedOffsets(ctx, testGroup, e.restaurantTopic)
+		co, err := e.kafka.CommittedOffsets(ctx, e.group, e.restaurantTopic)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -462,7 +463,7 @@ func TestMigrationOffsetsWaitForBothIndexes(t *testing.T) {
 // stops at cutover, where it applies to the target; it never reports the
 // phase it refused.
 func TestMigrationPinStopsAtCutover(t *testing.T) {
-	t.Parallel()
+	realenv.Parallel(t)
 	e := newEnv(t, envOptions{partitions: 1})
 	m2 := loadMapFile(t, "../testdata/maps/us-18-rns576.json")
 	e.createIndex(t, testIndex2, m2)
@@ -492,18 +493,7 @@ func TestMigrationPinStopsAtCutover(t *testing.T) {
 func newOSEnv(t testing.TB) *testEnv {
 	t.Helper()
 	e := &testEnv{t: t, m: loadTestMap(t)}
-	e.os = osfake.NewTestServer(osfake.Options{})
-	t.Cleanup(e.os.Close)
-	var err error
-	e.client, err = bulk.NewClient(bulk.ClientConfig{Addresses: []string{e.os.URL}, RequestTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.admin = bulk.NewAdmin(e.client)
-	zero := 0
-	if err := migrate.Init(context.Background(), e.admin, migrate.InitConfig{Map: e.m, Index: testIndex, Alias: testAlias, Replicas: &zero}); err != nil {
-		t.Fatal(err)
-	}
+	e.openSearch(t)
 	return e
 }
 
@@ -512,7 +502,7 @@ func newOSEnv(t testing.TB) *testEnv {
 // primary, the source before cutover and after a rollback, the target
 // from cutover on.
 func TestMigrationModeRules(t *testing.T) {
-	t.Parallel()
+	realenv.Parallel(t)
 	e := newOSEnv(t)
 	ctx := context.Background()
 	m2 := loadMapFile(t, "../testdata/maps/us-18-rns576.json")
@@ -673,7 +663,8 @@ func TestEventFinishesWithEveryTarget(t *testing.T) {
 // after the block is lifted completes on the other index too, although
 // the directory, read from the primary, already shows the change done.
 func TestMigrationCutShort(t *testing.T) {
-	t.Parallel()
+	realenv.EmulatorOnly(t, "blocks writes to one index")
+	realenv.Parallel(t)
 	moveToNY := genEvent{typ: TypeRestaurant, op: OpUpsert, id: "r1", rid: "r1", version: 2, lat: 40.73, lon: -73.99, doc: map[string]any{"name": "moved"}}
 	remove := genEvent{typ: TypeRestaurant, op: OpDelete, id: "r1", rid: "r1", version: 2}
 	for _, tc := range []struct {
@@ -687,7 +678,7 @@ func TestMigrationCutShort(t *testing.T) {
 		{"delete", schema.PhaseDualWrites, remove, "delete dishes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
+			realenv.Parallel(t)
 			e := newEnv(t, envOptions{partitions: 1})
 			ctx := context.Background()
 			m24 := plannedMap24(t)

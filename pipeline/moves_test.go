@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/geoshard/geoshard/internal/osfake"
+	"github.com/geoshard/geoshard/internal/realenv"
 )
 
 var errCrash = errors.New("crash")
@@ -43,7 +44,7 @@ func encodeAll(evs []genEvent) []genEvent {
 // restaurant delete) and starts another: the redelivered event completes
 // the change, and every dish ends with its restaurant, exactly once.
 func TestCrashMidMove(t *testing.T) {
-	t.Parallel()
+	realenv.Parallel(t)
 	moveToNY := genEvent{typ: TypeRestaurant, op: OpUpsert, id: "r1", rid: "r1", version: 2, lat: 40.73, lon: -73.99, doc: map[string]any{"name": "moved"}}
 	nearby := genEvent{typ: TypeRestaurant, op: OpUpsert, id: "r1", rid: "r1", version: 2, lat: 37.80, lon: -122.27, doc: map[string]any{"name": "oakland"}}
 	remove := genEvent{typ: TypeRestaurant, op: OpDelete, id: "r1", rid: "r1", version: 2}
@@ -63,7 +64,7 @@ func TestCrashMidMove(t *testing.T) {
 		{"delete", []genEvent{remove}, "delete dishes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
+			realenv.Parallel(t)
 			e := newEnv(t, envOptions{partitions: 1})
 			ctx := context.Background()
 			evs := encodeAll(restaurantWithDishes(40))
@@ -109,7 +110,8 @@ func TestCrashMidMove(t *testing.T) {
 // has landed, so that no interruption can leave the old copy live while
 // the index shows the new one (a redelivered delete would then be stale).
 func TestRecreateOnAnotherShardWaitsForTheDelete(t *testing.T) {
-	t.Parallel()
+	realenv.EmulatorOnly(t, "injects latency on the old shard")
+	realenv.Parallel(t)
 	e := newEnv(t, envOptions{partitions: 1})
 	ctx := context.Background()
 	evs := encodeAll(restaurantWithDishes(3))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -20,13 +21,17 @@ import (
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/internal/kafkatest"
 	"github.com/geoshard/geoshard/internal/osfake"
+	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/migrate"
 	"github.com/geoshard/geoshard/pipeline"
 	"github.com/geoshard/geoshard/router"
 	"github.com/geoshard/geoshard/schema"
 )
 
-// Names of the stack every test builds.
+// Names of the stack every test builds. Against the real broker the
+// topics and the group get a suffix unique to the test (env.topic, dlq,
+// group), since the broker outlives it; the streams' messages name
+// eventTopic, and the feed sends them to env.topic.
 const (
 	alias      = "menu"
 	sourceIdx  = "menu-v1"
@@ -37,13 +42,17 @@ const (
 	partitions = 4
 )
 
-// env is a Kafka broker and an OpenSearch emulator with menu-v1 created
+// env is a Kafka broker and an OpenSearch cluster with menu-v1 created
 // under the 18-shard US map behind the alias menu (migrate.Init), and the
-// 24-shard map a reshard moves it to.
+// 24-shard map a reshard moves it to: the in-process broker and the
+// emulator, or with -tags realcluster the real engines (internal/realenv).
 type env struct {
 	t      testing.TB
 	kafka  *kafkatest.Cluster
-	os     *osfake.TestServer
+	os     *osfake.TestServer // nil against the real node
+	topic  string             // the event topic
+	dlq    string
+	group  string
 	client *opensearch.Client
 	admin  *bulk.Admin
 	m18    *router.Map
@@ -60,19 +69,39 @@ func newEnv(t testing.TB) *env {
 	// One topic for restaurants and dishes, keyed by restaurant id: a
 	// restaurant and its dishes share a partition, so their order is the
 	// order produced, which the model relies on.
-	e.kafka = kafkatest.Start(t, kafkatest.WithTopic(eventTopic, partitions), kafkatest.WithTopic(dlqTopic, 2))
-	e.os = osfake.NewTestServer(osfake.Options{})
-	t.Cleanup(e.os.Close)
+	e.topic, e.dlq, e.group = realenv.Unique(eventTopic), realenv.Unique(dlqTopic), realenv.Unique(group)
+	e.kafka = kafkatest.Start(t, kafkatest.WithTopic(e.topic, partitions), kafkatest.WithTopic(e.dlq, 2))
+	url := realenv.OpenSearchURL()
+	if !realenv.Enabled() {
+		e.os = osfake.NewTestServer(osfake.Options{})
+		t.Cleanup(e.os.Close)
+		url = e.os.URL
+	}
 	var err error
-	e.client, err = bulk.NewClient(bulk.ClientConfig{Addresses: []string{e.os.URL}, RequestTimeout: 30 * time.Second})
+	e.client, err = bulk.NewClient(bulk.ClientConfig{Addresses: []string{url}, RequestTimeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.admin = bulk.NewAdmin(e.client)
+	if realenv.Enabled() {
+		// The real node outlives the test: clear what an earlier one left
+		// (tests against it run one at a time), and what this one leaves.
+		e.clearRealNode(t)
+		t.Cleanup(func() { e.clearRealNode(t) })
+	}
 	if err := migrate.Init(context.Background(), e.admin, migrate.InitConfig{Map: e.m18, Index: sourceIdx, Alias: alias}); err != nil {
 		t.Fatal(err)
 	}
 	return e
+}
+
+// clearRealNode deletes the menu indexes and the migration state.
+func (e *env) clearRealNode(t testing.TB) {
+	t.Helper()
+	req := bulk.Request{Method: http.MethodDelete, Path: "/menu-*," + schema.MigrationsIndex + "?ignore_unavailable=true&allow_no_indices=true"}
+	if err := e.admin.Send(context.Background(), req, nil); err != nil {
+		t.Fatalf("clear the real node: %v", err)
+	}
 }
 
 func loadMap(t testing.TB, path string) *router.Map {
@@ -103,10 +132,10 @@ func testLogger(component string) *slog.Logger {
 func (e *env) pipelineConfig(instance string) pipeline.Config {
 	return pipeline.Config{
 		Brokers:               e.kafka.Addrs(),
-		RestaurantTopic:       eventTopic,
-		DishTopic:             eventTopic,
-		Group:                 group,
-		DLQTopic:              dlqTopic,
+		RestaurantTopic:       e.topic,
+		DishTopic:             e.topic,
+		Group:                 e.group,
+		DLQTopic:              e.dlq,
 		Alias:                 alias,
 		Instance:              instance,
 		MigrationPollInterval: 100 * time.Millisecond,
@@ -191,17 +220,17 @@ func (in *ingest) exited() (error, bool) {
 // its high watermarks: every produced event is finished (written to every
 // index it goes to, or dead-lettered) and committed.
 func (e *env) caughtUp(ctx context.Context) (bool, string) {
-	hw, err := e.kafka.HighWatermarks(ctx, eventTopic)
+	hw, err := e.kafka.HighWatermarks(ctx, e.topic)
 	if err != nil {
 		return false, err.Error()
 	}
-	co, err := e.kafka.CommittedOffsets(ctx, group, eventTopic)
+	co, err := e.kafka.CommittedOffsets(ctx, e.group, e.topic)
 	if err != nil {
 		return false, err.Error()
 	}
 	for p, h := range hw {
 		if h > 0 && co[p] != h {
-			return false, fmt.Sprintf("%s/%d committed %d, high watermark %d", eventTopic, p, co[p], h)
+			return false, fmt.Sprintf("%s/%d committed %d, high watermark %d", e.topic, p, co[p], h)
 		}
 	}
 	return true, ""
@@ -248,7 +277,7 @@ func (e *env) readDLQ(t testing.TB) []deadLetter {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	hw, err := e.kafka.HighWatermarks(ctx, dlqTopic)
+	hw, err := e.kafka.HighWatermarks(ctx, e.dlq)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +286,7 @@ func (e *env) readDLQ(t testing.TB) []deadLetter {
 		if h == 0 {
 			continue
 		}
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: e.kafka.Addrs(), Topic: dlqTopic, Partition: p, MinBytes: 1, MaxBytes: 4 << 20, MaxWait: 100 * time.Millisecond})
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: e.kafka.Addrs(), Topic: e.dlq, Partition: p, MinBytes: 1, MaxBytes: 4 << 20, MaxWait: 100 * time.Millisecond})
 		for {
 			m, err := r.ReadMessage(ctx)
 			if err != nil {

@@ -109,7 +109,7 @@ func (f *feed) send(ctx context.Context, msgs []datagen.Message) error {
 	// ProduceBatch keeps the order of messages with the same key, which is
 	// every order the model needs (a restaurant and its dishes share a
 	// key).
-	if _, err := f.e.kafka.ProduceBatch(ctx, eventTopic, batch); err != nil {
+	if _, err := f.e.kafka.ProduceBatch(ctx, f.e.topic, batch); err != nil {
 		return err
 	}
 	f.sent = append(f.sent, out...)

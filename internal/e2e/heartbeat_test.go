@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/migrate"
 	"github.com/geoshard/geoshard/schema"
 )
@@ -22,11 +23,11 @@ import (
 // timeout, named, and the same pipeline restarted applies them before it
 // consumes anything.
 func TestDualWritesWaitsForIngestHeartbeat(t *testing.T) {
-	t.Parallel()
+	realenv.Parallel(t)
 	ctx := context.Background()
 
 	t.Run("no live instance", func(t *testing.T) {
-		t.Parallel()
+		realenv.Parallel(t)
 		e := newEnv(t)
 		// An instance that ran and stopped leaves its heartbeat behind.
 		in := e.startIngest(e.pipelineConfig("ingest-gone"))
@@ -63,7 +64,7 @@ func TestDualWritesWaitsForIngestHeartbeat(t *testing.T) {
 	})
 
 	t.Run("live instance acknowledges", func(t *testing.T) {
-		t.Parallel()
+		realenv.Parallel(t)
 		e := newEnv(t)
 		cfg := e.pipelineConfig("ingest-live")
 		cfg.MigrationPollInterval = 300 * time.Millisecond // a wait long enough to see
@@ -106,7 +107,7 @@ func TestDualWritesWaitsForIngestHeartbeat(t *testing.T) {
 	})
 
 	t.Run("live instance not acknowledging", func(t *testing.T) {
-		t.Parallel()
+		realenv.Parallel(t)
 		e := newEnv(t)
 		// Live (it wrote a heartbeat at start, within the live window) but
 		// it never reads the migration state again.

@@ -10,6 +10,7 @@ import (
 	"github.com/golang/geo/s2"
 
 	"github.com/geoshard/geoshard/internal/datagen"
+	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/migrate"
 	"github.com/geoshard/geoshard/schema"
 )
@@ -26,7 +27,7 @@ import (
 // the new place, and their old copies deleted, leaving tombstones that
 // refuse a backfill copy read before the move and written after it.
 func TestMoveDuringBackfill(t *testing.T) {
-	t.Parallel()
+	realenv.Parallel(t)
 	s := startScenario(t, 13, 300, 1000)
 	e, in, f := s.e, s.in, s.f
 	ctx := context.Background()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/geoshard/geoshard/internal/datagen"
+	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/migrate"
 	"github.com/geoshard/geoshard/schema"
 )
@@ -19,7 +20,7 @@ import (
 // during dual writes ingest writes the source first and the target only
 // if the source did not refuse the change.
 func TestReplayAfterDeleteAcrossDualWrites(t *testing.T) {
-	t.Parallel()
+	realenv.Parallel(t)
 	s := startScenario(t, 15, 200, 700)
 	e, in, f := s.e, s.in, s.f
 	ctx := context.Background()

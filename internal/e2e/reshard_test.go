@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/migrate"
 	"github.com/geoshard/geoshard/schema"
 )
@@ -20,7 +21,7 @@ import (
 // target) hold exactly the state the event log implies, each document on
 // the shard its index's map gives it and every dish with its restaurant.
 func TestReshardUnderLiveIngest(t *testing.T) {
-	t.Parallel()
+	realenv.Parallel(t)
 	s := startScenario(t, 11, 700, 1200)
 	e, in := s.e, s.in
 	ctx := context.Background()
@@ -109,7 +110,7 @@ func TestReshardUnderLiveIngest(t *testing.T) {
 // made after cutover (ingest kept writing it, second), then every write
 // made after the rollback (it is the primary again).
 func TestRollbackAfterCutover(t *testing.T) {
-	t.Parallel()
+	realenv.Parallel(t)
 	s := startScenario(t, 12, 700, 1000)
 	e, in := s.e, s.in
 	ctx := context.Background()

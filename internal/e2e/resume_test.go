@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/migrate"
 	"github.com/geoshard/geoshard/schema"
 )
@@ -29,7 +30,7 @@ func sliceDocs(ss []schema.SliceState) int64 {
 // cover, and the migration ends correct — verified, cut over, and the
 // target equal to the model once the traffic stops.
 func TestBackfillKilledAndResumed(t *testing.T) {
-	t.Parallel()
+	realenv.Parallel(t)
 	s := startScenario(t, 14, 700, 1500)
 	e, in, f := s.e, s.in, s.f
 	ctx := context.Background()
