@@ -5,24 +5,48 @@ import (
 	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/geoshard/geoshard/internal/osfake"
+	"github.com/geoshard/geoshard/internal/realenv"
 )
 
 // The writer reaches a TLS cluster that trusts only its own CA and
-// requires basic auth, with the credentials from ClientConfig.
+// requires basic auth, with the credentials from ClientConfig. The TLS
+// front end and its password check are the test's own; behind them is the
+// emulator, or under -tags realcluster a proxy to the real node (which
+// runs plain HTTP without the security plugin).
 func TestClientTLSAndBasicAuth(t *testing.T) {
-	fake := osfake.New(osfake.Options{})
+	realenv.Parallel(t)
+	var backend http.Handler = osfake.New(osfake.Options{})
+	index := realenv.Unique("bulk-tls")
+	if realenv.Enabled() {
+		u, err := url.Parse(realenv.OpenSearchURL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		proxy := httputil.NewSingleHostReverseProxy(u)
+		backend = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r.Header.Del("Authorization")
+			proxy.ServeHTTP(w, r)
+		})
+		e := newAdminEnv(t)
+		index = e.index(t, "tls")
+		if err := e.a.CreateIndex(context.Background(), index, []byte(`{"settings":{"number_of_shards":1,"number_of_replicas":0}}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if u, p, ok := r.BasicAuth(); !ok || u != "ingest" || p != "s3cret" {
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
-		fake.ServeHTTP(w, r)
+		backend.ServeHTTP(w, r)
 	}))
 	defer srv.Close()
 	caFile := filepath.Join(t.TempDir(), "ca.pem")
@@ -41,7 +65,7 @@ func TestClientTLSAndBasicAuth(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.Add(context.Background(), Item{Action: Index, Index: "menu", ID: "1", Body: []byte(`{"a":1}`)})
+		w.Add(context.Background(), Item{Action: Index, Index: index, ID: "1", Body: []byte(`{"a":1}`)})
 		w.Close(context.Background())
 		return got
 	}

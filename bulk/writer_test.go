@@ -1,55 +1,87 @@
 package bulk
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/geoshard/geoshard/internal/osfake"
+	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/opensearch-project/opensearch-go/v4/opensearchutil/shardhash"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
-// fixture is an emulator with one index and a writer pointed at it, whose
-// results are collected per document id.
+// fixture is an index and a writer pointed at it, whose results are
+// collected per document id. The index is on a fresh emulator, or, under
+// -tags realcluster, a uniquely named index on the real node, deleted at
+// the end.
 type fixture struct {
-	t   *testing.T
-	srv *osfake.TestServer
-	w   *Writer
-	reg *prometheus.Registry
+	t     *testing.T
+	srv   *osfake.TestServer // nil against the real node
+	url   string
+	index string // "menu" on the emulator
+	w     *Writer
+	reg   *prometheus.Registry
 
 	mu      sync.Mutex
-	results map[string][]Result  // by Item.ID
-	last    map[string]time.Time // by Item.Shard: when its latest result arrived
+	results map[string][]Result // by Item.ID
 }
 
 func newFixture(t *testing.T, shards int, mapping string, cfg Config) *fixture {
 	t.Helper()
-	f := &fixture{t: t, srv: osfake.NewTestServer(osfake.Options{}), results: map[string][]Result{},
-		last: map[string]time.Time{}, reg: prometheus.NewRegistry()}
-	t.Cleanup(f.srv.Close)
+	return newGatedFixture(t, shards, mapping, cfg, nil)
+}
+
+// newGatedFixture is newFixture with gate (if not nil) in front of the
+// emulator: it sees every request first, and may hold it. Only with the
+// emulator.
+func newGatedFixture(t *testing.T, shards int, mapping string, cfg Config, gate func(http.Handler) http.Handler) *fixture {
+	t.Helper()
+	f := &fixture{t: t, index: "menu", results: map[string][]Result{},
+		reg: prometheus.NewRegistry()}
+	if realenv.Enabled() {
+		if gate != nil {
+			t.Fatal("a gated fixture needs the emulator")
+		}
+		f.url, f.index = realenv.OpenSearchURL(), realenv.Unique("bulk-menu")
+	} else {
+		s := osfake.New(osfake.Options{})
+		var h http.Handler = s
+		if gate != nil {
+			h = gate(s)
+		}
+		hs := httptest.NewServer(h)
+		f.srv = &osfake.TestServer{Server: s, HTTP: hs, URL: hs.URL}
+		f.url = hs.URL
+		t.Cleanup(f.srv.Close)
+	}
 	body := fmt.Sprintf(`{"settings":{"number_of_shards":%d,"number_of_routing_shards":%d,"number_of_replicas":0}`, shards, shards)
 	if mapping != "" {
 		body += `,"mappings":` + mapping
 	}
-	f.http("PUT", "/menu", body+"}", 200)
-	client, err := NewClient(ClientConfig{Addresses: []string{f.srv.URL}})
+	f.http("PUT", "/"+f.index, body+"}", 200)
+	if f.srv == nil {
+		t.Cleanup(func() { f.http("DELETE", "/"+f.index, "", 200) })
+	}
+	client, err := NewClient(ClientConfig{Addresses: []string{f.url}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.OnResult = func(r Result) {
 		f.mu.Lock()
 		f.results[r.Item.ID] = append(f.results[r.Item.ID], r)
-		f.last[r.Item.Shard] = time.Now()
 		f.mu.Unlock()
 	}
 	cfg.Registerer = f.reg
@@ -66,7 +98,7 @@ func newFixture(t *testing.T, shards int, mapping string, cfg Config) *fixture {
 
 func (f *fixture) http(method, path, body string, want int) map[string]any {
 	f.t.Helper()
-	req, _ := http.NewRequest(method, f.srv.URL+path, strings.NewReader(body))
+	req, _ := http.NewRequest(method, f.url+path, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -86,7 +118,7 @@ func (f *fixture) http(method, path, body string, want int) map[string]any {
 // found false.
 func (f *fixture) stored(id, routing string) (src map[string]any, version int64, found bool) {
 	f.t.Helper()
-	resp, err := http.Get(f.srv.URL + "/menu/_doc/" + id + "?routing=" + routing)
+	resp, err := http.Get(f.url + "/" + f.index + "/_doc/" + id + "?routing=" + routing)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -143,6 +175,7 @@ func routingFor(i int) string { return "r" + strconv.Itoa(i%7) }
 // server applied each exactly once, and the retries show in the stats and
 // the metrics.
 func TestRejectedItemsAreRetriedAlone(t *testing.T) {
+	realenv.EmulatorOnly(t, "injects 429 rejections and reads the emulator's count of applied operations")
 	f := newFixture(t, 6, "", Config{FlushItems: 200})
 	if err := f.srv.SetFaults(osfake.Faults{Seed: 7, RejectRate: 0.3}); err != nil {
 		t.Fatal(err)
@@ -206,6 +239,7 @@ func TestRejectedItemsAreRetriedAlone(t *testing.T) {
 // A burst of 503s and a connection dropped mid-response lose no item and
 // report none twice.
 func TestWholeRequestFailuresAreRetried(t *testing.T) {
+	realenv.EmulatorOnly(t, "injects 503s and connections dropped mid-response")
 	f := newFixture(t, 3, "", Config{FlushItems: 100})
 	if err := f.srv.SetFaults(osfake.Faults{FailRequests: 5, FailStatus: 503, DropResponses: 2}); err != nil {
 		t.Fatal(err)
@@ -238,15 +272,16 @@ func TestWholeRequestFailuresAreRetried(t *testing.T) {
 // Permanent errors come back with the server's status, type and reason;
 // the other items of the same batches succeed.
 func TestPermanentErrorsAreReported(t *testing.T) {
+	realenv.Parallel(t)
 	mapping := `{"_routing":{"required":true},"properties":{"relation":{"type":"join","relations":{"restaurant":"dish"}},"price_cents":{"type":"long"}}}`
 	f := newFixture(t, 2, mapping, Config{})
 	items := []Item{
-		{Action: Index, Index: "menu", ID: "restaurant:1", Routing: "a", Body: []byte(`{"relation":"restaurant"}`)},
-		{Action: Index, Index: "menu", ID: "dish:1", Routing: "a", Body: []byte(`{"relation":{"name":"dish","parent":"restaurant:1"},"price_cents":100}`)},
-		{Action: Index, Index: "menu", ID: "dish:2", Body: []byte(`{"relation":{"name":"dish","parent":"restaurant:1"}}`)},     // no routing
-		{Action: Index, Index: "menu", ID: "dish:3", Routing: "a", Body: []byte(`{"price_cents":"twelve"}`)},                   // mapping error
-		{Action: Delete, Index: "menu", ID: "dish:9", Routing: "a"},                                                            // missing: not_found
-		{Action: Index, Index: "menu", ID: "dish:4", Routing: "a", Version: 3, VersionType: External, Body: []byte(`{"x":1}`)}, // ok
+		{Action: Index, Index: f.index, ID: "restaurant:1", Routing: "a", Body: []byte(`{"relation":"restaurant"}`)},
+		{Action: Index, Index: f.index, ID: "dish:1", Routing: "a", Body: []byte(`{"relation":{"name":"dish","parent":"restaurant:1"},"price_cents":100}`)},
+		{Action: Index, Index: f.index, ID: "dish:2", Body: []byte(`{"relation":{"name":"dish","parent":"restaurant:1"}}`)},     // no routing
+		{Action: Index, Index: f.index, ID: "dish:3", Routing: "a", Body: []byte(`{"price_cents":"twelve"}`)},                   // mapping error
+		{Action: Delete, Index: f.index, ID: "dish:9", Routing: "a"},                                                            // missing: not_found
+		{Action: Index, Index: f.index, ID: "dish:4", Routing: "a", Version: 3, VersionType: External, Body: []byte(`{"x":1}`)}, // ok
 	}
 	for _, it := range items {
 		f.add(it)
@@ -281,6 +316,7 @@ func TestPermanentErrorsAreReported(t *testing.T) {
 // and the server rejects items at random: the stored document is the
 // last one.
 func TestSameDocumentStaysInOrder(t *testing.T) {
+	realenv.EmulatorOnly(t, "injects 429 rejections")
 	for _, lanes := range []int{1, 3} {
 		t.Run(fmt.Sprintf("%d-lanes", lanes), func(t *testing.T) { testSameDocumentStaysInOrder(t, lanes) })
 	}
@@ -322,36 +358,92 @@ func testSameDocumentStaysInOrder(t *testing.T, lanes int) {
 	}
 }
 
+// holdBulk returns a gate that holds every _bulk request whose body
+// contains marker ("" holds them all) until release is closed, and the
+// number of requests it has held.
+func holdBulk(marker string, release <-chan struct{}) (func(http.Handler) http.Handler, *atomic.Int64) {
+	held := new(atomic.Int64)
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, "/_bulk") {
+				body, err := io.ReadAll(r.Body)
+				if err != nil {
+					http.Error(w, err.Error(), http.StatusBadRequest)
+					return
+				}
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				if bytes.Contains(body, []byte(marker)) {
+					held.Add(1)
+					select {
+					case <-release:
+					case <-r.Context().Done():
+						return
+					}
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	}, held
+}
+
+// releaseOnce closes release when the test ends, before the fixture's
+// cleanups (which wait for held requests), and returns a function that
+// closes it earlier.
+func releaseOnce(t *testing.T, release chan struct{}) func() {
+	var once sync.Once
+	done := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(done)
+	return done
+}
+
 // With a tiny budget Add blocks until items finish, and a cancelled
-// context returns it promptly.
+// context returns it.
 func TestBackPressure(t *testing.T) {
-	f := newFixture(t, 2, "", Config{MaxBufferedItems: 5, MaxShardItems: 5, FlushItems: 5, FlushInterval: time.Millisecond})
-	f.srv.SetFaults(osfake.Faults{ShardLatency: []osfake.ShardLatency{{Index: "menu", Shard: 0, Delay: osfake.Duration(300 * time.Millisecond)}, {Index: "menu", Shard: 1, Delay: osfake.Duration(300 * time.Millisecond)}}})
+	realenv.EmulatorOnly(t, "holds the bulk requests in front of the emulator")
+	release := make(chan struct{})
+	gate, _ := holdBulk("", release)
+	f := newGatedFixture(t, 2, "", Config{MaxBufferedItems: 5, MaxShardItems: 5, FlushItems: 5, FlushInterval: time.Millisecond}, gate)
+	letGo := releaseOnce(t, release)
 	for i := 0; i < 5; i++ {
 		f.add(Item{Action: Index, Index: "menu", ID: "d" + strconv.Itoa(i), Routing: "x", Body: doc(i)})
 	}
+	// The budget is full and its items are held: Add waits until ctx ends.
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	start := time.Now()
-	err := f.w.Add(ctx, Item{Action: Index, Index: "menu", ID: "blocked", Routing: "x", Body: doc(9)})
-	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 250*time.Millisecond {
-		t.Errorf("Add over budget = %v after %v, want DeadlineExceeded promptly", err, time.Since(start))
+	if err := f.w.Add(ctx, Item{Action: Index, Index: "menu", ID: "blocked", Routing: "x", Body: doc(9)}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Add over budget = %v, want DeadlineExceeded", err)
 	}
-	start = time.Now()
-	f.add(Item{Action: Index, Index: "menu", ID: "later", Routing: "x", Body: doc(10)}) // unblocks when the batch lands
-	if d := time.Since(start); d < 100*time.Millisecond {
-		t.Errorf("Add over budget returned after %v; want it to wait for the slow batch", d)
+	if st := f.w.Stats(); st.Finished() != 0 {
+		t.Fatalf("%d items finished while their request was held", st.Finished())
+	}
+	// Once the held batch lands there is room: Add returns, and by then
+	// items have finished (their budget is what made the room).
+	type added struct {
+		err      error
+		finished int64
+	}
+	later := make(chan added, 1)
+	go func() {
+		err := f.w.Add(context.Background(), Item{Action: Index, Index: "menu", ID: "later", Routing: "x", Body: doc(10)})
+		later <- added{err, f.w.Stats().Finished()}
+	}()
+	letGo()
+	if got := <-later; got.err != nil || got.finished == 0 {
+		t.Errorf("Add over budget = %v with %d items finished, want nil after the held batch finished", got.err, got.finished)
 	}
 	f.flush()
-	if rs := f.each([]string{"d0", "d4", "later"}); rs["later"].Outcome != OK {
-		t.Errorf("later = %+v", rs["later"])
+	for id, r := range f.each([]string{"d0", "d4", "later"}) {
+		if r.Outcome != OK {
+			t.Errorf("%s = %+v, want ok", id, r)
+		}
 	}
 }
 
 func TestCloseDrainsAndRefuses(t *testing.T) {
+	realenv.Parallel(t)
 	f := newFixture(t, 2, "", Config{FlushInterval: time.Hour})
 	for i := 0; i < 50; i++ {
-		f.add(Item{Action: Index, Index: "menu", ID: "d" + strconv.Itoa(i), Routing: "x", Body: doc(i)})
+		f.add(Item{Action: Index, Index: f.index, ID: "d" + strconv.Itoa(i), Routing: "x", Body: doc(i)})
 	}
 	if err := f.w.Close(context.Background()); err != nil {
 		t.Fatal(err)
@@ -359,13 +451,14 @@ func TestCloseDrainsAndRefuses(t *testing.T) {
 	if st := f.w.Stats(); st.OK != 50 {
 		t.Errorf("after Close: %d ok, want 50 (Close sends what lingers)", st.OK)
 	}
-	if err := f.w.Add(context.Background(), Item{Action: Index, Index: "menu", ID: "late", Body: doc(1)}); !errors.Is(err, ErrClosed) {
+	if err := f.w.Add(context.Background(), Item{Action: Index, Index: f.index, ID: "late", Body: doc(1)}); !errors.Is(err, ErrClosed) {
 		t.Errorf("Add after Close = %v, want ErrClosed", err)
 	}
 }
 
 // Close with a deadline fails what it cannot finish, and reports it.
 func TestCloseDeadlineFailsTheRest(t *testing.T) {
+	realenv.EmulatorOnly(t, "injects 429 rejections of every item")
 	f := newFixture(t, 2, "", Config{FlushItems: 10})
 	f.srv.SetFaults(osfake.Faults{RejectRate: 1}) // nothing ever succeeds
 	var ids []string
@@ -386,6 +479,7 @@ func TestCloseDeadlineFailsTheRest(t *testing.T) {
 }
 
 func TestRetryBudgetEndsInFailure(t *testing.T) {
+	realenv.EmulatorOnly(t, "injects 429 rejections of every item")
 	f := newFixture(t, 1, "", Config{RetryMaxElapsed: 50 * time.Millisecond})
 	f.srv.SetFaults(osfake.Faults{RejectRate: 1})
 	f.add(Item{Action: Index, Index: "menu", ID: "d", Body: doc(1)})
@@ -407,64 +501,70 @@ func routingTo(k, n int) string {
 	}
 }
 
-// One shard answering 2 s late slows only its own items: the other shards
-// keep at least 80% of the throughput they have when no shard is slow, and
-// the slow shard's items still all finish.
+// One shard whose request hangs holds up only its own items: every item
+// of the other shards is written while the hung shard's first request is
+// still held (one request, as its lane sends one batch at a time), and the
+// hung shard's items all land once it is let go.
 func TestHotShardSlowsOnlyItself(t *testing.T) {
-	if testing.Short() {
-		t.Skip("takes several seconds")
+	realenv.EmulatorOnly(t, "holds one shard's bulk requests in front of the emulator")
+	const shards, fastItems, slowItems = 6, 2000, 200
+	hot := routingTo(0, shards)
+	release := make(chan struct{})
+	gate, held := holdBulk(`"routing":"`+hot+`"`, release)
+	f := newGatedFixture(t, shards, "", Config{FlushItems: 200}, gate)
+	letGo := releaseOnce(t, release)
+	var slow []string
+	for i := 0; i < fastItems*(shards-1)+slowItems; i++ {
+		k := 1 + i%(shards-1)
+		if i%(fastItems*(shards-1)/slowItems+1) == 0 {
+			k = 0
+		}
+		id := "d" + strconv.Itoa(i)
+		if k == 0 {
+			slow = append(slow, id)
+		}
+		f.add(Item{Action: Index, Index: "menu", ID: id, Routing: routingTo(k, shards), Shard: "s" + strconv.Itoa(k), Body: doc(i)})
 	}
-	const shards, fastItems, slowItems = 6, 10000, 200
-	run := func(delay time.Duration) (fast time.Duration, slowDone int) {
-		f := newFixture(t, shards, "", Config{FlushItems: 200})
-		if delay > 0 {
-			f.srv.SetFaults(osfake.Faults{ShardLatency: []osfake.ShardLatency{{Index: "menu", Shard: 0, Delay: osfake.Duration(delay)}}})
+	finished := func(ss *ShardStats) int64 {
+		if ss == nil {
+			return 0
 		}
-		start := time.Now()
-		var slow []string
-		for i := 0; i < fastItems*(shards-1)+slowItems; i++ {
-			k := 1 + i%(shards-1)
-			if i%(fastItems*(shards-1)/slowItems+1) == 0 {
-				k = 0
-			}
-			id := "d" + strconv.Itoa(i)
-			if k == 0 {
-				slow = append(slow, id)
-			}
-			f.add(Item{Action: Index, Index: "menu", ID: id, Routing: routingTo(k, shards), Shard: "s" + strconv.Itoa(k), Body: doc(i)})
-		}
-		f.flush()
-		f.mu.Lock()
+		return ss.OK + ss.Stale + ss.NotFound + ss.Permanent + ss.Failed
+	}
+	fastDone := func(st Stats) (n int64) {
 		for k := 1; k < shards; k++ {
-			fast = max(fast, f.last["s"+strconv.Itoa(k)].Sub(start))
+			n += finished(st.Shards["s"+strconv.Itoa(k)])
 		}
-		f.mu.Unlock()
-		for _, r := range f.each(slow) {
-			if r.Outcome == OK {
-				slowDone++
-			}
+		return n
+	}
+	const fast = fastItems * (shards - 1)
+	// A guard against a hang, not a measurement: the other shards need a
+	// small fraction of it.
+	deadline := time.Now().Add(2 * time.Minute)
+	st := f.w.Stats()
+	for fastDone(st) < fast && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+		st = f.w.Stats()
+	}
+	if got := fastDone(st); got != fast || st.OK != got {
+		t.Fatalf("with shard 0 held: %d of %d items of the other shards finished (%d ok); want all of them, ok", got, fast, st.OK)
+	}
+	if hs := st.Shards["s0"]; finished(hs) != 0 || hs.InFlight == 0 || held.Load() != 1 {
+		t.Errorf("shard 0 while held: %d finished, %d in flight, %d requests held; want 0, some, 1", finished(hs), hs.InFlight, held.Load())
+	}
+	letGo()
+	f.flush()
+	for id, r := range f.each(slow) {
+		if r.Outcome != OK {
+			t.Errorf("slow-shard item %s: %v %v, want ok", id, r.Outcome, r.Err)
 		}
-		return fast, slowDone
-	}
-	// Best of two runs each, to keep the machine's noise out of the ratio.
-	base1, _ := run(0)
-	base2, _ := run(0)
-	hot1, done := run(2 * time.Second)
-	hot2, _ := run(2 * time.Second)
-	base, hot := min(base1, base2), min(hot1, hot2)
-	ratio := base.Seconds() / hot.Seconds()
-	t.Logf("fast shards finished in %v unloaded, %v with a 2 s shard: %.0f%% of unloaded throughput", base, hot, 100*ratio)
-	if ratio < 0.8 {
-		t.Errorf("fast shards kept %.0f%% of their throughput, want at least 80%%", 100*ratio)
-	}
-	if done == 0 {
-		t.Errorf("%d of %d slow-shard items finished ok", done, slowItems)
 	}
 }
 
 // Coalesced items that ride along with a retried item keep the queued and
 // in-flight counts exact: after everything finishes both are zero.
 func TestCountsStayExactWithCoalescingAndRetries(t *testing.T) {
+	realenv.EmulatorOnly(t, "injects 429 rejections")
 	f := newFixture(t, 2, "", Config{FlushItems: 50, FlushInterval: time.Millisecond})
 	f.srv.SetFaults(osfake.Faults{Seed: 11, RejectRate: 0.5})
 	for round := 0; round < 20; round++ {
