@@ -191,6 +191,9 @@ func (a *aggSpec) parseComposite(body map[string]any) *osError {
 					if !ok || len(d) != 1 {
 						return notEmulated("composite sources other than terms")
 					}
+					if err := checkTermsSourceFields(terms); err != nil {
+						return err
+					}
 					cs := compositeSource{name: name}
 					cs.field, _ = terms["field"].(string)
 					cs.desc = terms["order"] == "desc"
@@ -240,6 +243,9 @@ func validateAggs(specs []*aggSpec, ix *index) *osError {
 			case kindGeo:
 				return illegalArgument("Field [" + name + "] of type [geo_point] is not supported for aggregation [" + a.kind + "]")
 			}
+		}
+		if err := a.checkAfter(ix); err != nil {
+			return err
 		}
 		if err := validateAggs(a.subs, ix); err != nil {
 			return err
@@ -488,19 +494,15 @@ func (k *aggKeys) composite(a *aggSpec, hits []*hit) map[string]any {
 		buckets = buckets[:a.size]
 	}
 	out := make([]any, 0, len(buckets))
-	// Composite keys are formatted by the field's format, as
-	// InternalComposite.formatObject does: booleans as true/false, dates
-	// as strings.
+	// Composite keys are formatted as InternalComposite.formatObject does
+	// for a terms source (which takes no format): booleans as true/false,
+	// dates as their epoch milliseconds, like other numbers.
 	keyJSON := func(b *bucket) map[string]any {
 		m := make(map[string]any, len(b.key))
 		for i, src := range a.sources {
 			m[src.name] = b.key[i].json()
-			f := k.ref(k.reads[b.pos].ix, src.field)
-			if s, ok := keyAsString(f, b.key[i]); ok && b.key[i].kind != 'n' {
-				m[src.name] = s
-				if f.kind == kindBool {
-					m[src.name] = b.key[i].i != 0
-				}
+			if f := k.ref(k.reads[b.pos].ix, src.field); f.kind == kindBool && b.key[i].kind != 'n' {
+				m[src.name] = b.key[i].i != 0
 			}
 		}
 		return m

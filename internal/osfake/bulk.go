@@ -151,7 +151,7 @@ func (s *Server) bulkLatency(ops []op) time.Duration {
 	for name, shards := range touched {
 		d = max(d, s.faults.latency(name, shards))
 	}
-	return d
+	return s.faults.held(d)
 }
 
 // --- response rendering --------------------------------------------------

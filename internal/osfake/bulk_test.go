@@ -514,16 +514,14 @@ func TestBulkFaultShardLatency(t *testing.T) {
 	if err := tg.fake.SetFaults(Faults{ShardLatency: []ShardLatency{{Index: name, Shard: 1, Delay: Duration(delay)}}}); err != nil {
 		t.Fatal(err)
 	}
-	timeBulk := func(id string) time.Duration {
-		start := time.Now()
-		tg.bulk(name, `{"index":{"_id":"`+id+`"}}`+"\n{}\n", opensearchapi.BulkParams{})
-		return time.Since(start)
+	delayed := func() int { return tg.fake.FaultStats().DelayedRequests }
+	tg.bulk(name, `{"index":{"_id":"`+ids[1]+`"}}`+"\n{}\n", opensearchapi.BulkParams{})
+	if n := delayed(); n != 1 {
+		t.Errorf("after a bulk to the slow shard, %d requests delayed, want 1", n)
 	}
-	if d := timeBulk(ids[1]); d < delay {
-		t.Errorf("bulk to the slow shard took %v, want at least %v", d, delay)
-	}
-	if d := timeBulk(ids[0]); d >= delay/2 {
-		t.Errorf("bulk to the other shard took %v, want well under %v", d, delay)
+	tg.bulk(name, `{"index":{"_id":"`+ids[0]+`"}}`+"\n{}\n", opensearchapi.BulkParams{})
+	if n := delayed(); n != 1 {
+		t.Errorf("after a bulk to the other shard, %d requests delayed, want still 1", n)
 	}
 }
 

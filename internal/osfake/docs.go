@@ -275,6 +275,13 @@ func (s *Server) writeOne(w http.ResponseWriter, q *request, o *op) {
 		return
 	}
 	res.forced = refresh == refreshImmediate
+	if res.result == "noop" {
+		// The update API answers a noop itself, without a replicated
+		// write, so it reports no shards. In a bulk, a noop item reports
+		// its shard's replication like every other item of that shard
+		// (TransportBulkAction gives each item the shard's ShardInfo).
+		res.total, res.ok = 0, 0
+	}
 	writeRaw(w, res.status, res.appendJSON(nil, false))
 }
 

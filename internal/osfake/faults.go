@@ -88,7 +88,7 @@ type faultState struct {
 	f   Faults
 	rng *rand.Rand
 	// Counters of what was injected, for tests.
-	rejected, failed, dropped int
+	rejected, failed, dropped, delayed int
 }
 
 // FaultStats counts injected faults since the last SetFaults.
@@ -96,6 +96,10 @@ type FaultStats struct {
 	RejectedItems  int `json:"rejected_items"`
 	FailedRequests int `json:"failed_requests"`
 	DroppedConns   int `json:"dropped_responses"`
+	// DelayedRequests counts the requests that touched a slow shard and
+	// were held for its latency, so a test can tell which requests were
+	// slowed without timing them.
+	DelayedRequests int `json:"delayed_requests"`
 }
 
 func (f *Faults) validate() error {
@@ -154,7 +158,7 @@ func (s *Server) ClearFaults() {
 func (s *Server) FaultStats() FaultStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return FaultStats{RejectedItems: s.faults.rejected, FailedRequests: s.faults.failed, DroppedConns: s.faults.dropped}
+	return FaultStats{RejectedItems: s.faults.rejected, FailedRequests: s.faults.failed, DroppedConns: s.faults.dropped, DelayedRequests: s.faults.delayed}
 }
 
 func (fs *faultState) roll(p float64) bool { return p > 0 && fs.rng != nil && fs.rng.Float64() < p }
@@ -190,6 +194,15 @@ func (fs *faultState) latency(indexName string, shards map[int]bool) time.Durati
 		if l.Index == indexName && shards[l.Shard] {
 			d = max(d, time.Duration(l.Delay))
 		}
+	}
+	return d
+}
+
+// held counts a request held for d, the latency of the slowest shard it
+// touches, and returns d. Callers hold mu.
+func (fs *faultState) held(d time.Duration) time.Duration {
+	if d > 0 {
+		fs.delayed++
 	}
 	return d
 }
@@ -302,7 +315,7 @@ func (s *Server) handleFaults(w http.ResponseWriter, q *request) {
 	case http.MethodGet:
 		s.mu.Lock()
 		f := s.faults.f
-		st := FaultStats{RejectedItems: s.faults.rejected, FailedRequests: s.faults.failed, DroppedConns: s.faults.dropped}
+		st := FaultStats{RejectedItems: s.faults.rejected, FailedRequests: s.faults.failed, DroppedConns: s.faults.dropped, DelayedRequests: s.faults.delayed}
 		s.mu.Unlock()
 		writeJSON(w, 200, map[string]any{"faults": f, "stats": st})
 	default:

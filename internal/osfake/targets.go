@@ -227,5 +227,5 @@ func (s *Server) readLatency(reads []shardRead) time.Duration {
 	for name, shards := range byIndex {
 		d = max(d, s.faults.latency(name, shards))
 	}
-	return d
+	return s.faults.held(d)
 }

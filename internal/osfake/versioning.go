@@ -376,7 +376,6 @@ func (ix *index) updateDoc(res *itemResult, shardNum int, o *op, id, routing str
 	}
 	if u.detectNoop && !changed {
 		res.version, res.seqNo, res.result, res.status = d.version, d.seqNo, "noop", 200
-		res.total, res.ok = 0, 0
 		return nil
 	}
 	if routing == "" {
