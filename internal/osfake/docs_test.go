@@ -284,7 +284,8 @@ func TestUpdateDocument(t *testing.T) {
 func TestSourceIsStoredAsGiven(t *testing.T) {
 	tg := newTarget(t)
 	name := tg.name("raw")
-	body := `{ "b": 1.50, "a": [1, 2],  "big": 12345678901234567890 }`
+	// (An integer beyond a long would be mapped as a long and rejected.)
+	body := `{ "b": 1.50, "a": [1, 2],  "big": 12345678901234567890.0e0 }`
 	tg.mustDo(201, "PUT", "/"+name+"/_doc/1", body)
 	src, err := tg.client.Document.Source(context.Background(), opensearchapi.DocumentSourceReq{Index: name, DocumentID: "1"})
 	if err != nil || string(src.Source) != body {
@@ -336,5 +337,70 @@ func TestBodiesThatAreNotObjects(t *testing.T) {
 		if strings.HasPrefix(tc.want, "mapper") && str(dig(out, "error", "caused_by", "type")) != "not_x_content_exception" {
 			t.Errorf("%s %s: caused_by = %v, want not_x_content_exception", tc.path, tc.body, dig(out, "error", "caused_by"))
 		}
+	}
+}
+
+// Numbers a numeric field rejects: out of its range, or not finite. A
+// JSON number overflows in the JSON parser (input_coercion_exception,
+// naming the number as written), text in the field mapper; the preview
+// shows a non-integer as the double the parser read. An unmapped integer
+// too big for a long is mapped as a long all the same, and rejected.
+func TestNumericRangeChecks(t *testing.T) {
+	tg := newTarget(t)
+	name := tg.name("ranges")
+	tg.mustDo(200, "PUT", "/"+name, `{"settings":{"number_of_replicas":0},"mappings":{"properties":{
+		"l":{"type":"long"},"i":{"type":"integer"},"s":{"type":"short"},"b":{"type":"byte"},
+		"d":{"type":"double"},"f":{"type":"float"},"h":{"type":"half_float"}}}}`)
+	const long = "long (-9223372036854775808 - 9223372036854775807)"
+	const int = "int (-2147483648 - 2147483647)"
+	cases := []struct{ doc, field, typ, preview, cause string }{
+		{`{"big":12345678901234567890}`, "big", "long", "12345678901234567890", "input_coercion_exception: Numeric value (12345678901234567890) out of range of " + long},
+		{`{"x":{"y":-9223372036854775809}}`, "x.y", "long", "-9223372036854775809", "input_coercion_exception: Numeric value (-9223372036854775809) out of range of " + long},
+		{`{"l":9223372036854775808}`, "l", "long", "9223372036854775808", "input_coercion_exception: Numeric value (9223372036854775808) out of range of " + long},
+		{`{"l":[1,12345678901234567890]}`, "l", "long", "12345678901234567890", "input_coercion_exception: Numeric value (12345678901234567890) out of range of " + long},
+		{`{"l":"9223372036854775808"}`, "l", "long", "9223372036854775808", "illegal_argument_exception: Value [9223372036854775808] is out of range for a long"},
+		{`{"l":1e19}`, "l", "long", "1.0E19", "input_coercion_exception: Numeric value (1e19) out of range of " + long},
+		{`{"l":9.3e18}`, "l", "long", "9.3E18", "input_coercion_exception: Numeric value (9.3e18) out of range of " + long},
+		{`{"l":"1e19"}`, "l", "long", "1e19", "illegal_argument_exception: Value [1e19] is out of range for a long"},
+		{`{"i":2147483648}`, "i", "integer", "2147483648", "input_coercion_exception: Numeric value (2147483648) out of range of " + int},
+		{`{"i":"2147483648"}`, "i", "integer", "2147483648", "illegal_argument_exception: Value [2147483648] is out of range for an integer"},
+		{`{"i":2147483647.5}`, "i", "integer", "2.1474836475E9", "input_coercion_exception: Numeric value (2147483647.5) out of range of " + int},
+		{`{"i":-2147483648.5}`, "i", "integer", "-2.1474836485E9", "input_coercion_exception: Numeric value (-2147483648.5) out of range of " + int},
+		{`{"i":1e10}`, "i", "integer", "1.0E10", "input_coercion_exception: Numeric value (1e10) out of range of " + int},
+		{`{"s":32768}`, "s", "short", "32768", "input_coercion_exception: Numeric value (32768) out of range of Java short"},
+		{`{"s":40000.5}`, "s", "short", "40000.5", "input_coercion_exception: Numeric value (40000.5) out of range of Java short"},
+		{`{"s":"40000"}`, "s", "short", "40000", "illegal_argument_exception: Value [40000] is out of range for a short"},
+		{`{"b":128}`, "b", "byte", "128", "illegal_argument_exception: Value [128] is out of range for a byte"},
+		{`{"b":-129}`, "b", "byte", "-129", "illegal_argument_exception: Value [-129] is out of range for a byte"},
+		{`{"b":200.5}`, "b", "byte", "200.5", "illegal_argument_exception: Value [200] is out of range for a byte"},
+		{`{"b":1e3}`, "b", "byte", "1000.0", "illegal_argument_exception: Value [1000] is out of range for a byte"},
+		{`{"b":"200"}`, "b", "byte", "200", "illegal_argument_exception: Value [200] is out of range for a byte"},
+		{`{"d":1e400}`, "d", "double", "Infinity", "illegal_argument_exception: [double] supports only finite values, but got [Infinity]"},
+		{`{"d":"1e400"}`, "d", "double", "1e400", "illegal_argument_exception: [double] supports only finite values, but got [Infinity]"},
+		{`{"f":1e39}`, "f", "float", "Infinity", "illegal_argument_exception: [float] supports only finite values, but got [Infinity]"},
+		{`{"h":70000}`, "h", "half_float", "70000", "illegal_argument_exception: [half_float] supports only finite values, but got [70000.0]"},
+		{`{"dyn":1.5e300}`, "dyn", "float", "Infinity", "illegal_argument_exception: [float] supports only finite values, but got [Infinity]"},
+	}
+	for _, tc := range cases {
+		status, out := tg.do("PUT", "/"+name+"/_doc/1", tc.doc)
+		want := "failed to parse field [" + tc.field + "] of type [" + tc.typ + "] in document with id '1'. Preview of field's value: '" + tc.preview + "'"
+		cause := str(dig(out, "error", "caused_by", "type")) + ": " + str(dig(out, "error", "caused_by", "reason"))
+		if i := strings.Index(cause, "\n at [Source"); i > 0 {
+			cause = cause[:i] // the server adds the number's position
+		}
+		if status != 400 || firstRootCause(out) != "mapper_parsing_exception: "+want || cause != tc.cause {
+			t.Errorf("PUT %s = %d %v\nwant 400 %s\ncaused by %s", tc.doc, status, out, want, tc.cause)
+		}
+	}
+	// Values at the bounds, and fractions that truncate, are taken.
+	for _, doc := range []string{`{"l":9223372036854775807}`, `{"l":-1.5}`, `{"l":"1.5"}`, `{"l":9.2e18}`, `{"i":-2147483648}`,
+		`{"s":-32768}`, `{"b":127.9}`, `{"h":65504}`, `{"d":1e308}`} {
+		if status, out := tg.do("PUT", "/"+name+"/_doc/ok", doc); status != 200 && status != 201 {
+			t.Errorf("PUT %s = %d %v, want it taken", doc, status, out)
+		}
+	}
+	// The rejected fields were not mapped.
+	if props := dig(tg.mustDo(200, "GET", "/"+name+"/_mapping", ""), name, "mappings", "properties"); dig(props, "big") != nil || dig(props, "dyn") != nil || dig(props, "x") != nil {
+		t.Errorf("mapping after rejected documents = %v, want no big, dyn or x", props)
 	}
 }

@@ -285,11 +285,7 @@ func (m *mapping) addDynamic(fields map[string]any) *osError {
 			case string:
 				props[name] = map[string]any{"type": "text", "fields": map[string]any{"keyword": map[string]any{"type": "keyword", "ignore_above": json.Number("256")}}}
 			case json.Number:
-				if _, err := x.Int64(); err == nil {
-					props[name] = map[string]any{"type": "long"}
-				} else {
-					props[name] = map[string]any{"type": "float"}
-				}
+				props[name] = map[string]any{"type": dynamicType(x)}
 			case bool:
 				props[name] = map[string]any{"type": "boolean"}
 			}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"reflect"
 	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -250,47 +249,86 @@ func (j *joinField) check(v any, routing string) *osError {
 var numericTypes = map[string]bool{"long": true, "integer": true, "short": true, "byte": true,
 	"double": true, "float": true, "half_float": true, "scaled_float": true}
 
-// collectBadValues appends the paths of values their mapped type
-// rejects. Only strings and booleans can be rejected, so only their paths
-// are built.
+// collectBadValues appends the paths of values their type rejects: the
+// mapped type, or for an unmapped field the type dynamic mapping would
+// give it (see dynamicType), which the server checks the value against in
+// the same pass.
 func (ix *index) collectBadValues(prefix string, v map[string]any, bad *[]string) {
 	for k, val := range v {
+		path := prefix + k
 		switch x := val.(type) {
 		case map[string]any:
-			path := prefix + k
 			if typ := ix.mapping.fieldType(path); typ == "" || typ == "object" || typ == "nested" {
 				ix.collectBadValues(path+".", x, bad)
 			}
 		case []any:
+			typ := ix.valueType(path, x)
 			for _, e := range x {
 				switch e := e.(type) {
 				case map[string]any:
-					ix.collectBadValues(prefix+k+".", e, bad)
-				case string, bool:
-					if scalarRejected(ix.mapping.fieldType(prefix+k), e) != nil {
-						*bad = append(*bad, prefix+k)
+					ix.collectBadValues(path+".", e, bad)
+				case string, bool, json.Number:
+					if scalarRejected(typ, e) != nil {
+						*bad = append(*bad, path)
 					}
 				}
 			}
-		case string, bool:
-			if scalarRejected(ix.mapping.fieldType(prefix+k), val) != nil {
-				*bad = append(*bad, prefix+k)
+		case string, bool, json.Number:
+			if scalarRejected(ix.valueType(path, val), val) != nil {
+				*bad = append(*bad, path)
 			}
 		}
 	}
 }
 
-// scalarRejected returns the cause when a mapped type rejects a value.
-// Numbers accept numeric strings (coercion); booleans accept "true",
-// "false" and "".
+// valueType is the type a value of path is parsed as: its mapped type or
+// the one dynamic mapping would give it.
+func (ix *index) valueType(path string, v any) string {
+	if typ := ix.mapping.fieldType(path); typ != "" {
+		return typ
+	}
+	if ix.mapping.dynamic == "false" || ix.mapping.dynamic == "strict" {
+		return ""
+	}
+	return dynamicType(v)
+}
+
+// dynamicType is the type dynamic mapping gives a value: long for a
+// number written as an integer, however large (it then fails as a long),
+// float for other numbers, boolean, text for strings; an array takes the
+// type of its first value.
+func dynamicType(v any) string {
+	switch x := v.(type) {
+	case []any:
+		for _, e := range x {
+			if e != nil {
+				return dynamicType(e)
+			}
+		}
+	case json.Number:
+		if isIntegerLiteral(x) {
+			return "long"
+		}
+		return "float"
+	case bool:
+		return "boolean"
+	case string:
+		return "text"
+	}
+	return ""
+}
+
+// scalarRejected returns the cause when a type rejects a value. Numbers
+// accept numeric strings (coercion) within their range; booleans accept
+// "true", "false" and "".
 func scalarRejected(typ string, v any) *osError {
 	switch {
 	case numericTypes[typ]:
 		switch x := v.(type) {
 		case string:
-			if _, err := strconv.ParseFloat(strings.TrimSpace(x), 64); err != nil {
-				return &osError{Type: "number_format_exception", Reason: "For input string: \"" + x + "\""}
-			}
+			return numericStringRejected(typ, x)
+		case json.Number:
+			return numberRejected(typ, x)
 		case bool:
 			return &osError{Type: "json_parse_exception", Reason: "Current token (" + xValueToken(x) + ") not numeric, can not use numeric value accessors"}
 		}
@@ -304,16 +342,20 @@ func scalarRejected(typ string, v any) *osError {
 
 func (ix *index) badValue(path string, fields map[string]any, id string) *osError {
 	v, _ := lookupPath(fields, path)
+	typ := ix.valueType(path, v)
 	if arr, ok := v.([]any); ok {
 		for _, e := range arr {
-			if scalarRejected(ix.mapping.fieldType(path), e) != nil {
+			if scalarRejected(typ, e) != nil {
 				v = e
 				break
 			}
 		}
 	}
-	typ := ix.mapping.fieldType(path)
+	preview := scalarString(v)
+	if n, ok := v.(json.Number); ok {
+		preview = numberPreview(typ, n)
+	}
 	return &osError{Status: 400, Type: "mapper_parsing_exception",
-		Reason:   "failed to parse field [" + path + "] of type [" + typ + "] in document with id '" + id + "'. Preview of field's value: '" + scalarString(v) + "'",
+		Reason:   "failed to parse field [" + path + "] of type [" + typ + "] in document with id '" + id + "'. Preview of field's value: '" + preview + "'",
 		CausedBy: scalarRejected(typ, v)}
 }
