@@ -11,6 +11,7 @@ import (
 
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/internal/osfake"
+	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/router"
 	"github.com/geoshard/geoshard/schema"
 )
@@ -67,6 +68,7 @@ func (e *env) checkTarget(ctx context.Context, index string) {
 }
 
 func TestBackfill(t *testing.T) {
+	realenv.Parallel(t)
 	e := newEnv(t, 600)
 	ctx := context.Background()
 	var progress []BackfillProgress
@@ -95,7 +97,7 @@ func TestBackfill(t *testing.T) {
 	if sum != total {
 		t.Errorf("verification counts %d source documents over the ranges, want %d", sum, total)
 	}
-	e.checkTarget(ctx, "menu-v2")
+	e.checkTarget(ctx, e.v2)
 	last := progress[len(progress)-1]
 	if !last.Done || last.Docs != total || last.Total != total || last.Read != total {
 		t.Errorf("last progress %+v, want done with %d documents", last, total)
@@ -110,6 +112,7 @@ func TestBackfill(t *testing.T) {
 // A job killed in the middle of a slice resumes from its checkpoints: it
 // re-reads fewer documents than the source holds and ends correct.
 func TestBackfillResumesAfterKill(t *testing.T) {
+	realenv.Parallel(t)
 	e := newEnv(t, 600)
 	ctx := context.Background()
 	if _, err := e.m.Create(ctx, CreateConfig{Map: e.dst}); err != nil {
@@ -122,7 +125,7 @@ func TestBackfillResumesAfterKill(t *testing.T) {
 	kill, cancel := context.WithCancel(ctx)
 	var pages atomic.Int64
 	e.m.search = &hookSearcher{Searcher: e.admin, onPage: func(_ context.Context, index string, p bulk.SearchParams, _ *bulk.Page) {
-		if index == "menu-v1" && p.Preference != "" && pages.Add(1) == 12 {
+		if index == e.v1 && p.Preference != "" && pages.Add(1) == 12 {
 			cancel() // mid-slice: this page is never written
 		}
 	}}
@@ -140,9 +143,9 @@ func TestBackfillResumesAfterKill(t *testing.T) {
 	}
 	// A checkpoint never runs ahead of the writes: everything up to it is
 	// in the target.
-	e.admin.Refresh(ctx, "menu-v2")
-	inTarget := e.stored(ctx, "menu-v2", 24)
-	src := e.stored(ctx, "menu-v1", 18)
+	e.admin.Refresh(ctx, e.v2)
+	inTarget := e.stored(ctx, e.v2, 24)
+	src := e.stored(ctx, e.v1, 18)
 	for _, s := range mig.Backfill {
 		for id, d := range src {
 			if d.Shard == s.SourceShard && s.After != "" && id <= s.After {
@@ -168,12 +171,13 @@ func TestBackfillResumesAfterKill(t *testing.T) {
 	if _, err := e.m.Verify(ctx, quickVerify); err != nil {
 		t.Fatal(err)
 	}
-	e.checkTarget(ctx, "menu-v2")
+	e.checkTarget(ctx, e.v2)
 }
 
 // Live writes win: a document updated or deleted between the backfill
 // reading it and writing it keeps the live write's outcome.
 func TestBackfillLiveWritesWin(t *testing.T) {
+	realenv.Parallel(t)
 	e := newEnv(t, 300)
 	ctx := context.Background()
 	if _, err := e.m.Create(ctx, CreateConfig{Map: e.dst}); err != nil {
@@ -185,7 +189,7 @@ func TestBackfillLiveWritesWin(t *testing.T) {
 	var once sync.Once
 	var hookErr error
 	e.m.search = &hookSearcher{Searcher: e.admin, onPage: func(ctx context.Context, index string, p bulk.SearchParams, pg *bulk.Page) {
-		if index != "menu-v1" || len(pg.Hits) < 2 {
+		if index != e.v1 || len(pg.Hits) < 2 {
 			return
 		}
 		once.Do(func() {
@@ -195,9 +199,9 @@ func TestBackfillLiveWritesWin(t *testing.T) {
 			upd := e.docs.byID[pg.Hits[1].ID]
 			del.Deleted, del.Version = true, del.Version+1
 			upd.Version++
-			hookErr = e.docs.write(ctx, e.client, "menu-v1", e.src, []*testDoc{del, upd})
+			hookErr = e.docs.write(ctx, e.client, e.v1, e.src, []*testDoc{del, upd})
 			if hookErr == nil {
-				hookErr = e.docs.write(ctx, e.client, "menu-v2", e.dst, []*testDoc{del, upd})
+				hookErr = e.docs.write(ctx, e.client, e.v2, e.dst, []*testDoc{del, upd})
 			}
 		})
 	}}
@@ -211,13 +215,15 @@ func TestBackfillLiveWritesWin(t *testing.T) {
 	if _, err := e.m.Verify(ctx, quickVerify); err != nil {
 		t.Fatal(err)
 	}
-	e.checkTarget(ctx, "menu-v2")
+	e.checkTarget(ctx, e.v2)
 }
 
 // The raised gc_deletes is what makes the tombstone of a live delete
 // outlive a late copy: ten minutes between the read and the write (far
 // past the default 60s) still cannot resurrect the document.
 func TestBackfillLateCopyAfterDelete(t *testing.T) {
+	realenv.Parallel(t)
+	realenv.EmulatorOnly(t, "ten minutes pass between the read and the write on the emulator's manual clock; on the real node the test would wait them out")
 	clock := osfake.NewManualClock(time.Now())
 	e := newEnvWith(t, 100, osfake.Options{Clock: clock.Now})
 	ctx := context.Background()
@@ -230,7 +236,7 @@ func TestBackfillLateCopyAfterDelete(t *testing.T) {
 	var gone *testDoc
 	var hookErr error
 	e.m.search = &hookSearcher{Searcher: e.admin, onPage: func(ctx context.Context, index string, _ bulk.SearchParams, pg *bulk.Page) {
-		if index != "menu-v1" || len(pg.Hits) == 0 || gone != nil {
+		if index != e.v1 || len(pg.Hits) == 0 || gone != nil {
 			return
 		}
 		d := *e.docs.byID[pg.Hits[0].ID]
@@ -239,7 +245,7 @@ func TestBackfillLateCopyAfterDelete(t *testing.T) {
 		for _, side := range []struct {
 			index string
 			mp    *router.Map
-		}{{"menu-v1", e.src}, {"menu-v2", e.dst}} {
+		}{{e.v1, e.src}, {e.v2, e.dst}} {
 			if err := e.docs.write(ctx, e.client, side.index, side.mp, []*testDoc{&d}); err != nil {
 				hookErr = err
 			}
@@ -250,12 +256,13 @@ func TestBackfillLateCopyAfterDelete(t *testing.T) {
 		t.Fatal(err, hookErr)
 	}
 	routing := e.dst.Shard(e.dst.LocateCell(gone.cell(10))).Routing
-	if _, v, found, err := e.admin.Get(ctx, "menu-v2", gone.ID, routing); found || err != nil {
+	if _, v, found, err := e.admin.Get(ctx, e.v2, gone.ID, routing); found || err != nil {
 		t.Errorf("%s, deleted by a live write, was resurrected at version %d by the backfill (%v)", gone.ID, v, err)
 	}
 }
 
 func TestBackfillRefusals(t *testing.T) {
+	realenv.Parallel(t)
 	e := newEnv(t, 20)
 	ctx := context.Background()
 	var pe *PhaseError
@@ -281,7 +288,7 @@ func TestBackfillRefusals(t *testing.T) {
 		t.Errorf("refused backfills moved the phase to %s", p)
 	}
 	// A document without a usable geo_cell stops its slice, named.
-	bad := bulk.Item{Action: bulk.Index, Index: "menu-v1", ID: "dish:nowhere", Routing: e.src.Shard(0).Routing,
+	bad := bulk.Item{Action: bulk.Index, Index: e.v1, ID: "dish:nowhere", Routing: e.src.Shard(0).Routing,
 		Body: []byte(`{"relation":"restaurant","geo_cell":"zz","version":1,"doc_id":"dish:nowhere"}`)}
 	if err := e.writeItems(ctx, bad); err != nil {
 		t.Fatal(err)

@@ -31,7 +31,7 @@ func BenchmarkBackfill(b *testing.B) {
 		docs = docs[:*benchDocs]
 	}
 	start := time.Now()
-	if err := e.docs.write(context.Background(), e.client, "menu-v1", e.src, docs); err != nil {
+	if err := e.docs.write(context.Background(), e.client, e.v1, e.src, docs); err != nil {
 		b.Fatal(err)
 	}
 	b.Logf("source: %d documents written in %v", len(docs), time.Since(start).Round(time.Millisecond))

@@ -4,30 +4,36 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/internal/osfake"
+	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/schema"
 )
 
 func TestCreate(t *testing.T) {
+	realenv.Parallel(t)
 	e := newEnv(t, 0)
 	ctx := context.Background()
-	if err := e.admin.PutSettings(ctx, "menu-v1", map[string]any{"number_of_replicas": 2}); err != nil {
+	if err := e.admin.PutSettings(ctx, e.v1, map[string]any{"number_of_replicas": 2}); err != nil {
 		t.Fatal(err)
 	}
 	mig, err := e.m.Create(ctx, CreateConfig{Map: e.dst})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if mig.Phase != schema.PhaseCreated || mig.Source.Index != "menu-v1" || mig.Target.Index != "menu-v2" ||
-		mig.Target.MapHash != e.dst.Hash() || mig.Source.MapHash != e.src.Hash() || !strings.HasPrefix(mig.ID, "menu-v2@") {
-		t.Errorf("Create = %+v, want phase created from menu-v1 to menu-v2 under the new map", mig)
+	if mig.Phase != schema.PhaseCreated || mig.Source.Index != e.v1 || mig.Target.Index != e.v2 ||
+		mig.Target.MapHash != e.dst.Hash() || mig.Source.MapHash != e.src.Hash() || !strings.HasPrefix(mig.ID, e.v2+"@") {
+		t.Errorf("Create = %+v, want phase created from %s to %s under the new map", mig, e.v1, e.v2)
 	}
 	want := schema.RestoreSettings{TargetReplicas: 2, TargetRefreshInterval: "1s", SourceGCDeletes: "60s", TargetGCDeletes: "60s"}
 	if mig.Restore != want {
 		t.Errorf("Restore = %+v, want %+v", mig.Restore, want)
 	}
-	tgt, err := e.admin.Settings(ctx, "menu-v2")
+	tgt, err := e.admin.Settings(ctx, e.v2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,10 +42,10 @@ func TestCreate(t *testing.T) {
 			t.Errorf("target %s = %q, want %q", k, tgt[k], v)
 		}
 	}
-	if src, _ := e.admin.Settings(ctx, "menu-v1"); src["index.gc_deletes"] != "1h" {
+	if src, _ := e.admin.Settings(ctx, e.v1); src["index.gc_deletes"] != "1h" {
 		t.Errorf("source gc_deletes = %q, want 1h", src["index.gc_deletes"])
 	}
-	if err := e.m.checkIndexMap(ctx, "menu-v2", e.dst.Hash()); err != nil {
+	if err := e.m.checkIndexMap(ctx, e.v2, e.dst.Hash()); err != nil {
 		t.Errorf("target _meta: %v", err)
 	}
 
@@ -61,12 +67,13 @@ func TestCreate(t *testing.T) {
 	}
 	// A new migration never reuses the cancelled one's name.
 	next, err := e.m.Create(ctx, CreateConfig{Map: e.dst})
-	if err != nil || next.Target.Index != "menu-v3" {
-		t.Errorf("Create after cancel = %+v, %v; want target menu-v3", next, err)
+	if err != nil || next.Target.Index != e.ix(3) {
+		t.Errorf("Create after cancel = %+v, %v; want target %s", next, err, e.ix(3))
 	}
 }
 
 func TestCreateKilledHalfWay(t *testing.T) {
+	realenv.Parallel(t)
 	e := newEnv(t, 0)
 	ctx := context.Background()
 	// A job recorded the migration and died before creating the index.
@@ -94,5 +101,37 @@ func TestCreateKilledHalfWay(t *testing.T) {
 	}
 	if err := e.m.checkIndexMap(ctx, mig.Target.Index, e.dst.Hash()); err != nil {
 		t.Errorf("after a second create: %v", err)
+	}
+}
+
+// Two processes that find the migration state index missing both create
+// it; the one that loses the race may find it before its primary has
+// started (the real node answers reads with 503 then, though its health
+// is already yellow). ensureIndex waits for the primary, so the read
+// after it never fails.
+func TestEnsureIndexRace(t *testing.T) {
+	realenv.Parallel(t)
+	client, _ := testCluster(t, osfake.Options{})
+	admin := bulk.NewAdmin(client)
+	ctx := context.Background()
+	alias := realenv.Unique("menu")
+	for round := range 10 {
+		if err := admin.DeleteIndex(ctx, schema.MigrationsIndex); err != nil && !bulk.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for range 2 {
+			s := newStore(admin, alias, time.Now)
+			wg.Go(func() {
+				if err := s.ensureIndex(ctx); err != nil {
+					t.Errorf("round %d: ensureIndex: %v", round, err)
+					return
+				}
+				if _, err := s.Load(ctx); !errors.Is(err, ErrNoMigration) {
+					t.Errorf("round %d: Load after ensureIndex = %v, want ErrNoMigration", round, err)
+				}
+			})
+		}
+		wg.Wait()
 	}
 }

@@ -4,26 +4,28 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/schema"
 )
 
 func (e *env) aliasOn(ctx context.Context) string {
 	e.t.Helper()
-	w, err := e.admin.WriteIndex(ctx, "menu")
+	w, err := e.admin.WriteIndex(ctx, e.alias)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	ts, _ := e.admin.Alias(ctx, "menu")
+	ts, _ := e.admin.Alias(ctx, e.alias)
 	if len(ts) != 1 {
 		e.t.Fatalf("alias menu points to %v", ts)
 	}
 	// A read through the alias, too.
-	pg, err := e.admin.Search(ctx, "menu", []byte(`{"size":1}`), bulk.SearchParams{})
+	pg, err := e.admin.Search(ctx, e.alias, []byte(`{"size":1}`), bulk.SearchParams{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -65,15 +67,16 @@ func (e *env) dualWrite(ctx context.Context, docs ...*testDoc) {
 		}
 		e.docs.mu.Unlock()
 	}
-	if err := e.docs.write(ctx, e.client, "menu-v1", e.src, docs); err != nil {
+	if err := e.docs.write(ctx, e.client, e.v1, e.src, docs); err != nil {
 		e.t.Fatal(err)
 	}
-	if err := e.docs.write(ctx, e.client, "menu-v2", e.dst, docs); err != nil {
+	if err := e.docs.write(ctx, e.client, e.v2, e.dst, docs); err != nil {
 		e.t.Fatal(err)
 	}
 }
 
 func TestCutoverRollbackComplete(t *testing.T) {
+	realenv.Parallel(t)
 	e := newEnv(t, 200)
 	ctx := context.Background()
 	e.migrateTo(ctx, BackfillConfig{})
@@ -83,21 +86,21 @@ func TestCutoverRollbackComplete(t *testing.T) {
 	if err := e.m.Cutover(ctx, SwitchConfig{DryRun: &dry}); err != nil {
 		t.Fatal(err)
 	}
-	if e.aliasOn(ctx) != "menu-v1" || e.phase(ctx) != schema.PhaseVerified || e.setting(ctx, "menu-v2", "index.number_of_replicas") != "0" {
+	if e.aliasOn(ctx) != e.v1 || e.phase(ctx) != schema.PhaseVerified || e.setting(ctx, e.v2, "index.number_of_replicas") != "0" {
 		t.Fatalf("the dry run changed something")
 	}
-	if !strings.Contains(dry.String(), "POST /_aliases") || !strings.Contains(dry.String(), "PUT /menu-v2/_settings") {
+	if !strings.Contains(dry.String(), "POST /_aliases") || !strings.Contains(dry.String(), "PUT /"+e.v2+"/_settings") {
 		t.Errorf("dry run:\n%s", dry.String())
 	}
 
 	if err := e.m.Cutover(ctx, SwitchConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.aliasOn(ctx); got != "menu-v2" || e.phase(ctx) != schema.PhaseCutOver {
+	if got := e.aliasOn(ctx); got != e.v2 || e.phase(ctx) != schema.PhaseCutOver {
 		t.Fatalf("after cutover: alias on %s, phase %s", got, e.phase(ctx))
 	}
-	if r, ri := e.setting(ctx, "menu-v2", "index.number_of_replicas"), e.setting(ctx, "menu-v2", "index.refresh_interval"); r != "1" || ri != "1s" {
-		t.Errorf("target after cutover: replicas %s, refresh_interval %s; want 1 and 1s", r, ri)
+	if r, ri := e.setting(ctx, e.v2, "index.number_of_replicas"), e.setting(ctx, e.v2, "index.refresh_interval"); r != strconv.Itoa(e.replicas) || ri != "1s" {
+		t.Errorf("target after cutover: replicas %s, refresh_interval %s; want %d (the source's) and 1s", r, ri, e.replicas)
 	}
 	if err := e.m.Cutover(ctx, SwitchConfig{}); err != nil {
 		t.Errorf("second Cutover = %v, want a no-op", err)
@@ -119,17 +122,17 @@ func TestCutoverRollbackComplete(t *testing.T) {
 	if err := e.m.Rollback(ctx, SwitchConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.aliasOn(ctx); got != "menu-v1" || e.phase(ctx) != schema.PhaseRolledBack {
+	if got := e.aliasOn(ctx); got != e.v1 || e.phase(ctx) != schema.PhaseRolledBack {
 		t.Fatalf("after rollback: alias on %s, phase %s", got, e.phase(ctx))
 	}
 	// Reads through the alias see the writes made after cutover.
-	e.admin.Refresh(ctx, "menu")
+	e.admin.Refresh(ctx, e.alias)
 	for _, c := range []struct {
 		d     *testDoc
 		found bool
 	}{{&upd, true}, {&del, false}, {added, true}} {
 		routing := e.src.Shard(e.src.LocateCell(c.d.cell(e.src.Level()))).Routing
-		_, v, found, err := e.admin.Get(ctx, "menu", c.d.ID, routing)
+		_, v, found, err := e.admin.Get(ctx, e.alias, c.d.ID, routing)
 		if err != nil || found != c.found || (found && v != c.d.Version) {
 			t.Errorf("Get(menu, %s) after rollback = version %d, found %v, %v; want found %v at version %d", c.d.ID, v, found, err, c.found, c.d.Version)
 		}
@@ -150,7 +153,7 @@ func TestCutoverRollbackComplete(t *testing.T) {
 	if err := e.m.Cutover(ctx, SwitchConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	e.checkTarget(ctx, "menu-v2")
+	e.checkTarget(ctx, e.v2)
 
 	// Complete: an instance still writing both holds the deletion of the
 	// old index, not the completion.
@@ -160,25 +163,26 @@ func TestCutoverRollbackComplete(t *testing.T) {
 	if err := e.m.Complete(ctx, CompleteConfig{DeleteOld: true, Ack: AckConfig{Timeout: 50 * time.Millisecond}}); !errors.As(err, &lag) {
 		t.Fatalf("Complete with a dual-writing instance = %v, want a LaggardsError", err)
 	}
-	if ok, _ := e.admin.IndexExists(ctx, "menu-v1"); !ok || e.phase(ctx) != schema.PhaseCompleted {
-		t.Fatalf("after the refused deletion: menu-v1 exists %v, phase %s", ok, e.phase(ctx))
+	if ok, _ := e.admin.IndexExists(ctx, e.v1); !ok || e.phase(ctx) != schema.PhaseCompleted {
+		t.Fatalf("after the refused deletion: %s exists %v, phase %s", e.v1, ok, e.phase(ctx))
 	}
 	e.heartbeat("ingest-a", mig.ID, schema.PhaseCompleted, time.Now())
 	if err := e.m.Complete(ctx, CompleteConfig{DeleteOld: true}); err != nil {
 		t.Fatal(err)
 	}
-	if ok, _ := e.admin.IndexExists(ctx, "menu-v1"); ok {
-		t.Errorf("menu-v1 still exists after complete --delete-old")
+	if ok, _ := e.admin.IndexExists(ctx, e.v1); ok {
+		t.Errorf("%s still exists after complete --delete-old", e.v1)
 	}
-	if gc := e.setting(ctx, "menu-v2", "index.gc_deletes"); gc != "60s" {
+	if gc := e.setting(ctx, e.v2, "index.gc_deletes"); gc != "60s" {
 		t.Errorf("target gc_deletes after complete = %q, want 60s", gc)
 	}
-	if e.aliasOn(ctx) != "menu-v2" {
+	if e.aliasOn(ctx) != e.v2 {
 		t.Errorf("alias moved by complete")
 	}
 }
 
 func TestCompleteRestoresGCDeletes(t *testing.T) {
+	realenv.Parallel(t)
 	e := newEnv(t, 50)
 	ctx := context.Background()
 	e.migrateTo(ctx, BackfillConfig{})
@@ -188,13 +192,13 @@ func TestCompleteRestoresGCDeletes(t *testing.T) {
 	if err := e.m.Cutover(ctx, SwitchConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	if a, b := e.setting(ctx, "menu-v1", "index.gc_deletes"), e.setting(ctx, "menu-v2", "index.gc_deletes"); a != "1h" || b != "1h" {
+	if a, b := e.setting(ctx, e.v1, "index.gc_deletes"), e.setting(ctx, e.v2, "index.gc_deletes"); a != "1h" || b != "1h" {
 		t.Fatalf("gc_deletes during the migration: %s, %s; want 1h on both", a, b)
 	}
 	if err := e.m.Complete(ctx, CompleteConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, ix := range []string{"menu-v1", "menu-v2"} {
+	for _, ix := range []string{e.v1, e.v2} {
 		if gc := e.setting(ctx, ix, "index.gc_deletes"); gc != "60s" {
 			t.Errorf("%s gc_deletes after complete = %q, want 60s", ix, gc)
 		}
@@ -205,25 +209,26 @@ func TestCompleteRestoresGCDeletes(t *testing.T) {
 }
 
 func TestCancel(t *testing.T) {
+	realenv.Parallel(t)
 	e := newEnv(t, 50)
 	ctx := context.Background()
-	if err := e.admin.PutSettings(ctx, "menu-v1", map[string]any{"gc_deletes": "2m"}); err != nil {
+	if err := e.admin.PutSettings(ctx, e.v1, map[string]any{"gc_deletes": "2m"}); err != nil {
 		t.Fatal(err)
 	}
 	e.migrateTo(ctx, BackfillConfig{})
-	if gc := e.setting(ctx, "menu-v1", "index.gc_deletes"); gc != "1h" {
+	if gc := e.setting(ctx, e.v1, "index.gc_deletes"); gc != "1h" {
 		t.Fatalf("source gc_deletes %q during the migration, want 1h", gc)
 	}
 	if err := e.m.Cancel(ctx, AckConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	if ok, _ := e.admin.IndexExists(ctx, "menu-v2"); ok {
+	if ok, _ := e.admin.IndexExists(ctx, e.v2); ok {
 		t.Errorf("cancel left the target")
 	}
-	if gc := e.setting(ctx, "menu-v1", "index.gc_deletes"); gc != "2m" {
+	if gc := e.setting(ctx, e.v1, "index.gc_deletes"); gc != "2m" {
 		t.Errorf("source gc_deletes after cancel = %q, want 2m (the value before)", gc)
 	}
-	if e.phase(ctx) != schema.PhaseCancelled || e.aliasOn(ctx) != "menu-v1" {
+	if e.phase(ctx) != schema.PhaseCancelled || e.aliasOn(ctx) != e.v1 {
 		t.Errorf("after cancel: phase %s", e.phase(ctx))
 	}
 	if err := e.m.Cancel(ctx, AckConfig{}); err != nil {
@@ -238,6 +243,7 @@ func TestCancel(t *testing.T) {
 // A job killed after recording cut_over but before the swap finishes the
 // swap when run again; complete refuses meanwhile.
 func TestCutoverResumesSwap(t *testing.T) {
+	realenv.Parallel(t)
 	e := newEnv(t, 50)
 	ctx := context.Background()
 	e.migrateTo(ctx, BackfillConfig{})
@@ -254,7 +260,7 @@ func TestCutoverResumesSwap(t *testing.T) {
 	if err := e.m.Cutover(ctx, SwitchConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	if e.aliasOn(ctx) != "menu-v2" {
+	if e.aliasOn(ctx) != e.v2 {
 		t.Errorf("alias not moved by the resumed cutover")
 	}
 }
@@ -262,6 +268,7 @@ func TestCutoverResumesSwap(t *testing.T) {
 // Another operator moving the migration on is noticed: the backfill stops
 // at its next checkpoint, and a change applies to what the other wrote.
 func TestConcurrentOperator(t *testing.T) {
+	realenv.Parallel(t)
 	e := newEnv(t, 200)
 	ctx := context.Background()
 	if _, err := e.m.Create(ctx, CreateConfig{Map: e.dst}); err != nil {
@@ -273,7 +280,7 @@ func TestConcurrentOperator(t *testing.T) {
 	other := e.migrator(nil)
 	moved := false
 	e.m.search = &hookSearcher{Searcher: e.admin, onPage: func(ctx context.Context, index string, _ bulk.SearchParams, pg *bulk.Page) {
-		if index == "menu-v1" && len(pg.Hits) > 0 && !moved {
+		if index == e.v1 && len(pg.Hits) > 0 && !moved {
 			moved = true
 			// Not Cancel: that would also delete the target under the
 			// running backfill. Only the phase moves.
@@ -308,6 +315,7 @@ func TestConcurrentOperator(t *testing.T) {
 // A rollback cut short after recording its phase leaves the alias on the
 // target; verify and cutover then only record the phase.
 func TestSwitchAfterInterruptedRollback(t *testing.T) {
+	realenv.Parallel(t)
 	e := newEnv(t, 50)
 	ctx := context.Background()
 	e.migrateTo(ctx, BackfillConfig{})
@@ -330,7 +338,36 @@ func TestSwitchAfterInterruptedRollback(t *testing.T) {
 	if err := e.m.Cutover(ctx, SwitchConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	if e.aliasOn(ctx) != "menu-v2" || e.phase(ctx) != schema.PhaseCutOver {
-		t.Errorf("alias on %s, phase %s; want menu-v2, cut_over", e.aliasOn(ctx), e.phase(ctx))
+	if e.aliasOn(ctx) != e.v2 || e.phase(ctx) != schema.PhaseCutOver {
+		t.Errorf("alias on %s, phase %s; want %s, cut_over", e.aliasOn(ctx), e.phase(ctx), e.v2)
+	}
+}
+
+// Cutover restores the target's replicas and waits for green. With as
+// many replicas as the cluster has data nodes, one copy of each shard can
+// never be placed (never two copies on one node): the index stays yellow,
+// and cutover gives up after HealthTimeout, the alias and the phase
+// unchanged.
+func TestCutoverWaitsForGreen(t *testing.T) {
+	realenv.Parallel(t)
+	e := newEnv(t, 20)
+	ctx := context.Background()
+	nodes, err := dataNodes(ctx, e.admin)
+	if err != nil || nodes < 1 {
+		t.Fatalf("data nodes: %d, %v", nodes, err)
+	}
+	e.migrateTo(ctx, BackfillConfig{})
+	if _, err := e.m.store.Update(ctx, func(x *schema.Migration) error { x.Restore.TargetReplicas = nodes; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	err = e.m.Cutover(ctx, SwitchConfig{HealthTimeout: time.Second})
+	if err == nil || !strings.Contains(err.Error(), "did not turn green") {
+		t.Fatalf("Cutover with %d replicas on %d data nodes = %v, want a wait for green that times out", nodes, nodes, err)
+	}
+	if got := e.aliasOn(ctx); got != e.v1 || e.phase(ctx) != schema.PhaseVerified {
+		t.Errorf("after the refused cutover: alias on %s, phase %s; want %s, verified", got, e.phase(ctx), e.v1)
+	}
+	if r := e.setting(ctx, e.v2, "index.number_of_replicas"); r != strconv.Itoa(nodes) {
+		t.Errorf("target replicas %s, want %d (restored before the wait)", r, nodes)
 	}
 }

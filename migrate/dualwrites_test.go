@@ -7,10 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/schema"
 )
 
 func TestDualWritesWithoutInstances(t *testing.T) {
+	realenv.Parallel(t)
 	e := newEnv(t, 0)
 	ctx := context.Background()
 	if _, err := e.m.Create(ctx, CreateConfig{Map: e.dst}); err != nil {
@@ -31,20 +33,26 @@ func TestDualWritesWithoutInstances(t *testing.T) {
 // An ingest instance whose heartbeat is live but stuck on no migration
 // holds dual-writes until the timeout, and is named.
 func TestDualWritesRefusesLaggard(t *testing.T) {
+	realenv.Parallel(t)
 	e := newEnv(t, 0)
 	ctx := context.Background()
 	mig, err := e.m.Create(ctx, CreateConfig{Map: e.dst})
 	if err != nil {
 		t.Fatal(err)
 	}
+	beat := func() {
+		e.heartbeat("ingest-a", mig.ID, schema.PhaseDualWrites, time.Now())
+		e.heartbeat("ingest-stuck", "", "", time.Now())
+	}
+	// Both are live before the step looks (else it finds nobody to wait
+	// for), and keep their heartbeats fresh; only one applies the phase.
+	beat()
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
-		// Both keep their heartbeats fresh; only one applies the phase.
 		defer close(done)
 		for {
-			e.heartbeat("ingest-a", mig.ID, schema.PhaseDualWrites, time.Now())
-			e.heartbeat("ingest-stuck", "", "", time.Now())
+			beat()
 			select {
 			case <-stop:
 				return
@@ -77,6 +85,7 @@ func TestDualWritesRefusesLaggard(t *testing.T) {
 
 // The wait ends as soon as the last live instance applies the phase.
 func TestDualWritesWaitsForAck(t *testing.T) {
+	realenv.Parallel(t)
 	e := newEnv(t, 0)
 	ctx := context.Background()
 	mig, err := e.m.Create(ctx, CreateConfig{Map: e.dst})

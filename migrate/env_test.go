@@ -18,52 +18,124 @@ import (
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/internal/datagen"
 	"github.com/geoshard/geoshard/internal/osfake"
+	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/router"
 	"github.com/geoshard/geoshard/schema"
 )
 
-// env is a cluster (the emulator) with the alias "menu" on menu-v1 under
-// the 18-shard US map, seeded with generated restaurants and dishes, and
-// a Migrator towards the 24-shard map in testdata.
+// env is a cluster with an alias on its first index under the 18-shard
+// US map, seeded with generated restaurants and dishes, and a Migrator
+// towards the 24-shard map in testdata. The cluster is an emulator of the
+// test's own, or, with -tags realcluster, the real node at
+// realenv.OpenSearchURL(), which the tests use one at a time: each starts
+// by deleting what an earlier one left (see wipeReal).
+//
+// With the emulator the alias is "menu" and the indexes menu-v1, menu-v2;
+// on the real node the alias is made unique to the run and the test
+// (realenv.Unique), and the indexes are named after it.
 type env struct {
 	t      testing.TB
-	srv    *osfake.TestServer
+	srv    *osfake.TestServer // nil on the real node
 	client *opensearch.Client
 	admin  *bulk.Admin
 	m      *Migrator
 	src    *router.Map
 	dst    *router.Map
 	docs   *docSet
+	// alias is the alias migrated; v1 and v2 the source and the first
+	// target (ix(1), ix(2)).
+	alias, v1, v2 string
+	// hbStore creates the migration state index for heartbeats.
+	hbStore *stateStore
+	// replicas is the source's number_of_replicas, which cutover restores
+	// on the target and then waits for green: 1 on the emulator (it
+	// pretends to have three nodes), 0 on the one real node, where a
+	// replica can never be assigned.
+	replicas int
 }
+
+// ix is the name of the alias's n-th index: <alias>-v<n>.
+func (e *env) ix(n int) string { return e.alias + "-v" + strconv.Itoa(n) }
 
 func newEnv(t testing.TB, restaurants int) *env {
 	t.Helper()
 	return newEnvWith(t, restaurants, osfake.Options{})
 }
 
-// newEnvWith is newEnv on an emulator with options (a manual clock).
+// newEnvWith is newEnv on an emulator with options (a manual clock). A
+// test that needs them is emulator only.
 func newEnvWith(t testing.TB, restaurants int, opts osfake.Options) *env {
 	t.Helper()
-	srv := osfake.NewTestServer(opts)
-	t.Cleanup(srv.Close)
-	client, err := bulk.NewClient(bulk.ClientConfig{Addresses: []string{srv.URL}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, srv: srv, client: client, admin: bulk.NewAdmin(client),
+	client, srv := testCluster(t, opts)
+	e := &env{t: t, srv: srv, client: client, admin: bulk.NewAdmin(client), alias: realenv.Unique("menu"), replicas: 1,
 		src: loadMap(t, "../testdata/maps/us-18.json"), dst: loadMap(t, "testdata/us-24.json")}
+	e.v1, e.v2 = e.ix(1), e.ix(2)
+	if srv == nil {
+		e.replicas = 0
+	}
 	ctx := context.Background()
-	if err := Init(ctx, e.admin, InitConfig{Map: e.src, Index: "menu-v1", Alias: "menu"}); err != nil {
+	if err := Init(ctx, e.admin, InitConfig{Map: e.src, Index: e.v1, Alias: e.alias, Replicas: &e.replicas}); err != nil {
 		t.Fatal(err)
 	}
 	e.m = e.migrator(nil)
+	e.hbStore = newStore(e.admin, e.alias, time.Now)
 	e.docs = genDocs(t, restaurants, 3, 7)
 	if restaurants > 0 {
-		if err := e.docs.write(ctx, client, "menu-v1", e.src, e.docs.all()); err != nil {
+		if err := e.docs.write(ctx, client, e.v1, e.src, e.docs.all()); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return e
+}
+
+// testCluster is a client of the cluster a test runs against: a new
+// emulator with opts (srv), or the real node (srv nil), wiped of what
+// earlier tests left, and wiped again after the test if it passed.
+func testCluster(t testing.TB, opts osfake.Options) (*opensearch.Client, *osfake.TestServer) {
+	t.Helper()
+	if !realenv.Enabled() {
+		srv := osfake.NewTestServer(opts)
+		t.Cleanup(srv.Close)
+		client, err := bulk.NewClient(bulk.ClientConfig{Addresses: []string{srv.URL}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return client, srv
+	}
+	if opts.Clock != nil {
+		t.Fatal("emulator options on the real node: the test should call realenv.EmulatorOnly")
+	}
+	client, err := bulk.NewClient(bulk.ClientConfig{Addresses: []string{realenv.OpenSearchURL()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := bulk.NewAdmin(client)
+	wipeReal(t, admin)
+	t.Cleanup(func() {
+		// A failed test leaves its indexes for a look; the next test
+		// deletes them.
+		if !t.Failed() {
+			wipeReal(t, admin)
+		}
+	})
+	return client, nil
+}
+
+// wipeReal deletes, on the real node, every menu* index (their aliases go
+// with them) and the migration state index: the tests of this package
+// are their only users while they run.
+func wipeReal(t testing.TB, a *bulk.Admin) {
+	t.Helper()
+	ctx := context.Background()
+	names, err := a.IndexNames(ctx, "menu*")
+	if err != nil {
+		t.Fatalf("list the menu indexes: %v", err)
+	}
+	for _, name := range append(names, schema.MigrationsIndex) {
+		if err := a.DeleteIndex(ctx, name); err != nil && !bulk.IsNotFound(err) {
+			t.Fatalf("delete %s: %v", name, err)
+		}
+	}
 }
 
 func (e *env) migrator(reg prometheus.Registerer) *Migrator {
@@ -73,7 +145,7 @@ func (e *env) migrator(reg prometheus.Registerer) *Migrator {
 		level = slog.LevelDebug
 	}
 	m, err := New(e.client, Config{
-		Alias:        "menu",
+		Alias:        e.alias,
 		Logger:       slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 		PollInterval: 10 * time.Millisecond,
 		Registerer:   reg,
@@ -100,9 +172,17 @@ func loadMap(t testing.TB, path string) *router.Map {
 // heartbeat records an ingest instance's heartbeat, as ingest does.
 func (e *env) heartbeat(instance, migrationID string, applied schema.Phase, at time.Time) {
 	e.t.Helper()
-	body, _ := json.Marshal(schema.Heartbeat{Alias: "menu", Instance: instance, MigrationID: migrationID, Applied: applied, At: at})
+	// As ingest does: the index is created with its mappings first (a
+	// heartbeat written to a missing index would create one with dynamic
+	// mappings, where "alias" is analysed text and the job's term query
+	// on it misses an alias such as menu.1a2b-7).
+	if err := e.hbStore.ensureIndex(context.Background()); err != nil {
+		e.t.Errorf("heartbeat of %s: %v", instance, err)
+		return
+	}
+	body, _ := json.Marshal(schema.Heartbeat{Alias: e.alias, Instance: instance, MigrationID: migrationID, Applied: applied, At: at})
 	// Errorf, not Fatal: simulated instances call it from goroutines.
-	if _, err := e.admin.IndexDoc(context.Background(), schema.MigrationsIndex, schema.HeartbeatDocID("menu", instance), body, bulk.DocOptions{}); err != nil {
+	if _, err := e.admin.IndexDoc(context.Background(), schema.MigrationsIndex, schema.HeartbeatDocID(e.alias, instance), body, bulk.DocOptions{}); err != nil {
 		e.t.Errorf("heartbeat of %s: %v", instance, err)
 	}
 }

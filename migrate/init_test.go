@@ -3,13 +3,17 @@ package migrate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/opensearch-project/opensearch-go/v4"
+
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/internal/osfake"
+	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/router"
 	"github.com/geoshard/geoshard/schema"
 )
@@ -27,28 +31,26 @@ func testMap(t *testing.T, name string) *router.Map {
 	return m
 }
 
-func testAdmin(t *testing.T) (*bulk.Admin, *osfake.TestServer) {
+func testAdmin(t *testing.T) (*bulk.Admin, *opensearch.Client) {
 	t.Helper()
-	srv := osfake.NewTestServer(osfake.Options{})
-	t.Cleanup(srv.Close)
-	c, err := bulk.NewClient(bulk.ClientConfig{Addresses: []string{srv.URL}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bulk.NewAdmin(c), srv
+	c, _ := testCluster(t, osfake.Options{})
+	return bulk.NewAdmin(c), c
 }
 
 func TestInitCreatesIndexAndAlias(t *testing.T) {
-	a, srv := testAdmin(t)
+	realenv.Parallel(t)
+	a, client := testAdmin(t)
 	ctx := context.Background()
 	m := testMap(t, "us-18-rns576.json")
-	cfg := InitConfig{Map: m, Index: "menu-v1", Alias: "menu"}
+	alias := realenv.Unique("menu")
+	v1, v2 := alias+"-v1", alias+"-v2"
+	cfg := InitConfig{Map: m, Index: v1, Alias: alias}
 	if err := Init(ctx, a, cfg); err != nil {
 		t.Fatal(err)
 	}
-	got, index, err := schema.LoadMap(ctx, a, "menu")
-	if err != nil || index != "menu-v1" || got.Hash() != m.Hash() {
-		t.Fatalf("LoadMap(menu) = %v, %q, %v; want the map of menu-v1", got, index, err)
+	got, index, err := schema.LoadMap(ctx, a, alias)
+	if err != nil || index != v1 || got.Hash() != m.Hash() {
+		t.Fatalf("LoadMap(%s) = %v, %q, %v; want the map of %s", alias, got, index, err, v1)
 	}
 	// Idempotent: again is fine.
 	if err := Init(ctx, a, cfg); err != nil {
@@ -56,31 +58,30 @@ func TestInitCreatesIndexAndAlias(t *testing.T) {
 	}
 	// Every routing key of the map reaches its own shard of the index:
 	// the index was created with the map's routing_num_shards.
-	client, _ := bulk.NewClient(bulk.ClientConfig{Addresses: []string{srv.URL}})
 	w, _ := bulk.New(client, bulk.Config{})
 	for i := 0; i < m.NumShards(); i++ {
-		w.Add(ctx, bulk.Item{Action: bulk.Index, Index: "menu", ID: "restaurant:" + strconv.Itoa(i), Routing: m.Shard(i).Routing,
+		w.Add(ctx, bulk.Item{Action: bulk.Index, Index: alias, ID: "restaurant:" + strconv.Itoa(i), Routing: m.Shard(i).Routing,
 			Body: []byte(`{"relation":"restaurant"}`)})
 	}
 	w.Close(ctx)
-	a.Refresh(ctx, "menu")
+	a.Refresh(ctx, alias)
 	for i := 0; i < m.NumShards(); i++ {
-		n, err := a.Count(ctx, "menu-v1", nil, bulk.SearchParams{Preference: "_shards:" + strconv.Itoa(i)})
+		n, err := a.Count(ctx, v1, nil, bulk.SearchParams{Preference: "_shards:" + strconv.Itoa(i)})
 		if err != nil || n != 1 {
 			t.Errorf("shard %d holds %d documents (%v), want exactly its own routing key's one", i, n, err)
 		}
 	}
 	// Another map for the same index is refused, naming both hashes.
 	other := testMap(t, "us-18.json")
-	err = Init(ctx, a, InitConfig{Map: other, Index: "menu-v1", Alias: "menu"})
+	err = Init(ctx, a, InitConfig{Map: other, Index: v1, Alias: alias})
 	if !errors.Is(err, ErrMapMismatch) || !strings.Contains(err.Error(), other.ShortHash()) || !strings.Contains(err.Error(), m.ShortHash()) {
 		t.Errorf("Init(other map) = %v, want ErrMapMismatch naming both hashes", err)
 	}
 	// An alias that points elsewhere is not moved.
-	if err := Init(ctx, a, InitConfig{Map: m, Index: "menu-v2", Alias: "menu"}); err == nil || !strings.Contains(err.Error(), `already points to "menu-v1"`) {
-		t.Errorf("Init(menu-v2 under menu) = %v, want a refusal", err)
+	if err := Init(ctx, a, InitConfig{Map: m, Index: v2, Alias: alias}); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("already points to %q", v1)) {
+		t.Errorf("Init(%s under %s) = %v, want a refusal", v2, alias, err)
 	}
-	if err := Init(ctx, a, InitConfig{Map: m, Index: "menu", Alias: "menu"}); err == nil {
+	if err := Init(ctx, a, InitConfig{Map: m, Index: alias, Alias: alias}); err == nil {
 		t.Errorf("Init(index == alias) succeeded")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/router"
 	"github.com/geoshard/geoshard/schema"
 )
@@ -58,8 +59,8 @@ type simTarget struct {
 // poll reads the migration as ingest does and returns the indexes to
 // write, the primary first.
 func (s *simIngest) poll(ctx context.Context) ([]simTarget, string, schema.Phase, error) {
-	src := simTarget{"menu-v1", s.e.src}
-	d, err := s.e.admin.GetDoc(ctx, schema.MigrationsIndex, schema.MigrationDocID("menu"))
+	src := simTarget{s.e.v1, s.e.src}
+	d, err := s.e.admin.GetDoc(ctx, schema.MigrationsIndex, schema.MigrationDocID(s.e.alias))
 	if bulk.IsNotFound(err) || (err == nil && !d.Found) {
 		return []simTarget{src}, "", "", nil
 	}
@@ -191,6 +192,7 @@ func (s *simIngest) change(ctx context.Context, targets []simTarget) {
 // indexes as ingest does: at the end the target holds exactly the current
 // state, each document on the shard the new map gives it.
 func TestMigrationUnderLiveWrites(t *testing.T) {
+	realenv.Parallel(t)
 	e := newEnv(t, 500)
 	ctx := context.Background()
 	seed := uint64(time.Now().UnixNano())
@@ -245,8 +247,8 @@ func TestMigrationUnderLiveWrites(t *testing.T) {
 		}
 	}
 
-	e.checkTarget(ctx, "menu-v2")
-	if e.aliasOn(ctx) != "menu-v2" {
+	e.checkTarget(ctx, e.v2)
+	if e.aliasOn(ctx) != e.v2 {
 		t.Errorf("alias not on the target")
 	}
 	// The source stayed current too (a rollback target).

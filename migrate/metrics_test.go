@@ -8,10 +8,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/geoshard/geoshard/internal/realenv"
 )
 
 // The job's metrics, under the names the dashboard in deploy/ reads.
 func TestMetrics(t *testing.T) {
+	realenv.Parallel(t)
 	e := newEnv(t, 100)
 	reg := prometheus.NewRegistry()
 	e.m = e.migrator(reg)

@@ -8,21 +8,23 @@ import (
 
 	"github.com/golang/geo/s2"
 
+	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/router"
 )
 
 func TestCellLoads(t *testing.T) {
+	realenv.Parallel(t)
 	e := newEnv(t, 300)
 	ctx := context.Background()
-	if err := e.admin.Refresh(ctx, "menu"); err != nil {
+	if err := e.admin.Refresh(ctx, e.alias); err != nil {
 		t.Fatal(err)
 	}
-	live, index, loads, err := LiveLoads(ctx, e.admin, "menu")
+	live, index, loads, err := LiveLoads(ctx, e.admin, e.alias)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if live.Hash() != e.src.Hash() || index != "menu-v1" {
-		t.Errorf("LiveLoads map %s of %s, want %s of menu-v1", live.ShortHash(), index, e.src.ShortHash())
+	if live.Hash() != e.src.Hash() || index != e.v1 {
+		t.Errorf("LiveLoads map %s of %s, want %s of %s", live.ShortHash(), index, e.src.ShortHash(), e.v1)
 	}
 	want := map[s2.CellID]int64{}
 	for _, d := range e.docs.all() {
@@ -41,6 +43,7 @@ func TestCellLoads(t *testing.T) {
 }
 
 func TestDiffMaps(t *testing.T) {
+	realenv.Parallel(t)
 	f, err := os.Open("../testdata/loads/us.csv")
 	if err != nil {
 		t.Fatal(err)

@@ -4,9 +4,12 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/geoshard/geoshard/internal/realenv"
 )
 
 func TestTokenBucket(t *testing.T) {
+	realenv.Parallel(t)
 	at := time.Unix(0, 0)
 	b := newTokenBucket(100, 50)
 	b.now = func() time.Time { return at }
@@ -42,6 +45,7 @@ func TestTokenBucket(t *testing.T) {
 
 // --max-docs-per-second bounds the copy rate.
 func TestBackfillThrottled(t *testing.T) {
+	realenv.Parallel(t)
 	e := newEnv(t, 200)
 	ctx := context.Background()
 	if _, err := e.m.Create(ctx, CreateConfig{Map: e.dst}); err != nil {

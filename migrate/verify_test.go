@@ -11,6 +11,7 @@ import (
 
 	"github.com/golang/geo/s2"
 
+	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/router"
 	"github.com/geoshard/geoshard/schema"
 )
@@ -20,6 +21,7 @@ import (
 // cells: check both, and that a token falls in shard i's token range
 // exactly when LocateCell says shard i.
 func TestTokenRangesAreExact(t *testing.T) {
+	realenv.Parallel(t)
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
@@ -82,6 +84,7 @@ func (e *env) pickOn(i int, skip map[string]bool) *testDoc {
 }
 
 func TestVerifyFindsDifferences(t *testing.T) {
+	realenv.Parallel(t)
 	e := newEnv(t, 400)
 	ctx := context.Background()
 	e.migrateTo(ctx, BackfillConfig{})
@@ -99,10 +102,10 @@ func TestVerifyFindsDifferences(t *testing.T) {
 	mis := e.pickOn(7, used)
 	misGone := *mis
 	misGone.Deleted, misGone.Version = true, mis.Version+1
-	if err := e.docs.write(ctx, e.client, "menu-v2", e.dst, []*testDoc{&gone, extra, &misGone}); err != nil {
+	if err := e.docs.write(ctx, e.client, e.v2, e.dst, []*testDoc{&gone, extra, &misGone}); err != nil {
 		t.Fatal(err)
 	}
-	it := docItem("menu-v2", e.dst, mis)
+	it := docItem(e.v2, e.dst, mis)
 	it.Routing, it.Version = e.dst.Shard(9).Routing, mis.Version+2
 	if err := e.writeItems(ctx, it); err != nil {
 		t.Fatal(err)
@@ -167,6 +170,7 @@ func TestVerifyFindsDifferences(t *testing.T) {
 
 // The id lists are capped; the counts stay exact.
 func TestVerifyCapsIDLists(t *testing.T) {
+	realenv.Parallel(t)
 	e := newEnv(t, 200)
 	ctx := context.Background()
 	e.migrateTo(ctx, BackfillConfig{})
@@ -177,7 +181,7 @@ func TestVerifyCapsIDLists(t *testing.T) {
 		d.Deleted, d.Version = true, d.Version+1
 		gone = append(gone, &d)
 	}
-	if err := e.docs.write(ctx, e.client, "menu-v2", e.dst, gone); err != nil {
+	if err := e.docs.write(ctx, e.client, e.v2, e.dst, gone); err != nil {
 		t.Fatal(err)
 	}
 	ver, err := e.m.Verify(ctx, VerifyConfig{IDs: true, Attempts: 1, MaxIDs: 2})
