@@ -188,7 +188,7 @@ func (s *Server) collect(reads []shardRead, req *searchRequest, keep bool) (*sea
 			continue
 		}
 		for _, d := range r.docs {
-			if r.sliceMod > 1 && int(sliceHash(d.id)%uint32(r.sliceMod)) != r.sliceRem {
+			if !r.inSlice(d.id) {
 				continue
 			}
 			if b.filter != nil && !b.filter(d) || !b.match(d) {
@@ -285,21 +285,4 @@ func (s *Server) execSearch(reads []shardRead, req *searchRequest) (*searchRespo
 		resp.Hits.Hits = append(resp.Hits.Hits, hj)
 	}
 	return resp, nil
-}
-
-// sliceHash is a stable hash of an _id that splits a shard's documents
-// between the slices that share it (the server uses a murmur3 hash of the
-// encoded _id term; any stable hash partitions the same way).
-func sliceHash(id string) uint32 {
-	h := uint32(2166136261)
-	for i := 0; i < len(id); i++ {
-		h ^= uint32(id[i])
-		h *= 16777619
-	}
-	h ^= h >> 16
-	h *= 0x85ebca6b
-	h ^= h >> 13
-	h *= 0xc2b2ae35
-	h ^= h >> 16
-	return h
 }

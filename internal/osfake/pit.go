@@ -202,7 +202,7 @@ func (s *Server) searchPIT(w http.ResponseWriter, q *request, req *searchRequest
 		}
 	}
 	if req.slice != nil {
-		reads = sliceReads(reads, req.slice)
+		reads = sliceFilter(reads, req.slice)
 	}
 	resp, err := s.execSearch(reads, req)
 	delay := s.readLatency(reads)
@@ -214,39 +214,6 @@ func (s *Server) searchPIT(w http.ResponseWriter, q *request, req *searchRequest
 	}
 	resp.PitID, resp.Took = p.id, delay.Milliseconds()
 	writeJSON(w, 200, resp)
-}
-
-// sliceReads keeps the part of reads that a slice reads, as the server's
-// SliceBuilder does with shards numbered by their position among the
-// targeted ones: with max <= shards, whole shards (position p belongs to
-// slice p mod max); with more slices than shards, slice id reads the shard
-// at position id mod shards and shares its documents with the other slices
-// on it by a hash of _id. Slices are disjoint and together read
-// everything.
-func sliceReads(reads []shardRead, sl *sliceSpec) []shardRead {
-	n := len(reads)
-	if n == 0 {
-		return nil
-	}
-	if sl.max <= n {
-		var out []shardRead
-		for pos, r := range reads {
-			if pos%sl.max == sl.id {
-				out = append(out, r)
-			}
-		}
-		return out
-	}
-	target := sl.id % n
-	r := reads[target]
-	perShard := sl.max / n
-	if sl.max%n > target {
-		perShard++
-	}
-	if perShard > 1 {
-		r.sliceMod, r.sliceRem = perShard, sl.id/n
-	}
-	return []shardRead{r}
 }
 
 func (s *Server) handleDeletePIT(w http.ResponseWriter, q *request) {

@@ -143,10 +143,12 @@ func TestSliceReadsRenumberShardsByPosition(t *testing.T) {
 		}
 	}
 	// More slices than shards: slice 5 of 6 over 4 shards reads shard
-	// position 1, second of its two slices.
-	got := sliceReads(reads, &sliceSpec{id: 5, max: 6})
-	if len(got) != 1 || got[0].shard != 2 || got[0].sliceMod != 2 || got[0].sliceRem != 1 {
-		t.Errorf("slice 5 of 6 = %+v, want shard 2 split in 2, part 1", got)
+	// position 1, second of its two slices; a search still asks the
+	// other shards, which match nothing.
+	got := sliceFilter(reads, &sliceSpec{id: 5, max: 6})
+	if len(got) != 4 || got[1].shard != 2 || got[1].sliceNone || got[1].sliceMod != 2 || got[1].sliceRem != 1 ||
+		!got[0].sliceNone || !got[2].sliceNone || !got[3].sliceNone {
+		t.Errorf("slice 5 of 6 = %+v, want shard 2 split in 2, part 1, and the others asked for nothing", got)
 	}
 }
 

@@ -17,13 +17,14 @@ import (
 // map, or a point in time's snapshot), the alias filter that applies, and
 // for a slice of a shard, which part of its documents.
 type shardRead struct {
-	ix       *index
-	shard    int
-	docs     map[string]*doc
-	filter   query // nil: no alias filter
-	sliceMod int   // > 1: keep the documents whose _id hashes to sliceRem
-	sliceRem int
-	gone     *osError // set when a point in time's index was deleted
+	ix        *index
+	shard     int
+	docs      map[string]*doc
+	filter    query // nil: no alias filter
+	sliceMod  int   // > 1: keep the documents whose _id hashes to sliceRem
+	sliceRem  int
+	sliceNone bool     // outside the slice: the shard is asked but matches nothing
+	gone      *osError // set when a point in time's index was deleted
 }
 
 // targetIndex is an index a search expression reaches: directly (by name,
