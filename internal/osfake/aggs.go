@@ -299,7 +299,7 @@ func (k *aggKeys) of(h *hit, field string) []sortKey {
 		single := f.typ == "float" || f.typ == "half_float"
 		f.each(h.d, func(v any) bool {
 			if n, ok := f.docNum(v); ok {
-				add(numSortKey(n, integer, single))
+				add(numSortKey(n, integer, single).widened())
 			}
 			return true
 		})
@@ -538,7 +538,7 @@ func afterKeyLike(v any, f *fieldRef) sortKey {
 		}
 	case f.kind == kindNumber:
 		if n, ok := f.docNum(v); ok {
-			return numSortKey(n, f.integer, f.typ == "float" || f.typ == "half_float")
+			return numSortKey(n, f.integer, f.typ == "float" || f.typ == "half_float").widened()
 		}
 	}
 	s, _ := toKeyword(v)

@@ -56,9 +56,9 @@ type searchResponse struct {
 }
 
 type hitsJSON struct {
-	Total    any       `json:"total,omitempty"`
-	MaxScore *float64  `json:"max_score"`
-	Hits     []hitJSON `json:"hits"`
+	Total    any          `json:"total,omitempty"`
+	MaxScore *json.Number `json:"max_score"`
+	Hits     []hitJSON    `json:"hits"`
 }
 
 type hitJSON struct {
@@ -67,7 +67,7 @@ type hitJSON struct {
 	Version     *int64          `json:"_version,omitempty"`
 	SeqNo       *int64          `json:"_seq_no,omitempty"`
 	PrimaryTerm *int64          `json:"_primary_term,omitempty"`
-	Score       *float64        `json:"_score"`
+	Score       *json.Number    `json:"_score"`
 	Routing     string          `json:"_routing,omitempty"`
 	Source      json.RawMessage `json:"_source,omitempty"`
 	Sort        []any           `json:"sort,omitempty"`
@@ -259,14 +259,16 @@ func (s *Server) execSearch(reads []shardRead, req *searchRequest) (*searchRespo
 	} else {
 		hits = hits[req.from:min(len(hits), req.from+req.size)]
 	}
+	// Scores are floats, spelled as the server spells them (1.0).
+	scoreText := json.Number(javaFloat(float32(score)))
 	if scoring && len(hits) > 0 {
-		resp.Hits.MaxScore = &score
+		resp.Hits.MaxScore = &scoreText
 	}
 	for _, h := range hits {
 		r := &res.reads[h.pos]
 		hj := hitJSON{Index: r.ix.name, ID: h.d.id, Routing: h.d.routing, Source: req.source.render(h.d)}
 		if scoring {
-			hj.Score = &score
+			hj.Score = &scoreText
 		}
 		if req.version {
 			v := h.d.version

@@ -1,6 +1,7 @@
 package osfake
 
 import (
+	"encoding/json"
 	"math"
 	"sort"
 	"strings"
@@ -23,15 +24,17 @@ type sortClause struct {
 
 // sortKey is one sort value of a hit.
 type sortKey struct {
-	kind byte // 'i' integer, 'f' float, 's' string, 'n' missing string (null)
-	i    int64
-	f    float64
-	s    string
+	kind   byte // 'i' integer, 'f' float, 's' string, 'n' missing string (null)
+	i      int64
+	f      float64
+	s      string
+	single bool // a float (32 bits): rendered as Float.toString
 }
 
 // json renders a sort value the way the server does: integers (longs,
-// dates as epoch millis, booleans as 0/1), doubles (infinities as
-// strings), strings, or null for a missing keyword.
+// dates as epoch millis, booleans as 0/1), doubles and floats spelled as
+// Java spells them (4.0; infinities as strings), strings, or null for a
+// missing keyword.
 func (k sortKey) json() any {
 	switch k.kind {
 	case 'i':
@@ -43,7 +46,10 @@ func (k sortKey) json() any {
 		if math.IsInf(k.f, -1) {
 			return "-Infinity"
 		}
-		return k.f
+		if k.single {
+			return json.Number(javaFloat(float32(k.f)))
+		}
+		return json.Number(javaDouble(k.f))
 	case 's':
 		return k.s
 	}
@@ -169,7 +175,7 @@ func (o *docOrdinals) of(r *shardRead, id string) int {
 func bindSort(c sortClause, ix *index, ord *docOrdinals) (sortFn, *osError) {
 	switch c.field {
 	case "_score":
-		return func(_ *shardRead, _ *doc, score float64) sortKey { return sortKey{kind: 'f', f: score} }, nil
+		return func(_ *shardRead, _ *doc, score float64) sortKey { return sortKey{kind: 'f', f: score, single: true} }, nil
 	case "_doc":
 		return func(r *shardRead, d *doc, _ float64) sortKey { return sortKey{kind: 'i', i: int64(ord.of(r, d.id))} }, nil
 	}
@@ -180,7 +186,7 @@ func bindSort(c sortClause, ix *index, ord *docOrdinals) (sortFn, *osError) {
 			return nil, queryShardException("No mapping found for [" + c.field + "] in order to sort on")
 		}
 		kind, integer := typeKind(c.unmappedType)
-		miss := missingSortKey(c, kind, integer || kind == kindDate || kind == kindBool, nil)
+		miss := missingSortKey(c, kind, c.unmappedType, integer || kind == kindDate || kind == kindBool, nil)
 		return func(*shardRead, *doc, float64) sortKey { return miss }, nil
 	case kindText:
 		return nil, illegalArgument("Text fields are not optimised for operations that require per-document field data like aggregations and sorting, " +
@@ -190,7 +196,7 @@ func bindSort(c sortClause, ix *index, ord *docOrdinals) (sortFn, *osError) {
 		return nil, illegalArgument("can't sort on geo_point field without using specific sorting feature, like geo_distance")
 	}
 	if f.kind == kindKeyword {
-		miss := missingSortKey(c, kindKeyword, false, nil)
+		miss := missingSortKey(c, kindKeyword, "keyword", false, nil)
 		useMax := c.mode == "max" || c.mode == "" && c.desc
 		return func(_ *shardRead, d *doc, _ float64) sortKey {
 			k, found := sortKey{kind: 's'}, false
@@ -208,7 +214,7 @@ func bindSort(c sortClause, ix *index, ord *docOrdinals) (sortFn, *osError) {
 	}
 	integer := f.integer || f.kind == kindDate || f.kind == kindBool
 	single := f.typ == "float" || f.typ == "half_float"
-	miss := missingSortKey(c, f.kind, integer, &f)
+	miss := missingSortKey(c, f.kind, f.typ, integer, &f)
 	useMax := c.mode == "max" || c.mode == "" && c.desc
 	return func(_ *shardRead, d *doc, _ float64) sortKey {
 		var acc num
@@ -243,16 +249,31 @@ func numSortKey(n num, integer, single bool) sortKey {
 		n = n.truncate()
 		return sortKey{kind: 'i', i: n.i}
 	case single:
-		return sortKey{kind: 'f', f: float64(float32(n.f))}
+		return sortKey{kind: 'f', f: float64(float32(n.f)), single: true}
 	}
 	return sortKey{kind: 'f', f: n.f}
+}
+
+// widened is k as a double: bucket keys of float fields are the float's
+// value as a double (3.9 reads 3.9000000953674316), where sort values
+// are floats.
+func (k sortKey) widened() sortKey {
+	k.single = false
+	return k
+}
+
+// intSorted reports whether a type sorts as a Java int (SortField.Type.INT),
+// whose missing values are Integer.MIN_VALUE and MAX_VALUE.
+func intSorted(typ string) bool {
+	return typ == "integer" || typ == "short" || typ == "byte" || typ == "boolean"
 }
 
 // missingSortKey is the sort value of a document without the field: the
 // "missing" replacement if given; else for numbers the extreme that sorts
 // it last (or first), as the server substitutes Long.MAX_VALUE and the
 // like; else a null that sorts last (or first).
-func missingSortKey(c sortClause, kind int, integer bool, f *fieldRef) sortKey {
+func missingSortKey(c sortClause, kind int, typ string, integer bool, f *fieldRef) sortKey {
+	single := typ == "float" || typ == "half_float"
 	if c.missing != nil {
 		if kind == kindKeyword {
 			s, _ := toKeyword(c.missing)
@@ -260,7 +281,7 @@ func missingSortKey(c sortClause, kind int, integer bool, f *fieldRef) sortKey {
 		}
 		if f != nil {
 			if n, ok := f.docNum(c.missing); ok {
-				return numSortKey(n, integer, false)
+				return numSortKey(n, integer, single)
 			}
 		}
 	}
@@ -269,14 +290,18 @@ func missingSortKey(c sortClause, kind int, integer bool, f *fieldRef) sortKey {
 	}
 	high := c.missingFirst == c.desc
 	switch {
+	case intSorted(typ) && high:
+		return sortKey{kind: 'i', i: math.MaxInt32}
+	case intSorted(typ):
+		return sortKey{kind: 'i', i: math.MinInt32}
 	case integer && high:
 		return sortKey{kind: 'i', i: math.MaxInt64}
 	case integer:
 		return sortKey{kind: 'i', i: math.MinInt64}
 	case high:
-		return sortKey{kind: 'f', f: math.Inf(1)}
+		return sortKey{kind: 'f', f: math.Inf(1), single: single}
 	}
-	return sortKey{kind: 'f', f: math.Inf(-1)}
+	return sortKey{kind: 'f', f: math.Inf(-1), single: single}
 }
 
 // cmpSortKey orders two values of one clause.
@@ -354,6 +379,8 @@ func afterValues(h *hit, after []any, clauses []sortClause) bool {
 				k = sortKey{kind: 's', s: scalarString(after[i])}
 			case n.isInt && like.kind == 'i':
 				k = sortKey{kind: 'i', i: n.i}
+			case like.single:
+				k = sortKey{kind: 'f', f: float64(float32(n.f)), single: true}
 			default:
 				k = sortKey{kind: 'f', f: n.f}
 			}
