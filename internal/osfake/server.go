@@ -238,6 +238,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 		return
 	}
 	q.body = body
+	if spec, ok := q.query["filter_path"]; ok && spec != "" {
+		serveFiltered(w, spec, func(w http.ResponseWriter) {
+			if !s.failRequest(w, q) {
+				matched.handle(s, w, q)
+			}
+		})
+		return
+	}
 	if s.failRequest(w, q) {
 		return
 	}
