@@ -224,12 +224,19 @@ func parseBool(body any) (query, *osError) {
 			return nil, parsingException("[bool] query does not support [" + k + "]")
 		}
 		clauses, isArr := v.([]any)
+		if _, isObj := v.(map[string]any); !isArr && !isObj {
+			return nil, xContentError("[bool] " + k + " doesn't support values of type: " + tokenName(v))
+		}
 		if !isArr {
 			clauses = []any{v}
 		}
 		for _, c := range clauses {
 			cq, err := parseQuery(c)
 			if err != nil {
+				// The clause's parser fails inside the bool's.
+				if err.Status == 400 {
+					err = &osError{Status: 400, Type: "x_content_parse_exception", Reason: "[bool] failed to parse field [" + k + "]", CausedBy: err}
+				}
 				return nil, err
 			}
 			*dst = append(*dst, cq)

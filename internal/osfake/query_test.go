@@ -156,6 +156,12 @@ func TestQueryErrors(t *testing.T) {
 			"No mapping found for [nope] in order to sort on", "query", true},
 		{"can_match sort before the query", name, `{"query":{"term":{"location":"x"}},"sort":["nope"]}`, 400, "search_phase_execution_exception",
 			"query_shard_exception", "No mapping found for [nope] in order to sort on", "can_match", true},
+		{"bool clause not a query", name, `{"query":{"bool":{"must":"x"}}}`, 400, "x_content_parse_exception", "x_content_parse_exception",
+			"[bool] must doesn't support values of type: VALUE_STRING", "", false},
+		{"bad query inside bool", name, `{"query":{"bool":{"should":[{"frob":{}}]}}}`, 400, "x_content_parse_exception", "parsing_exception",
+			"unknown query [frob]", "", false},
+		{"bad clause inside nested bool", name, `{"query":{"bool":{"must":{"bool":{"must":1}}}}}`, 400, "x_content_parse_exception", "x_content_parse_exception",
+			"[bool] must doesn't support values of type: VALUE_NUMBER", "", false},
 		{"query before a sort without can_match", name, `{"query":{"term":{"location":"x"}},"sort":["_score","nope"]}`, 400, "search_phase_execution_exception",
 			"query_shard_exception", "Geometry fields do not support exact searching", "query", true},
 	}
@@ -165,7 +171,7 @@ func TestQueryErrors(t *testing.T) {
 			if status != tc.status || str(dig(out, "error", "type")) != tc.typ || str(dig(out, "error", "root_cause", 0, "type")) != tc.rootType {
 				t.Fatalf("search %s = %d %v, want %d %s caused by %s", tc.body, status, out, tc.status, tc.typ, tc.rootType)
 			}
-			if reason := str(dig(out, "error", "root_cause", 0, "reason")); !strings.HasPrefix(reason, tc.reason) {
+			if reason := strings.TrimPrefix(firstRootCause(out), tc.rootType+": "); !strings.HasPrefix(reason, tc.reason) {
 				t.Errorf("search %s: reason %q, want prefix %q", tc.body, reason, tc.reason)
 			}
 			if phase := str(dig(out, "error", "phase")); phase != tc.phase {
@@ -302,5 +308,18 @@ func TestNotEmulatedQueryTermCaseInsensitive(t *testing.T) {
 	status, _ := tg.do("POST", "/"+name+"/_search", `{"query":{"term":{"a.keyword":{"value":"B","case_insensitive":true}}}}`)
 	if status != 501 {
 		t.Errorf("case_insensitive term = %d, want 501", status)
+	}
+}
+
+// TestQueryBoostNotValidated pins a known difference: the emulator reads
+// a boost it can parse and ignores one it cannot, where the server fails
+// each query type in its own way (number_format_exception from a term's
+// boost "z", "[match_all] failed to parse field [boost]", …).
+func TestQueryBoostNotValidated(t *testing.T) {
+	tg := newTarget(t)
+	tg.emulatorOnly("a real node rejects a boost that is not a number")
+	name := seedIndex(tg, "boost", queryMapping, queryDocs...)
+	for _, q := range []string{`{"term":{"geo_cell":{"value":"c1","boost":"z"}}}`, `{"match_all":{"boost":"z"}}`} {
+		tg.mustDo(200, "POST", "/"+name+"/_search", `{"query":`+q+`}`)
 	}
 }

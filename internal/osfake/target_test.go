@@ -67,6 +67,16 @@ func (tg *target) needFake() {
 	}
 }
 
+// emulatorOnly skips, against a real cluster, a test that pins what the
+// emulator does where it knowingly differs from the server; why says
+// how.
+func (tg *target) emulatorOnly(why string) {
+	tg.t.Helper()
+	if tg.fake == nil {
+		tg.t.Skip("emulator-only: " + why)
+	}
+}
+
 // name returns a unique index name for this test.
 func (tg *target) name(base string) string { return tg.prefix + base }
 
