@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/geoshard/geoshard/internal/realenv"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -18,41 +20,68 @@ import (
 // readerSessionTimeout, so the bound only has to sit below that.
 const minGroupSessionTimeout = 100 * time.Millisecond
 
-// Cluster is an in-process Kafka cluster listening on 127.0.0.1. It wraps a
-// kfake.Cluster, which speaks the real wire protocol, so kafka-go and any
-// other client connect to Addrs as they would to a real broker.
+// Cluster is a Kafka cluster for tests: in-process by default, or the real
+// brokers of realenv when the tests run against the real engines (see
+// New).
 //
-// The inspection methods (HighWatermarks, CommittedOffsets, DescribeGroup,
-// …) read the fake's state in-process rather than over the wire: they see
-// exactly what the broker holds, with no client cache in between.
+// In-process it wraps a kfake.Cluster listening on 127.0.0.1, which speaks
+// the real wire protocol, so kafka-go and any other client connect to Addrs
+// as they would to a real broker. The inspection methods (HighWatermarks,
+// CommittedOffsets, DescribeGroup, …) then read the fake's state
+// in-process rather than over the wire: they see exactly what the broker
+// holds, with no client cache in between. On the real backend they ask the
+// brokers with admin requests (see the package documentation for where the
+// two differ).
 //
 // A Cluster is safe for concurrent use. After Close, every method that
 // reaches the broker returns ErrClosed.
 type Cluster struct {
-	fake     *kfake.Cluster
+	fake     *kfake.Cluster // nil on the real backend
+	adm      *kadm.Client   // nil in-process
 	producer *kgo.Client
 	addrs    []string
+
+	// sessionTimeout is the SessionTimeout ReaderConfig asks for: the
+	// broker must accept it (see readerSessionTimeout).
+	sessionTimeout time.Duration
 
 	nilKeys atomic.Uint64 // round-robin cursor for messages without a key
 	readers atomic.Uint64 // numbers the client IDs ReaderConfig hands out
 
-	// mu guards closed. Calls into the fake hold it for reading: a kfake
-	// admin call made after kfake's Close blocks forever, so Close takes it
-	// for writing to wait for in-flight calls and shut later ones out.
+	// mu guards closed. Calls into the fake or the admin client hold it
+	// for reading: a kfake admin call made after kfake's Close blocks
+	// forever, so Close takes it for writing to wait for in-flight calls
+	// and shut later ones out.
 	mu     sync.RWMutex
 	closed bool
+
+	// created are the topics this Cluster created on the real backend,
+	// which Close deletes.
+	createdMu sync.Mutex
+	created   []string
 }
 
 // New starts a cluster configured by opts and creates the declared topics.
 // The caller must Close it. Tests use Start, which closes it for them.
+//
+// The backend is the in-process kfake broker, unless realenv.Enabled()
+// (the realcluster build tag): then New connects to realenv.KafkaBrokers()
+// instead, and WithInProcess is the way to get the in-process broker all
+// the same. On the real backend WithBrokers(n) for n other than 1 and
+// WithPorts are errors, since they describe brokers New would start, and
+// WithLogger is ignored: the broker logs on its own side.
 func New(opts ...Option) (*Cluster, error) {
 	var cfg config
 	for _, o := range opts {
 		o(&cfg)
 	}
 	cfg.resolve()
-	if err := cfg.validate(); err != nil {
+	useReal := realenv.Enabled() && !cfg.inProcess
+	if err := cfg.validate(useReal); err != nil {
 		return nil, err
+	}
+	if useReal {
+		return newReal(cfg, realenv.KafkaBrokers())
 	}
 
 	kopts := []kfake.Opt{
@@ -77,10 +106,42 @@ func New(opts ...Option) (*Cluster, error) {
 		fake.Close()
 		return nil, err
 	}
-	c := &Cluster{fake: fake, producer: producer, addrs: addrs}
+	c := &Cluster{fake: fake, producer: producer, addrs: addrs, sessionTimeout: readerSessionTimeout}
 
 	for _, t := range cfg.topics {
-		if err := c.createTopic(t.name, t.partitions); err != nil {
+		if err := c.createTopic(context.Background(), t.name, t.partitions); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// newReal connects to the real brokers at addrs, reads the smallest
+// session timeout they accept and creates the declared topics.
+func newReal(cfg config, addrs []string) (*Cluster, error) {
+	producer, err := newProducer(addrs)
+	if err != nil {
+		return nil, err
+	}
+	adm, err := newAdmin(addrs)
+	if err != nil {
+		producer.Close()
+		return nil, err
+	}
+	c := &Cluster{adm: adm, producer: producer, addrs: addrs}
+
+	ctx, cancel := context.WithTimeout(context.Background(), realSetupTimeout)
+	defer cancel()
+	minSession, err := brokerMinSession(ctx, adm)
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("kafkatest: connect to %v: %w", addrs, err)
+	}
+	c.sessionTimeout = max(readerSessionTimeout, minSession)
+
+	for _, t := range cfg.topics {
+		if err := c.createTopic(ctx, t.name, t.partitions); err != nil {
 			c.Close()
 			return nil, err
 		}
@@ -92,6 +153,10 @@ func New(opts ...Option) (*Cluster, error) {
 // brokers, which drops every client connection. Readers still open see
 // connection errors; close them before the cluster for a quiet shutdown.
 // Close is idempotent.
+//
+// On the real backend Close leaves the brokers running: it deletes the
+// topics this Cluster created (best effort; consumer groups and their
+// offsets stay, until the broker expires them) and closes its clients.
 func (c *Cluster) Close() {
 	c.mu.Lock()
 	if c.closed {
@@ -102,24 +167,41 @@ func (c *Cluster) Close() {
 	c.mu.Unlock()
 
 	c.producer.Close()
-	c.fake.Close()
+	if c.fake != nil {
+		c.fake.Close()
+		return
+	}
+	c.deleteCreated()
+	c.adm.Close()
 }
 
-// Addrs returns the brokers' host:port addresses, all on 127.0.0.1, for
+// Addrs returns the brokers' host:port addresses for
 // kafka.ReaderConfig.Brokers, kafka.Writer.Addr (kafka.TCP(addrs...)) and
-// the like. The slice is a copy.
+// the like: all on 127.0.0.1 in-process, realenv.KafkaBrokers() on the
+// real backend. The slice is a copy.
 func (c *Cluster) Addrs() []string { return slices.Clone(c.addrs) }
 
 // Fake returns the underlying kfake cluster for what this package does not
 // wrap: fault injection (Fault, ControlKey), leader moves, coordinator
 // rehashing. Its methods must not be called after Close; kfake's admin calls
 // block forever on a closed cluster.
+//
+// It is nil on the real backend; a test that needs it skips there with
+// realenv.EmulatorOnly.
 func (c *Cluster) Fake() *kfake.Cluster { return c.fake }
 
-// CreateTopic creates topic with the given number of partitions.
+// Real reports whether c is connected to real brokers (realenv) rather
+// than running in-process.
+func (c *Cluster) Real() bool { return c.fake == nil }
+
+// CreateTopic creates topic with the given number of partitions. Creating
+// a topic that exists is an error.
 //
-// The topic is created in-process; ctx is checked first but the call does
-// not wait on any network.
+// In-process the topic is created in-process; ctx is checked first but the
+// call does not wait on any network. On the real backend the topic is
+// created with exactly this name and replication factor 1, and CreateTopic
+// returns once every partition has a leader that answers for it; Close
+// deletes it.
 func (c *Cluster) CreateTopic(ctx context.Context, topic string, partitions int) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("kafkatest: create topic %s: %w", topic, err)
@@ -127,13 +209,18 @@ func (c *Cluster) CreateTopic(ctx context.Context, topic string, partitions int)
 	if err := validateTopic(topic, partitions); err != nil {
 		return err
 	}
-	return c.createTopic(topic, partitions)
+	return c.createTopic(ctx, topic, partitions)
 }
 
-func (c *Cluster) createTopic(topic string, partitions int) error {
-	err := c.withFake(func(f *kfake.Cluster) error {
-		return f.CreateTopic(topic, int32(partitions), nil)
-	})
+func (c *Cluster) createTopic(ctx context.Context, topic string, partitions int) error {
+	var err error
+	if c.Real() {
+		err = c.createRealTopic(ctx, topic, partitions)
+	} else {
+		err = c.withFake(func(f *kfake.Cluster) error {
+			return f.CreateTopic(topic, int32(partitions), nil)
+		})
+	}
 	if err != nil {
 		return fmt.Errorf("kafkatest: create topic %s with %d partitions: %w", topic, partitions, err)
 	}
@@ -151,7 +238,10 @@ func (c *Cluster) withFake(fn func(*kfake.Cluster) error) error {
 }
 
 // partitionCount returns how many partitions topic has.
-func (c *Cluster) partitionCount(topic string) (int, error) {
+func (c *Cluster) partitionCount(ctx context.Context, topic string) (int, error) {
+	if c.Real() {
+		return c.realPartitionCount(ctx, topic)
+	}
 	var n int
 	err := c.withFake(func(f *kfake.Cluster) error {
 		n = len(f.PartitionInfos(topic))

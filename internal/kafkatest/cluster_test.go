@@ -10,11 +10,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 func TestNewRejectsBadConfig(t *testing.T) {
+	realenv.Parallel(t)
 	tests := []struct {
 		name string
 		opts []Option
@@ -50,9 +53,99 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	}
 }
 
+// TestBackend checks that New picks the backend realenv selects, and that
+// WithInProcess always gets the in-process broker.
+func TestBackend(t *testing.T) {
+	realenv.Parallel(t)
+	c := Start(t)
+	if c.Real() != realenv.Enabled() || (c.Fake() == nil) != realenv.Enabled() {
+		t.Errorf("Start() with realenv.Enabled() = %v: Real() = %v, Fake() = %v", realenv.Enabled(), c.Real(), c.Fake())
+	}
+	if realenv.Enabled() && !slices.Equal(c.Addrs(), realenv.KafkaBrokers()) {
+		t.Errorf("Addrs() = %v on the real backend, want %v", c.Addrs(), realenv.KafkaBrokers())
+	}
+
+	in := Start(t, WithInProcess(), WithBrokers(2))
+	if in.Real() || in.Fake() == nil || len(in.Addrs()) != 2 {
+		t.Errorf("Start(WithInProcess(), WithBrokers(2)): Real() = %v, Fake() = %v, Addrs() = %v, want two in-process brokers",
+			in.Real(), in.Fake(), in.Addrs())
+	}
+}
+
+// TestRealRejectsBrokersAndPorts checks the settings that cannot apply to
+// brokers New does not start.
+func TestRealRejectsBrokersAndPorts(t *testing.T) {
+	realenv.Parallel(t)
+	tests := []struct {
+		name  string
+		opts  []Option
+		wrong bool
+	}{
+		{"defaults", nil, false},
+		{"one broker", []Option{WithBrokers(1)}, false},
+		{"logger", []Option{WithLogger(slog.New(slog.DiscardHandler))}, false},
+		{"three brokers", []Option{WithBrokers(3)}, true},
+		{"a port", []Option{WithPorts(0)}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var cfg config
+			for _, o := range tt.opts {
+				o(&cfg)
+			}
+			cfg.resolve()
+			err := cfg.validate(true)
+			if got := err != nil; got != tt.wrong {
+				t.Fatalf("validate on the real backend = %v, want an error: %v", err, tt.wrong)
+			}
+			if err != nil && !strings.Contains(err.Error(), "WithInProcess") {
+				t.Errorf("validate on the real backend = %q, want it to point at WithInProcess", err)
+			}
+			if err := cfg.validate(false); err != nil {
+				t.Errorf("validate in-process = %v, want nil", err)
+			}
+		})
+	}
+}
+
+// TestCloseDeletesCreatedTopics checks that a Cluster on the real broker
+// removes what it created: the broker outlives it.
+func TestCloseDeletesCreatedTopics(t *testing.T) {
+	realenv.RealOnly(t)
+	ctx := testContext(t)
+	declared, added := realenv.Unique("restaurants"), realenv.Unique("dishes")
+	c, err := New(WithTopic(declared, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CreateTopic(ctx, added, 1); err != nil {
+		c.Close()
+		t.Fatal(err)
+	}
+	c.Close()
+
+	// Deletion completes on the broker after DeleteTopics answers, so the
+	// topics may show for a moment longer.
+	other := Start(t)
+	for _, topic := range []string{declared, added} {
+		for {
+			_, err := other.HighWatermarks(ctx, topic)
+			if errors.Is(err, ErrUnknownTopic) {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("HighWatermarks(%s) after Close = %v, want %v", topic, err, ErrUnknownTopic)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
 // TestClustersDoNotCollide runs clusters side by side, as parallel tests
 // do: each gets its own loopback ports and its own data.
 func TestClustersDoNotCollide(t *testing.T) {
+	realenv.EmulatorOnly(t, "two clusters side by side are two in-process brokers, each on ports of its own")
+	realenv.Parallel(t)
 	tests := []struct {
 		name    string
 		opts    []Option
@@ -123,6 +216,8 @@ func TestClustersDoNotCollide(t *testing.T) {
 }
 
 func TestFixedPort(t *testing.T) {
+	realenv.EmulatorOnly(t, "the cluster listens on a port the test picks")
+	realenv.Parallel(t)
 	// Ask the kernel for a free port, release it, and have the cluster
 	// take it. Another process could grab it in between; on a test
 	// machine that is rare enough to accept.
@@ -149,45 +244,51 @@ func TestFixedPort(t *testing.T) {
 }
 
 func TestCreateTopicAfterStart(t *testing.T) {
+	realenv.Parallel(t)
 	ctx := testContext(t)
-	c := Start(t, WithTopic("restaurants", 2))
-	if err := c.CreateTopic(ctx, "dishes", 3); err != nil {
-		t.Fatalf("CreateTopic(dishes, 3) = %v", err)
+	restaurants, dishes, missing := realenv.Unique("restaurants"), realenv.Unique("dishes"), realenv.Unique("missing")
+	c := Start(t, WithTopic(restaurants, 2))
+	if err := c.CreateTopic(ctx, dishes, 3); err != nil {
+		t.Fatalf("CreateTopic(%s, 3) = %v", dishes, err)
 	}
-	hw, err := c.HighWatermarks(ctx, "dishes")
+	hw, err := c.HighWatermarks(ctx, dishes)
 	if err != nil || len(hw) != 3 {
-		t.Errorf("HighWatermarks(dishes) = %v, %v, want 3 partitions", hw, err)
+		t.Errorf("HighWatermarks(%s) = %v, %v, want 3 partitions", dishes, hw, err)
 	}
-	if err := c.CreateTopic(ctx, "restaurants", 2); err == nil {
-		t.Error("CreateTopic(restaurants) for an existing topic = nil error, want one")
+	if err := c.CreateTopic(ctx, restaurants, 2); err == nil {
+		t.Errorf("CreateTopic(%s) for an existing topic = nil error, want one", restaurants)
 	}
 	if err := c.CreateTopic(ctx, "bad", 0); err == nil {
 		t.Error("CreateTopic(bad, 0) = nil error, want one")
 	}
-	if _, err := c.HighWatermarks(ctx, "missing"); !errors.Is(err, ErrUnknownTopic) {
-		t.Errorf("HighWatermarks(missing) = %v, want %v", err, ErrUnknownTopic)
+	if _, err := c.HighWatermarks(ctx, missing); !errors.Is(err, ErrUnknownTopic) {
+		t.Errorf("HighWatermarks(%s) = %v, want %v", missing, err, ErrUnknownTopic)
 	}
-	if _, err := c.Lag(ctx, "g", "missing"); !errors.Is(err, ErrUnknownTopic) {
-		t.Errorf("Lag(g, missing) = %v, want %v", err, ErrUnknownTopic)
+	if _, err := c.Lag(ctx, "g", missing); !errors.Is(err, ErrUnknownTopic) {
+		t.Errorf("Lag(g, %s) = %v, want %v", missing, err, ErrUnknownTopic)
 	}
 }
 
 func TestUnknownGroup(t *testing.T) {
+	realenv.Parallel(t)
 	ctx := testContext(t)
-	c := Start(t, WithTopic("restaurants", 2))
-	g, err := c.DescribeGroup(ctx, "nobody")
+	topic, group := realenv.Unique("restaurants"), realenv.Unique("nobody")
+	c := Start(t, WithTopic(topic, 2))
+	g, err := c.DescribeGroup(ctx, group)
 	if err != nil || g.State != "Dead" || len(g.Members) != 0 {
-		t.Errorf("DescribeGroup(nobody) = %+v, %v, want state Dead and no members", g, err)
+		t.Errorf("DescribeGroup(%s) = %+v, %v, want state Dead and no members", group, g, err)
 	}
-	offsets, err := c.CommittedOffsets(ctx, "nobody", "restaurants")
+	offsets, err := c.CommittedOffsets(ctx, group, topic)
 	if err != nil || len(offsets) != 0 {
-		t.Errorf("CommittedOffsets(nobody) = %v, %v, want none", offsets, err)
+		t.Errorf("CommittedOffsets(%s) = %v, %v, want none", group, offsets, err)
 	}
 }
 
 func TestClosedCluster(t *testing.T) {
+	realenv.Parallel(t)
 	ctx := testContext(t)
-	c, err := New(WithTopic("restaurants", 2))
+	topic := realenv.Unique("restaurants")
+	c, err := New(WithTopic(topic, 2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,11 +299,11 @@ func TestClosedCluster(t *testing.T) {
 		name string
 		call func() error
 	}{
-		{"Produce", func() error { _, _, err := c.Produce(ctx, "restaurants", nil, nil); return err }},
-		{"CreateTopic", func() error { return c.CreateTopic(ctx, "dishes", 1) }},
-		{"HighWatermarks", func() error { _, err := c.HighWatermarks(ctx, "restaurants"); return err }},
-		{"CommittedOffsets", func() error { _, err := c.CommittedOffsets(ctx, "g", "restaurants"); return err }},
-		{"Lag", func() error { _, err := c.Lag(ctx, "g", "restaurants"); return err }},
+		{"Produce", func() error { _, _, err := c.Produce(ctx, topic, nil, nil); return err }},
+		{"CreateTopic", func() error { return c.CreateTopic(ctx, realenv.Unique("dishes"), 1) }},
+		{"HighWatermarks", func() error { _, err := c.HighWatermarks(ctx, topic); return err }},
+		{"CommittedOffsets", func() error { _, err := c.CommittedOffsets(ctx, "g", topic); return err }},
+		{"Lag", func() error { _, err := c.Lag(ctx, "g", topic); return err }},
 		{"DescribeGroup", func() error { _, err := c.DescribeGroup(ctx, "g"); return err }},
 		{"WaitGroupStable", func() error { _, err := c.WaitGroupStable(ctx, "g", 1); return err }},
 	}
@@ -219,6 +320,7 @@ func TestClosedCluster(t *testing.T) {
 // trouble (unparseable requests, failed handlers), so the adapter is
 // driven directly rather than by provoking the broker.
 func TestWithLogger(t *testing.T) {
+	realenv.Parallel(t)
 	tests := []struct {
 		level kfake.LogLevel
 		want  string // the slog record, "" for none
@@ -248,7 +350,8 @@ func TestWithLogger(t *testing.T) {
 		})
 	}
 
-	// And the option reaches the broker: a cluster with a logger starts.
+	// And the option reaches the broker: a cluster with a logger starts
+	// (on the real backend, which ignores it, too).
 	l := slog.New(slog.NewTextHandler(&syncBuffer{}, nil))
 	Start(t, WithLogger(l))
 }

@@ -1,5 +1,6 @@
 // Package kafkatest runs an in-process Kafka cluster for tests and for the
-// embedded demo mode.
+// embedded demo mode, or connects the same API to a real broker when the
+// tests run against the real engines (package realenv).
 //
 // It is test and demo machinery. Production code never imports it, except
 // the --embedded wiring in cmd/, which runs the cluster inside the real
@@ -20,12 +21,52 @@
 //     partition and offset of every message (through franz-go's kgo client;
 //     see produce.go for why not kafka-go's Writer);
 //   - HighWatermarks, CommittedOffsets, Lag, DescribeGroup and
-//     WaitGroupStable, read from the broker's state in-process;
+//     WaitGroupStable, read from the broker's state in-process (over the
+//     wire on the real backend, see below);
 //   - ReaderConfig and NewReader: kafka-go consumer-group readers tuned so
 //     a rebalance takes well under a second instead of tens of seconds.
 //
 // Fake returns the kfake cluster itself for fault injection (Fault,
 // ControlKey), leader moves and the rest of its API.
+//
+// # Two backends
+//
+// New chooses the backend. Without the realcluster build tag it is always
+// the in-process kfake broker. With the tag (realenv.Enabled) New connects
+// to realenv.KafkaBrokers() instead and starts nothing; WithInProcess
+// overrides that, for callers whose broker must be in-process whatever the
+// tags, such as the embedded demo mode. Real reports which backend a
+// Cluster has; Fake is nil on the real one, and tests that need kfake's
+// faults, ControlKey, leader moves or its clock skip there with
+// realenv.EmulatorOnly.
+//
+// On the real backend the API is the same, over the wire:
+//
+//   - CreateTopic and WithTopic create exactly the names given, with
+//     replication factor 1, and return once every partition has a leader
+//     that answers ListOffsets; creating an existing topic fails, as
+//     in-process. Close deletes the topics the Cluster created (best
+//     effort) and closes its clients; groups and their offsets stay.
+//     Since the broker is shared and outlives every Cluster, tests name
+//     their topics and groups with realenv.Unique.
+//   - Produce, ProduceJSON, ProduceTo and ProduceBatch use the same kgo
+//     producer; the partition count comes from a Metadata request.
+//   - HighWatermarks and Lag use ListOffsets (earliest and latest, read
+//     uncommitted), CommittedOffsets uses OffsetFetch, DescribeGroup and
+//     WaitGroupStable use DescribeGroups, all through kadm. Calls that
+//     meet a retriable error (a fresh broker answers the first group call
+//     with COORDINATOR_NOT_AVAILABLE while it creates __consumer_offsets)
+//     are tried again until ctx ends.
+//   - Group.Generation is -1: DescribeGroups does not report a classic
+//     group's generation. A group the coordinator does not know is "Dead"
+//     on both backends.
+//   - ReaderConfig's session timeout is the larger of 3 s and the
+//     brokers' group.min.session.timeout.ms, which New reads with
+//     DescribeConfigs: a broker refuses a JoinGroup below its minimum with
+//     INVALID_SESSION_TIMEOUT (26), and kafka-go retries that forever.
+//   - Options that describe brokers New would start cannot apply: New
+//     fails on WithPorts and on WithBrokers(n) for n other than 1, and
+//     ignores WithLogger (the broker keeps its own log).
 //
 // # What kfake emulates, and what it does not
 //
@@ -49,7 +90,8 @@
 //
 // # Where it differs from a real broker
 //
-// Behaviour a test sees here that a production cluster would not show:
+// Behaviour a test sees in-process that a production cluster would not
+// show:
 //
 //   - No initial rebalance delay. A real broker holds the first JoinGroup of
 //     a new group for group.initial.rebalance.delay.ms (3 s by default) to
@@ -57,9 +99,10 @@
 //     forms sooner here than in production.
 //   - The smallest accepted session timeout is 100 ms here, where real
 //     brokers (and kfake by default) refuse anything under
-//     group.min.session.timeout.ms = 6 s. ReaderConfig asks for 3 s, which
-//     a broker with default settings would reject with
-//     INVALID_SESSION_TIMEOUT: do not reuse ReaderConfig against one.
+//     group.min.session.timeout.ms = 6 s. ReaderConfig asks for 3 s
+//     in-process; on the real backend it raises that to the broker's
+//     minimum (see above), but a ReaderConfig taken from an in-process
+//     Cluster must not be reused against a real broker.
 //   - Topics are never created implicitly (kfake's default; a real broker's
 //     default auto.create.topics.enable is true). Declare every topic with
 //     WithTopic or CreateTopic.
@@ -75,6 +118,11 @@
 // LeaveGroup v0, OffsetCommit v2, OffsetFetch v1; Heartbeat is fixed at v0
 // in kafka-go's source. kfake's lowest versions are Produce v3 and Fetch v4
 // (the record-batch formats); every other key starts at v0.
+//
+// Kafka 4.0 removed the oldest versions of many requests (KIP-896), among
+// them JoinGroup v0-v1, which kafka-go before v0.4.48 sent. The versions
+// above all remain, and the consumer-group tests here pass against Kafka
+// 4.1 with no request refused.
 //
 // # kafka-go consumer-group behaviour the tests pin
 //

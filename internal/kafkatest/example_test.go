@@ -9,12 +9,13 @@ import (
 )
 
 // A cluster outside a test, as the embedded demo mode runs it: New, then
-// Close when done. Tests use kafkatest.Start instead.
+// Close when done, and always in-process, whatever backend the tests run
+// against. Tests use kafkatest.Start instead.
 func ExampleNew() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
-	c, err := kafkatest.New(kafkatest.WithTopic("restaurants", 6))
+	c, err := kafkatest.New(kafkatest.WithInProcess(), kafkatest.WithTopic("restaurants", 6))
 	if err != nil {
 		fmt.Println(err)
 		return

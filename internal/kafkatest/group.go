@@ -17,7 +17,8 @@ type Group struct {
 	// not exist (as a real broker's DescribeGroups reports it).
 	State string
 	// Generation is the group's generation; every completed rebalance
-	// increments it.
+	// increments it. It is -1 on the real backend, whose DescribeGroups
+	// answer does not carry it.
 	Generation int32
 	// Members are the current members, sorted by member ID.
 	Members []Member
@@ -37,13 +38,23 @@ type Member struct {
 }
 
 // groupPollInterval is how often WaitGroupStable looks at the group. The
-// look is an in-process snapshot, so polling often costs little.
+// look is an in-process snapshot, so polling often costs little; on the
+// real backend it is one DescribeGroups round trip on the loopback.
 const groupPollInterval = 20 * time.Millisecond
 
-// DescribeGroup returns a snapshot of group.
+// DescribeGroup returns a snapshot of group: in-process, the coordinator's
+// state itself; on the real backend, a DescribeGroups request, whose
+// members' assignments are decoded from the consumer protocol.
 func (c *Cluster) DescribeGroup(ctx context.Context, group string) (Group, error) {
 	if err := ctx.Err(); err != nil {
 		return Group{}, fmt.Errorf("kafkatest: describe group %s: %w", group, err)
+	}
+	if c.Real() {
+		g, err := c.realGroup(ctx, group)
+		if err != nil {
+			return Group{}, fmt.Errorf("kafkatest: describe group %s: %w", group, err)
+		}
+		return g, nil
 	}
 	var g Group
 	err := c.withFake(func(f *kfake.Cluster) error {

@@ -10,16 +10,18 @@ import (
 // HighWatermarks returns, for each partition of topic, the offset the next
 // produced message will get: the broker's high watermark.
 //
-// Like every inspection method, it reads the broker's state in-process;
-// ctx is checked first but the call does not wait on any network.
+// Like every inspection method, in-process it reads the broker's state
+// directly; ctx is checked first but the call does not wait on any network.
+// On the real backend it is a ListOffsets request (latest, read
+// uncommitted), which answers with the high watermark.
 func (c *Cluster) HighWatermarks(ctx context.Context, topic string) (map[int]int64, error) {
-	parts, err := c.partitions(ctx, topic)
+	parts, err := c.offsets(ctx, topic)
 	if err != nil {
 		return nil, fmt.Errorf("kafkatest: high watermarks of %s: %w", topic, err)
 	}
 	out := make(map[int]int64, len(parts))
-	for _, p := range parts {
-		out[int(p.Partition)] = p.HighWatermark
+	for p, o := range parts {
+		out[p] = o.highWatermark
 	}
 	return out, nil
 }
@@ -28,10 +30,18 @@ func (c *Cluster) HighWatermarks(ctx context.Context, topic string) (map[int]int
 // partition. A committed offset is the next offset the group will read
 // (kafka-go commits a message's offset plus one). Partitions with no commit
 // are absent; a group that does not exist has no commits and gives an empty
-// map, as a real broker's OffsetFetch does.
+// map, as a real broker's OffsetFetch does. On the real backend it is an
+// OffsetFetch request for every topic of the group.
 func (c *Cluster) CommittedOffsets(ctx context.Context, group, topic string) (map[int]int64, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("kafkatest: committed offsets of group %s on %s: %w", group, topic, err)
+	}
+	if c.Real() {
+		out, err := c.realCommitted(ctx, group, topic)
+		if err != nil {
+			return nil, fmt.Errorf("kafkatest: committed offsets of group %s on %s: %w", group, topic, err)
+		}
+		return out, nil
 	}
 	var info *kfake.GroupInfo
 	err := c.withFake(func(f *kfake.Cluster) error {
@@ -56,7 +66,7 @@ func (c *Cluster) CommittedOffsets(ctx context.Context, group, topic string) (ma
 // partition without a commit counts from its log start offset, since
 // ReaderConfig starts such partitions at the first offset.
 func (c *Cluster) Lag(ctx context.Context, group, topic string) (int64, error) {
-	parts, err := c.partitions(ctx, topic)
+	parts, err := c.offsets(ctx, topic)
 	if err != nil {
 		return 0, fmt.Errorf("kafkatest: lag of group %s on %s: %w", group, topic, err)
 	}
@@ -65,14 +75,31 @@ func (c *Cluster) Lag(ctx context.Context, group, topic string) (int64, error) {
 		return 0, fmt.Errorf("kafkatest: lag of group %s on %s: %w", group, topic, err)
 	}
 	var lag int64
-	for _, p := range parts {
-		from, ok := committed[int(p.Partition)]
+	for p, o := range parts {
+		from, ok := committed[p]
 		if !ok {
-			from = p.LogStartOffset
+			from = o.logStart
 		}
-		lag += max(p.HighWatermark-from, 0)
+		lag += max(o.highWatermark-from, 0)
 	}
 	return lag, nil
+}
+
+// offsets returns topic's log start offsets and high watermarks by
+// partition, or fails with ErrUnknownTopic.
+func (c *Cluster) offsets(ctx context.Context, topic string) (map[int]partitionOffsets, error) {
+	if c.Real() {
+		return c.realOffsets(ctx, topic)
+	}
+	parts, err := c.partitions(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int]partitionOffsets, len(parts))
+	for _, p := range parts {
+		out[int(p.Partition)] = partitionOffsets{logStart: p.LogStartOffset, highWatermark: p.HighWatermark}
+	}
+	return out, nil
 }
 
 // partitions snapshots topic's partitions, or fails with ErrUnknownTopic.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+
+	"github.com/geoshard/geoshard/internal/realenv"
 )
 
 // Option configures a Cluster. Options are applied in order, then the whole
@@ -24,6 +26,9 @@ type config struct {
 	topics []topicSpec
 	// logger receives the fake broker's own log lines. Default: discard.
 	logger *slog.Logger
+	// inProcess asks for the in-process broker even when realenv selects
+	// the real engines. Default: false, the backend realenv selects.
+	inProcess bool
 }
 
 type topicSpec struct {
@@ -63,14 +68,28 @@ func WithPorts(ports ...int) Option {
 }
 
 // WithLogger sends the fake broker's log lines to l at the matching level.
-// Default: discarded. Pass a logger at Debug to see every request.
+// Default: discarded. Pass a logger at Debug to see every request. On the
+// real backend it is ignored: the real broker keeps its own log.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) { c.logger = l }
 }
 
-// validate reports every bad setting at once.
-func (c *config) validate() error {
+// WithInProcess makes New start the in-process broker even when the tests
+// run against the real engines (realenv.Enabled). The embedded demo mode
+// uses it: its broker is part of the binary, whatever the build tags.
+func WithInProcess() Option {
+	return func(c *config) { c.inProcess = true }
+}
+
+// validate reports every bad setting at once. onReal says the cluster is to
+// connect to the real brokers, where broker count and ports are not New's
+// to choose.
+func (c *config) validate(onReal bool) error {
 	var errs []error
+	if onReal && (c.brokers != 1 || len(c.ports) > 0) {
+		errs = append(errs, fmt.Errorf("kafkatest: the real broker (realenv %s) is not started by New: WithBrokers(%d) and WithPorts(%v) cannot apply; use WithInProcess, or skip the test there with realenv.EmulatorOnly",
+			realenv.KafkaBrokersVar, c.brokers, c.ports))
+	}
 	if c.brokers < 1 || c.brokers > maxBrokers {
 		errs = append(errs, fmt.Errorf("kafkatest: brokers %d out of range [1, %d]", c.brokers, maxBrokers))
 	}

@@ -116,7 +116,7 @@ func (c *Cluster) produce(ctx context.Context, topic string, msgs []Message, pin
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("kafkatest: produce to %s: %w", topic, err)
 	}
-	n, err := c.partitionCount(topic)
+	n, err := c.partitionCount(ctx, topic)
 	if err != nil {
 		return nil, fmt.Errorf("kafkatest: produce to %s: %w", topic, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -23,6 +24,7 @@ type dish struct {
 // placement: the same key always lands on the same partition, the one
 // Kafka's default partitioner picks.
 func TestProduceRoundTrip(t *testing.T) {
+	realenv.Parallel(t)
 	const partitions = 6
 	keys := []string{"nova", "lyon-7", "lyon-7", "paris-11", "nova", "berlin", "paris-11", "nova"}
 
@@ -115,7 +117,7 @@ func TestProduceRoundTrip(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := testContext(t)
-			topic := "dishes-" + strings.ToLower(tt.name)
+			topic := realenv.Unique("dishes-" + strings.ToLower(tt.name))
 			if err := c.CreateTopic(ctx, topic, partitions); err != nil {
 				t.Fatal(err)
 			}
@@ -141,7 +143,7 @@ func TestProduceRoundTrip(t *testing.T) {
 			}
 
 			// Round trip through kafka-go.
-			r := c.NewReader("roundtrip", topic)
+			r := c.NewReader(realenv.Unique("roundtrip"), topic)
 			defer r.Close()
 			got, err := fetchN(ctx, r, len(out))
 			if err != nil {
@@ -180,18 +182,20 @@ func kafkaDefaultPartition(key []byte, partitions int) int {
 // TestProduceWithoutKeyRoundRobins checks that keyless messages are spread
 // evenly over the partitions.
 func TestProduceWithoutKeyRoundRobins(t *testing.T) {
+	realenv.Parallel(t)
 	const partitions, rounds = 5, 3
 	ctx := testContext(t)
-	c := Start(t, WithTopic("events", partitions))
+	topic := realenv.Unique("events")
+	c := Start(t, WithTopic(topic, partitions))
 	counts := make(map[int]int)
 	for i := range partitions * rounds {
-		p, _, err := c.Produce(ctx, "events", nil, fmt.Appendf(nil, "%d", i))
+		p, _, err := c.Produce(ctx, topic, nil, fmt.Appendf(nil, "%d", i))
 		if err != nil {
 			t.Fatal(err)
 		}
 		counts[p]++
 	}
-	hw, err := c.HighWatermarks(ctx, "events")
+	hw, err := c.HighWatermarks(ctx, topic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,8 +207,10 @@ func TestProduceWithoutKeyRoundRobins(t *testing.T) {
 }
 
 func TestProduceErrors(t *testing.T) {
+	realenv.Parallel(t)
 	ctx := testContext(t)
-	c := Start(t, WithTopic("dishes", 3))
+	dishes, nope := realenv.Unique("dishes"), realenv.Unique("nope")
+	c := Start(t, WithTopic(dishes, 3))
 	tests := []struct {
 		name    string
 		produce func() error
@@ -213,23 +219,23 @@ func TestProduceErrors(t *testing.T) {
 	}{
 		{
 			name:    "unknown topic",
-			produce: func() error { _, _, err := c.Produce(ctx, "nope", nil, []byte("v")); return err },
+			produce: func() error { _, _, err := c.Produce(ctx, nope, nil, []byte("v")); return err },
 			want:    ErrUnknownTopic,
-			wantMsg: `produce to nope: kafkatest: unknown topic "nope"`,
+			wantMsg: fmt.Sprintf(`produce to %s: kafkatest: unknown topic %q`, nope, nope),
 		},
 		{
 			name:    "partition past the end",
-			produce: func() error { _, err := c.ProduceTo(ctx, "dishes", 3, nil, []byte("v")); return err },
+			produce: func() error { _, err := c.ProduceTo(ctx, dishes, 3, nil, []byte("v")); return err },
 			wantMsg: "partition 3 out of range [0, 3)",
 		},
 		{
 			name:    "negative partition",
-			produce: func() error { _, err := c.ProduceTo(ctx, "dishes", -1, nil, []byte("v")); return err },
+			produce: func() error { _, err := c.ProduceTo(ctx, dishes, -1, nil, []byte("v")); return err },
 			wantMsg: "partition -1 is negative",
 		},
 		{
 			name:    "value JSON cannot encode",
-			produce: func() error { _, _, err := c.ProduceJSON(ctx, "dishes", "k", make(chan int)); return err },
+			produce: func() error { _, _, err := c.ProduceJSON(ctx, dishes, "k", make(chan int)); return err },
 			wantMsg: "encode chan int",
 		},
 		{
@@ -237,7 +243,7 @@ func TestProduceErrors(t *testing.T) {
 			produce: func() error {
 				cctx, cancel := context.WithCancel(ctx)
 				cancel()
-				_, _, err := c.Produce(cctx, "dishes", nil, []byte("v"))
+				_, _, err := c.Produce(cctx, dishes, nil, []byte("v"))
 				return err
 			},
 			want: context.Canceled,
@@ -257,7 +263,7 @@ func TestProduceErrors(t *testing.T) {
 			}
 		})
 	}
-	hw, err := c.HighWatermarks(ctx, "dishes")
+	hw, err := c.HighWatermarks(ctx, dishes)
 	if err != nil {
 		t.Fatal(err)
 	}

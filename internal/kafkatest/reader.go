@@ -21,7 +21,9 @@ const (
 	// readerSessionTimeout is how long the coordinator keeps a silent
 	// member before evicting it: 15 heartbeats, generous enough for the
 	// race detector on two cores. Readers that Close leave at once and do
-	// not wait for it.
+	// not wait for it. On the real backend ReaderConfig raises it to the
+	// broker's group.min.session.timeout.ms (6 s by default) when that is
+	// larger, since the broker refuses a JoinGroup below it.
 	readerSessionTimeout = 3 * time.Second
 	// readerRebalanceTimeout is how long the coordinator waits for known
 	// members to rejoin during a rebalance before dropping them.
@@ -42,7 +44,9 @@ const (
 //   - MinBytes 1 and MaxWait 200ms: a fetch returns as soon as one message
 //     is there, and never holds up a rebalance for long.
 //   - Heartbeat 200ms, session 3s, rebalance 5s, join backoff 200ms:
-//     rebalances settle in well under a second when members behave.
+//     rebalances settle in well under a second when members behave. On the
+//     real backend the session is the broker's minimum when that is above
+//     3s (New reads group.min.session.timeout.ms from the brokers).
 //   - A client ID unique within the cluster ("kafkatest-reader-N"), so
 //     DescribeGroup's members can be matched to readers.
 //
@@ -63,7 +67,7 @@ func (c *Cluster) ReaderConfig(group, topic string) kafka.ReaderConfig {
 		ReadLagInterval:   -1,
 		HeartbeatInterval: readerHeartbeat,
 		CommitInterval:    0,
-		SessionTimeout:    readerSessionTimeout,
+		SessionTimeout:    c.sessionTimeout,
 		RebalanceTimeout:  readerRebalanceTimeout,
 		JoinGroupBackoff:  readerJoinBackoff,
 		StartOffset:       kafka.FirstOffset,

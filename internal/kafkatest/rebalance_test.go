@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -93,15 +94,15 @@ func (cs *consumers) next(t *testing.T, ctx context.Context) delivery {
 //   - every message produced after the rebalance is delivered exactly once,
 //     by the partition's new owner.
 func TestConsumerGroupRebalance(t *testing.T) {
+	realenv.Parallel(t)
 	const (
-		topic      = "restaurants"
-		group      = "indexer"
 		partitions = 6
 		before     = 4 // messages per partition before the second member joins
 		after      = 5 // messages per partition after the rebalance
 	)
 	ctx := testContext(t)
 	rng := newRand(t)
+	topic, group := realenv.Unique("restaurants"), realenv.Unique("indexer")
 	c := Start(t, WithTopic(topic, partitions))
 
 	produce := func(perPartition int, run string) map[pos]bool {

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"testing"
 
+	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -13,8 +14,8 @@ import (
 // the same group picks up exactly at the committed offsets, so it sees every
 // message not yet committed and none that was.
 func TestConsumerGroupResumesFromCommits(t *testing.T) {
+	realenv.Parallel(t)
 	const (
-		topic      = "restaurants"
 		partitions = 6
 		firstRun   = 48
 		secondRun  = 30
@@ -36,8 +37,8 @@ func TestConsumerGroupResumesFromCommits(t *testing.T) {
 			if tt.cut == nil {
 				tt.cut = func(n int) int { return rng.IntN(n + 1) }
 			}
+			topic, group := realenv.Unique("restaurants"), realenv.Unique("indexer")
 			c := Start(t, WithTopic(topic, partitions))
-			group := "indexer"
 
 			produce := func(n, run int) map[pos][]byte {
 				msgs := make([]Message, n)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"maps"
 	"testing"
+
+	"github.com/geoshard/geoshard/internal/realenv"
 )
 
 // TestCommitFromEarlierGenerationIsAccepted pins a hazard of kafka-go's
@@ -15,10 +17,8 @@ import (
 // since lost, therefore succeeds, and overwrites the new owner's progress,
 // which may move the group's offset backwards and cause redelivery.
 func TestCommitFromEarlierGenerationIsAccepted(t *testing.T) {
-	const (
-		topic = "restaurants"
-		group = "indexer"
-	)
+	realenv.Parallel(t)
+	topic, group := realenv.Unique("restaurants"), realenv.Unique("indexer")
 	ctx := testContext(t)
 	c := Start(t, WithTopic(topic, 2))
 
