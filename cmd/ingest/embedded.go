@@ -79,6 +79,7 @@ func startStack(ctx context.Context, o *options, logger *slog.Logger) (*stack, e
 	}()
 
 	s.kafka, err = kafkatest.New(
+		kafkatest.WithInProcess(),
 		kafkatest.WithPorts(port),
 		kafkatest.WithTopic(o.pipe.RestaurantTopic, partitions),
 		kafkatest.WithTopic(o.pipe.DishTopic, partitions),

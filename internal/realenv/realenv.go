@@ -109,3 +109,19 @@ func Unique(base string) string {
 	}
 	return fmt.Sprintf("%s.%s-%d", base, runID, seq.Add(1))
 }
+
+// slack is how much longer the real engines may take than the in-process
+// ones: a refresh of an 18-shard index under load takes the real node
+// hundreds of milliseconds where the emulator takes none, and a consumer
+// group forms over the network.
+const slack = 5
+
+// Slack stretches a test's deadline for the real engines. Deadlines only
+// bound how long a test waits for an outcome before it fails; they are
+// never what a test asserts.
+func Slack(d time.Duration) time.Duration {
+	if tagged {
+		return d * slack
+	}
+	return d
+}
