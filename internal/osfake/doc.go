@@ -250,7 +250,8 @@
 //     fields only: numbers out of their type's range or not finite are
 //     rejected as the server rejects them (TestNumericRangeChecks), but
 //     geo_point, date and object-versus-scalar mismatches are stored as
-//     given, and scaled_float values are not range-checked. With several
+//     given, and scaled_float values are not range-checked (no test: the
+//     project maps none). With several
 //     bad fields the error names the alphabetically first, where the
 //     server names the first in document order.
 //   - Injected rejections (reject_items, reject_rate) are decided per item;
@@ -291,9 +292,13 @@
 //     shard: the sort and search_after fail there, TestQueryErrors and
 //     TestSearchAfterValidation), not where it runs to skip shards for a
 //     query that matches nothing on more than 128 shards. _shards.skipped
-//     is always 0.
-//   - search_after dates are read with the emulator's date layouts
-//     whatever the field's format (which the error names).
+//     is always 0 (TestPITSliceMembership checks it is 0 on the node too
+//     for sliced searches, whose shards outside the slice are asked, not
+//     skipped).
+//   - search_after dates, like all dates, are read in the default
+//     strict_date_optional_time||epoch_millis layouts whatever the field's
+//     format, which the error names (TestSearchAfterValidation uses the
+//     default format).
 //   - A point in time expires exactly when its keep-alive runs out; the
 //     server's reaper can leave it open up to a minute longer. A malformed
 //     pit_id gets a 400 with a message of the emulator's own.

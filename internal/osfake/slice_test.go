@@ -19,7 +19,8 @@ var sliceIDs = []string{"1", "22", "333", "4444", "55555", "0", "9876543210", "r
 // time reads, as a real node splits them: per index, whole shards by
 // position, and the documents of a shard that several slices share by a
 // hash of their encoded _id. Every shard is asked, in or out of the
-// slice, so _shards.total is the point in time's shard count.
+// slice, so _shards.total is the point in time's shard count, and none
+// is skipped.
 func TestPITSliceMembership(t *testing.T) {
 	tg := newTarget(t)
 	one, two := tg.name("slice-one"), tg.name("slice-two")
@@ -65,7 +66,8 @@ func TestPITSliceMembership(t *testing.T) {
 			got = append(got, strings.TrimPrefix(str(dig(h, "_index")), tg.prefix+"slice-")+":"+str(dig(h, "_id")))
 		}
 		slices.Sort(got)
-		if strings.Join(got, " ") != tc.want || str(dig(out, "_shards", "total")) != tc.shards || str(dig(out, "_shards", "successful")) != tc.shards {
+		if strings.Join(got, " ") != tc.want || str(dig(out, "_shards", "total")) != tc.shards || str(dig(out, "_shards", "successful")) != tc.shards ||
+			str(dig(out, "_shards", "skipped")) != "0" {
 			t.Errorf("slice %d of %d on %s = %v, _shards %v; want %s on %s shards", tc.id, tc.max, tc.pit, got, out["_shards"], tc.want, tc.shards)
 		}
 	}
