@@ -140,7 +140,7 @@ func (e *testEnv) config() Config {
 		DLQTopic:         e.dlq,
 		Alias:            testAlias,
 		CommitInterval:   50 * time.Millisecond,
-		PendingMaxAge:    2 * time.Second,
+		PendingMaxAge:    realenv.Slack(2 * time.Second),
 		MapCheckInterval: time.Second,
 		DrainTimeout:     10 * time.Second,
 		MaxEventBytes:    64 << 10,
@@ -288,6 +288,7 @@ func (e *testEnv) caughtUp(ctx context.Context) (bool, string) {
 // waitCaughtUp waits until every event is committed.
 func (e *testEnv) waitCaughtUp(t testing.TB, r *running, timeout time.Duration) {
 	t.Helper()
+	timeout = realenv.Slack(timeout)
 	ctx := context.Background()
 	deadline := time.Now().Add(timeout)
 	why := ""
@@ -304,7 +305,8 @@ func (e *testEnv) waitCaughtUp(t testing.TB, r *running, timeout time.Duration) 
 		}
 	}
 	st := r.p.Stats()
-	t.Fatalf("not caught up after %v: %s; pending %d, fetched %d, finished %d, events %v", timeout, why, st.Pending, st.Fetched, st.Finished, st.Events)
+	t.Fatalf("not caught up after %v: %s; pending %d, fetched %d, finished %d, events %v; bulk added %d, finished %d, retries %d, requests %d",
+		timeout, why, st.Pending, st.Fetched, st.Finished, st.Events, st.Bulk.Added, st.Bulk.Finished(), st.Bulk.Retries, st.Bulk.Requests)
 }
 
 // dlqRecord is a dead letter read back.
@@ -440,6 +442,7 @@ func sortedKeys[M ~map[K]V, K ~string, V any](m M) []K {
 
 // wait waits for Run to return by itself and returns its error.
 func (r *running) wait(t testing.TB, timeout time.Duration) error {
+	timeout = realenv.Slack(timeout)
 	t.Helper()
 	select {
 	case err := <-r.done:

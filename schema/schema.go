@@ -72,8 +72,9 @@ type Meta struct {
 
 // Mappings returns the index mappings for a map: routing required (a
 // document without routing would land where searches never look), the
-// join field, the fields above, a few typed document fields, and the map
-// in _meta.
+// join field, the fields above, the typed fields of restaurant and dish
+// documents, and the map in _meta. Other document fields are mapped
+// dynamically, on first sight, by each shard.
 func Mappings(m *router.Map) (map[string]any, error) {
 	mapJSON, err := m.MarshalJSON()
 	if err != nil {
@@ -96,9 +97,17 @@ func Mappings(m *router.Map) (map[string]any, error) {
 			FieldRestaurantID: keyword,
 			"name":            map[string]any{"type": "text", "fields": map[string]any{"keyword": map[string]any{"type": "keyword", "ignore_above": 256}}},
 			"cuisines":        keyword,
-			"allergens":       keyword,
-			"diets":           keyword,
-			"price_cents":     map[string]any{"type": "integer"},
+			"city":            keyword,
+			"price_level":     map[string]any{"type": "byte"},
+			// A decimal whose first value may be written as an integer (4 for
+			// 4.0): left to dynamic mapping, two shards that see the field
+			// first at the same moment, as 4.3 and as 4, map it as float and
+			// as long, and the server rejects one of the writes.
+			"rating":      map[string]any{"type": "float"},
+			"description": map[string]any{"type": "text"},
+			"allergens":   keyword,
+			"diets":       keyword,
+			"price_cents": map[string]any{"type": "integer"},
 		},
 	}, nil
 }

@@ -140,7 +140,7 @@ func (e *env) pipelineConfig(instance string) pipeline.Config {
 		Instance:              instance,
 		MigrationPollInterval: 100 * time.Millisecond,
 		CommitInterval:        50 * time.Millisecond,
-		PendingMaxAge:         1500 * time.Millisecond,
+		PendingMaxAge:         realenv.Slack(1500 * time.Millisecond),
 		MapCheckInterval:      time.Second,
 		DrainTimeout:          10 * time.Second,
 		Kafka: pipeline.KafkaConfig{
@@ -241,6 +241,7 @@ func (e *env) caughtUp(ctx context.Context) (bool, string) {
 // dish waiting for its restaurant.
 func (e *env) waitDrained(t testing.TB, in *ingest, timeout time.Duration) {
 	t.Helper()
+	timeout = realenv.Slack(timeout)
 	ctx := context.Background()
 	deadline := time.Now().Add(timeout)
 	why := ""
