@@ -12,6 +12,7 @@ import (
 	"github.com/opensearch-project/opensearch-go/v4"
 
 	"github.com/geoshard/geoshard/internal/acksrv"
+	"github.com/geoshard/geoshard/internal/realenv"
 )
 
 // benchEvents is a stream of n upserts: a restaurant, then its dishes,
@@ -52,8 +53,12 @@ func (s *splitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 func benchPipeline(b *testing.B, client func(e *testEnv) *opensearch.Client) {
+	benchPipelineOn(b, envOptions{partitions: 4}, client)
+}
+
+func benchPipelineOn(b *testing.B, o envOptions, client func(e *testEnv) *opensearch.Client) {
 	b.ReportAllocs()
-	e := newEnv(b, envOptions{partitions: 4})
+	e := newEnv(b, o)
 	evs := benchEvents(b.N)
 	cfg := e.config()
 	cfg.Bulk.FlushInterval = 20 * time.Millisecond
@@ -91,7 +96,8 @@ func benchPipeline(b *testing.B, client func(e *testEnv) *opensearch.Client) {
 }
 
 // BenchmarkPipeline: events through the whole pipeline in one process,
-// from the in-process broker to the OpenSearch emulator.
+// from the in-process broker to the OpenSearch emulator (or, with -tags
+// realcluster, from the real broker to the real node).
 func BenchmarkPipeline(b *testing.B) {
 	benchPipeline(b, func(e *testEnv) *opensearch.Client { return e.client })
 }
@@ -113,5 +119,19 @@ func BenchmarkPipelineAckServer(b *testing.B) {
 			b.Fatal(err)
 		}
 		return c
+	})
+}
+
+// BenchmarkPipelineEngines runs the same events through the pipeline
+// twice in one run: from the in-process broker to the emulator, and (with
+// -tags realcluster) from the real Kafka broker to the real OpenSearch
+// node, so the two figures are measured side by side.
+func BenchmarkPipelineEngines(b *testing.B) {
+	b.Run("in-process", func(b *testing.B) {
+		benchPipelineOn(b, envOptions{partitions: 4, inProcess: true}, func(e *testEnv) *opensearch.Client { return e.client })
+	})
+	b.Run("real", func(b *testing.B) {
+		realenv.RealOnly(b)
+		benchPipelineOn(b, envOptions{partitions: 4}, func(e *testEnv) *opensearch.Client { return e.client })
 	})
 }

@@ -56,6 +56,9 @@ type testEnv struct {
 type envOptions struct {
 	partitions int
 	twoTopics  bool
+	// inProcess uses the in-process broker and the emulator even under
+	// -tags realcluster, for benchmarks that compare the two.
+	inProcess bool
 }
 
 func loadTestMap(t testing.TB) *router.Map {
@@ -80,6 +83,9 @@ func newEnv(t testing.TB, o envOptions) *testEnv {
 	e.restaurantTopic = realenv.Unique("menu-events")
 	e.dishTopic = e.restaurantTopic
 	opts := []kafkatest.Option{kafkatest.WithTopic(e.dlq, 2)}
+	if o.inProcess {
+		opts = append(opts, kafkatest.WithInProcess())
+	}
 	if o.twoTopics {
 		e.restaurantTopic, e.dishTopic = realenv.Unique("restaurants"), realenv.Unique("dishes")
 		opts = append(opts, kafkatest.WithTopic(e.restaurantTopic, o.partitions), kafkatest.WithTopic(e.dishTopic, o.partitions))
@@ -87,7 +93,7 @@ func newEnv(t testing.TB, o envOptions) *testEnv {
 		opts = append(opts, kafkatest.WithTopic(e.restaurantTopic, o.partitions))
 	}
 	e.kafka = kafkatest.Start(t, opts...)
-	e.openSearch(t)
+	e.openSearch(t, realenv.Enabled() && !o.inProcess)
 	return e
 }
 
@@ -95,9 +101,9 @@ func newEnv(t testing.TB, o envOptions) *testEnv {
 // test index behind its alias. The real node is first cleared of what an
 // earlier test left: the menu indexes, and the migration state, whose
 // index has one fixed name (tests against it run one at a time).
-func (e *testEnv) openSearch(t testing.TB) {
+func (e *testEnv) openSearch(t testing.TB, real bool) {
 	t.Helper()
-	if realenv.Enabled() {
+	if real {
 		e.url = realenv.OpenSearchURL()
 	} else {
 		e.os = osfake.NewTestServer(osfake.Options{})
@@ -110,7 +116,7 @@ func (e *testEnv) openSearch(t testing.TB) {
 		t.Fatal(err)
 	}
 	e.admin = bulk.NewAdmin(e.client)
-	if realenv.Enabled() {
+	if real {
 		clearRealNode(t, e.admin)
 		t.Cleanup(func() { clearRealNode(t, e.admin) })
 	}

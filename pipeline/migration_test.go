@@ -493,7 +493,7 @@ func TestMigrationPinStopsAtCutover(t *testing.T) {
 func newOSEnv(t testing.TB) *testEnv {
 	t.Helper()
 	e := &testEnv{t: t, m: loadTestMap(t)}
-	e.openSearch(t)
+	e.openSearch(t, realenv.Enabled())
 	return e
 }
 
