@@ -3,7 +3,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
-	"errors"
+	"net/http"
 	"time"
 
 	"github.com/geoshard/geoshard/bulk"
@@ -62,16 +62,17 @@ func (p *Pipeline) writeHeartbeat(ctx context.Context) error {
 // another instance or the job creating it first is fine.
 func (p *Pipeline) ensureMigrationsIndex(ctx context.Context) error {
 	ok, err := p.admin.IndexExists(ctx, schema.MigrationsIndex)
-	if err != nil || ok {
+	if err != nil {
 		return err
 	}
-	err = p.admin.CreateIndex(ctx, schema.MigrationsIndex, schema.MigrationsIndexBody())
-	var ae *bulk.APIError
-	if errors.As(err, &ae) && ae.Type == "resource_already_exists_exception" {
-		return nil
+	if !ok {
+		err = p.admin.CreateIndex(ctx, schema.MigrationsIndex, schema.MigrationsIndexBody())
+		switch {
+		case err == nil:
+			p.log.Info("created the migrations index", "index", schema.MigrationsIndex)
+		case !bulk.IsAlreadyExists(err):
+			return err
+		}
 	}
-	if err == nil {
-		p.log.Info("created the migrations index", "index", schema.MigrationsIndex)
-	}
-	return err
+	return p.admin.Send(ctx, bulk.Request{Method: http.MethodGet, Path: schema.MigrationsIndexActive}, nil)
 }

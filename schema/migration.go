@@ -12,6 +12,15 @@ import (
 // other: this file is their whole contract.
 const MigrationsIndex = ".geoshard-migrations"
 
+// MigrationsIndexActive is the cluster-health request path that waits up
+// to 30s for MigrationsIndex's primary to be active. An index that another
+// process has just created exists before its primary has started, and
+// until then every read and write of it fails (503
+// no_shard_available_action_exception); its health is yellow already while
+// the primary initializes, so the wait is for an active shard, not a
+// colour (on one node a replica never starts).
+const MigrationsIndexActive = "/_cluster/health/" + MigrationsIndex + "?wait_for_active_shards=1&timeout=30s"
+
 // Phase is a migration's step. The order below is the order of a
 // migration that goes forward; RolledBack and Cancelled are the ways back.
 type Phase string

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -317,6 +318,12 @@ func (e *env) readDLQ(t testing.TB) []deadLetter {
 func (e *env) heartbeat(t testing.TB, instance string) (schema.Heartbeat, bool) {
 	t.Helper()
 	src, _, found, err := e.admin.Get(context.Background(), schema.MigrationsIndex, schema.HeartbeatDocID(alias, instance), "")
+	var ae *bulk.APIError
+	if errors.As(err, &ae) && ae.Status == http.StatusServiceUnavailable {
+		// The instance has just created the index, and the real node has
+		// not started its primary yet: no heartbeat to read yet.
+		return schema.Heartbeat{}, false
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

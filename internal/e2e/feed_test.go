@@ -10,6 +10,7 @@ import (
 
 	"github.com/geoshard/geoshard/internal/datagen"
 	"github.com/geoshard/geoshard/internal/kafkatest"
+	"github.com/geoshard/geoshard/internal/realenv"
 )
 
 // streamConfig is the change stream of the tests: a few hundred
@@ -170,6 +171,10 @@ func (f *feed) produce(n int) {
 // start produces batch messages every interval in the background until
 // stop. It is live traffic: the test's steps run while it flows.
 func (f *feed) start(batch int, every time.Duration) {
+	// The real engines do the same work more slowly (a refresh takes the
+	// real node hundreds of milliseconds): slow the traffic down so that
+	// the stream lasts the scenario.
+	every = realenv.Slack(every)
 	ctx, cancel := context.WithCancel(context.Background())
 	f.stopBg, f.bgDone = cancel, make(chan struct{})
 	go func() {
@@ -226,6 +231,7 @@ func (f *feed) stop() {
 // background producer.
 func (f *feed) waitProduced(n int, timeout time.Duration) {
 	f.t.Helper()
+	timeout = realenv.Slack(timeout)
 	deadline := time.Now().Add(timeout)
 	for f.count() < n {
 		if time.Now().After(deadline) {
