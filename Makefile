@@ -17,7 +17,7 @@ test-fast:
 
 # The packages whose tests can run against the real engines: those that
 # import internal/realenv.
-REAL_PKGS = $(shell $(GO) list -f '{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | grep 'internal/realenv' | cut -d' ' -f1)
+REAL_PKGS = $(shell $(GO) list -tags realcluster -f '{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | grep 'internal/realenv' | cut -d' ' -f1)
 
 # One package at a time (-p 1): the suites share one node and one broker.
 test-real:

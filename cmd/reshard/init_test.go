@@ -3,7 +3,6 @@ package main
 import (
 	"strings"
 	"testing"
-
 )
 
 func TestInitVerb(t *testing.T) {
