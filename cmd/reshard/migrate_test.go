@@ -113,7 +113,9 @@ func TestMigrationVerbs(t *testing.T) {
 	conn := []string{"--opensearch", srvURL, "--log-level", "warn"}
 	with := func(args ...string) []string { return append(args, conn...) }
 
-	mustRun(t, "init", "--map", oldMap, "--index", "menu-v1", "--opensearch", srvURL)
+	// Replicas 0, not auto: the golden dry runs must not depend on how
+	// many nodes the cluster has (auto picks 0 on the one-node real node).
+	mustRun(t, "init", "--map", oldMap, "--index", "menu-v1", "--replicas", "0", "--opensearch", srvURL)
 	docs := seedMenu(t, srvURL, "menu-v1", src)
 
 	out := mustRun(t, with("create", "--map", newMap)...)
