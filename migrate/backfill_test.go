@@ -162,8 +162,13 @@ func TestBackfillResumesAfterKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Read >= total || rep.Read != total-done {
-		t.Errorf("resumed backfill read %d documents, want %d (the total %d less the %d checkpointed)", rep.Read, total-done, total, done)
+	// The checkpoints read after the kill are a lower bound: a checkpoint
+	// write the kill cut short on the client may still reach the cluster
+	// afterwards (its page was written already), and the resumed run then
+	// starts after it. Whatever it skipped that way, the verification and
+	// checkTarget below would find missing.
+	if rep.Read >= total || rep.Read > total-done {
+		t.Errorf("resumed backfill read %d documents, want at most %d (the total %d less the %d checkpointed)", rep.Read, total-done, total, done)
 	}
 	if rep.Docs != total {
 		t.Errorf("resumed backfill: %d documents in all, want %d", rep.Docs, total)

@@ -74,23 +74,14 @@ func (s *stateStore) ensureIndex(ctx context.Context) error {
 		}
 	}
 	// An index that another process (an ingest instance, a second
-	// operator) has just created exists before its primary has started,
-	// and until then every read of it fails (503
-	// no_shard_available_action_exception). Its health is yellow already
-	// while the new primary initializes, so wait for an active shard (the
-	// index has one shard: its primary), not for a colour; a replica may
-	// never start, on one node.
-	if err := s.admin.Send(ctx, migrationsIndexReady, nil); err != nil {
+	// operator) has just created is yellow before its primary has
+	// started, and reads fail until then: wait for the primary.
+	if err := s.admin.Send(ctx, bulk.Request{Method: http.MethodGet, Path: schema.MigrationsIndexActive}, nil); err != nil {
 		return fmt.Errorf("migrate: wait for the primary of %s: %w", schema.MigrationsIndex, err)
 	}
 	s.ensured = true
 	return nil
 }
-
-// migrationsIndexReady waits up to 30s for the migration state index's
-// primary to be active (the server answers 408 if it is not).
-var migrationsIndexReady = bulk.Request{Method: http.MethodGet,
-	Path: "/_cluster/health/" + schema.MigrationsIndex + "?wait_for_active_shards=1&timeout=30s"}
 
 func (s *stateStore) docID() string { return schema.MigrationDocID(s.alias) }
 
