@@ -176,7 +176,9 @@ func (s *Server) createIndex(name string, body map[string]any) (*index, *osError
 			return nil, parseError("mappings must be an object")
 		}
 		if err := ix.mapping.merge(mm); err != nil {
-			return nil, err
+			// MapperService wraps whatever fails to parse a new index's
+			// mapping; a put mapping reports it bare.
+			return nil, &osError{Status: 400, Type: "mapper_parsing_exception", Reason: "Failed to parse mapping [_doc]: " + err.Reason, CausedBy: err}
 		}
 	}
 	if a, ok := body["aliases"]; ok {

@@ -17,6 +17,13 @@ type mapping struct {
 	properties      map[string]any
 	fields          map[string]string
 	join            *joinField
+	// templates are the parsed dynamic_templates, rawTemplates the
+	// array as given (nil when none were ever given).
+	templates    []dynTemplate
+	rawTemplates []any
+	// objectDynamic is the dynamic setting of each object that has one,
+	// by dotted path.
+	objectDynamic map[string]string
 }
 
 // joinField is the index's join field: its name and relations, parent →
@@ -106,7 +113,14 @@ func (m *mapping) merge(body map[string]any) *osError {
 			if err := m.mergeProps("", m.properties, props); err != nil {
 				return err
 			}
-		case "_source", "date_detection", "numeric_detection", "dynamic_templates":
+		case "dynamic_templates":
+			ts, err := parseDynamicTemplates(v)
+			if err != nil {
+				return err
+			}
+			// A put mapping replaces the templates whole.
+			m.templates, m.rawTemplates = ts, v.([]any)
+		case "_source", "date_detection", "numeric_detection":
 			// Accepted and ignored.
 		default:
 			return &osError{Status: 400, Type: "mapper_parsing_exception", Reason: "Root mapping definition has unsupported parameters:  [" + k + " : " + fmt.Sprint(v) + "]"}
@@ -173,6 +187,7 @@ func (m *mapping) mergeProps(prefix string, dst, src map[string]any) *osError {
 // reindexFields rebuilds the dotted-path index and the join field.
 func (m *mapping) reindexFields() {
 	m.fields = map[string]string{}
+	m.objectDynamic = map[string]string{}
 	var walk func(prefix string, props map[string]any)
 	walk = func(prefix string, props map[string]any) {
 		for name, v := range props {
@@ -184,6 +199,9 @@ func (m *mapping) reindexFields() {
 				if typ == "" {
 					typ = "object"
 				}
+			}
+			if d, ok := spec["dynamic"]; ok && isObjectType(typ) {
+				m.objectDynamic[path] = scalarString(d)
 			}
 			m.fields[path] = typ
 			if multi, ok := spec["fields"].(map[string]any); ok {
@@ -218,94 +236,6 @@ func (m *mapping) reindexFields() {
 // fieldType returns the mapped type of a dotted field path, or "".
 func (m *mapping) fieldType(path string) string { return m.fields[path] }
 
-// addDynamic maps the unmapped fields of a document the way dynamic
-// mapping does: strings become text with a keyword sub-field, integers
-// long, other numbers float, booleans boolean, objects object. With
-// dynamic "strict" an unmapped field is an error; with "false" it is kept
-// in _source but not mapped.
-func (m *mapping) addDynamic(fields map[string]any) *osError {
-	if m.dynamic == "false" {
-		return nil
-	}
-	if m.properties == nil {
-		m.properties = map[string]any{}
-	}
-	changed := false
-	var walk func(prefix string, props map[string]any, v map[string]any) *osError
-	walk = func(prefix string, props map[string]any, v map[string]any) *osError {
-		for name, val := range v {
-			if i := strings.IndexByte(name, '.'); i > 0 && i < len(name)-1 {
-				// The server expands a dotted key into objects: {"a.b": 1}
-				// is mapped as {"a": {"b": 1}} is.
-				if err := walk(prefix, props, map[string]any{name[:i]: map[string]any{name[i+1:]: val}}); err != nil {
-					return err
-				}
-				continue
-			}
-			path := prefix + name
-			if m.join != nil && path == m.join.name {
-				continue
-			}
-			if val == nil {
-				continue
-			}
-			if arr, ok := val.([]any); ok {
-				if len(arr) == 0 {
-					continue
-				}
-				val = arr[0]
-			}
-			if obj, ok := val.(map[string]any); ok {
-				spec, _ := props[name].(map[string]any)
-				if spec == nil {
-					if m.dynamic == "strict" {
-						return strictError(path)
-					}
-					spec = map[string]any{"properties": map[string]any{}}
-					props[name] = spec
-					changed = true
-				}
-				sub, _ := spec["properties"].(map[string]any)
-				if sub == nil {
-					continue // a geo_point or join given as an object
-				}
-				if err := walk(path+".", sub, obj); err != nil {
-					return err
-				}
-				continue
-			}
-			if _, ok := props[name]; ok {
-				continue
-			}
-			if m.dynamic == "strict" {
-				return strictError(path)
-			}
-			changed = true
-			switch x := val.(type) {
-			case string:
-				props[name] = map[string]any{"type": "text", "fields": map[string]any{"keyword": map[string]any{"type": "keyword", "ignore_above": json.Number("256")}}}
-			case json.Number:
-				props[name] = map[string]any{"type": dynamicType(x)}
-			case bool:
-				props[name] = map[string]any{"type": "boolean"}
-			}
-		}
-		return nil
-	}
-	if err := walk("", m.properties, fields); err != nil {
-		return err
-	}
-	if changed {
-		m.reindexFields()
-	}
-	return nil
-}
-
-func strictError(path string) *osError {
-	return &osError{Status: 400, Type: "strict_dynamic_mapping_exception",
-		Reason: "mapping set to strict, dynamic introduction of [" + path + "] within [_doc] is not allowed"}
-}
-
 // toJSON renders the mapping as GET _mapping shows it.
 func (m *mapping) toJSON() map[string]any {
 	out := map[string]any{}
@@ -317,6 +247,9 @@ func (m *mapping) toJSON() map[string]any {
 	}
 	if m.dynamic != "" {
 		out["dynamic"] = m.dynamic
+	}
+	if m.rawTemplates != nil {
+		out["dynamic_templates"] = m.rawTemplates
 	}
 	if len(m.properties) > 0 {
 		out["properties"] = m.properties

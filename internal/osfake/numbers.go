@@ -71,13 +71,18 @@ func numberRejected(typ string, n json.Number) *osError {
 }
 
 // numericStringRejected checks text against typ: it must read as a
-// number (else the parser's NumberFormatException) within the type's
-// range, after truncation toward zero for integer types.
+// number (else the parser's NumberFormatException, which a long's parser
+// rethrows as an IllegalArgumentException) within the type's range, after
+// truncation toward zero for integer types.
 func numericStringRejected(typ, s string) *osError {
 	text := strings.TrimSpace(s)
 	f, err := strconv.ParseFloat(text, 64)
 	if err != nil && !errorsIsRange(err) {
-		return &osError{Type: "number_format_exception", Reason: "For input string: \"" + s + "\""}
+		cause := "number_format_exception"
+		if typ == "long" {
+			cause = "illegal_argument_exception"
+		}
+		return &osError{Type: cause, Reason: "For input string: \"" + s + "\""}
 	}
 	if r, ok := integerRange[typ]; ok {
 		v, _, perr := big.ParseFloat(text, 10, 256, big.ToZero)

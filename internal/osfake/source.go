@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"reflect"
-	"sort"
 	"strings"
 )
 
@@ -164,28 +163,6 @@ func decodeSource(src []byte) (map[string]any, *osError) {
 	return nil, mapperParsing(&osError{Type: "illegal_argument_exception", Reason: "Malformed content, found extra data after parsing: " + xToken(tok)})
 }
 
-// checkDoc runs the field checks of document parsing that can fail a
-// write: the join field's rules and values that do not fit a numeric or
-// boolean mapping.
-func (ix *index) checkDoc(fields map[string]any, id, routing string) *osError {
-	if j := ix.mapping.join; j != nil {
-		if v, ok := lookupPath(fields, j.name); ok && v != nil {
-			if err := j.check(v, routing); err != nil {
-				return mapperParsing(err)
-			}
-		}
-	}
-	var bad []string
-	ix.collectBadValues("", fields, &bad)
-	if len(bad) == 0 {
-		return nil
-	}
-	// The server reports the first bad field in document order; the
-	// decoded map has none, so the smallest path is reported.
-	sort.Strings(bad)
-	return ix.badValue(bad[0], fields, id)
-}
-
 func lookupPath(fields map[string]any, path string) (any, bool) {
 	var cur any = fields
 	for _, part := range strings.Split(path, ".") {
@@ -249,113 +226,37 @@ func (j *joinField) check(v any, routing string) *osError {
 var numericTypes = map[string]bool{"long": true, "integer": true, "short": true, "byte": true,
 	"double": true, "float": true, "half_float": true, "scaled_float": true}
 
-// collectBadValues appends the paths of values their type rejects: the
-// mapped type, or for an unmapped field the type dynamic mapping would
-// give it (see dynamicType), which the server checks the value against in
-// the same pass.
-func (ix *index) collectBadValues(prefix string, v map[string]any, bad *[]string) {
-	for k, val := range v {
-		path := prefix + k
-		switch x := val.(type) {
-		case map[string]any:
-			if typ := ix.mapping.fieldType(path); typ == "" || typ == "object" || typ == "nested" {
-				ix.collectBadValues(path+".", x, bad)
-			}
-		case []any:
-			typ := ix.valueType(path, x)
-			for _, e := range x {
-				switch e := e.(type) {
-				case map[string]any:
-					ix.collectBadValues(path+".", e, bad)
-				case string, bool, json.Number:
-					if scalarRejected(typ, e) != nil {
-						*bad = append(*bad, path)
-					}
-				}
-			}
-		case string, bool, json.Number:
-			if scalarRejected(ix.valueType(path, val), val) != nil {
-				*bad = append(*bad, path)
-			}
-		}
-	}
-}
-
-// valueType is the type a value of path is parsed as: its mapped type or
-// the one dynamic mapping would give it.
-func (ix *index) valueType(path string, v any) string {
-	if typ := ix.mapping.fieldType(path); typ != "" {
-		return typ
-	}
-	if ix.mapping.dynamic == "false" || ix.mapping.dynamic == "strict" {
-		return ""
-	}
-	return dynamicType(v)
-}
-
-// dynamicType is the type dynamic mapping gives a value: long for a
-// number written as an integer, however large (it then fails as a long),
-// float for other numbers, boolean, text for strings; an array takes the
-// type of its first value.
-func dynamicType(v any) string {
-	switch x := v.(type) {
-	case []any:
-		for _, e := range x {
-			if e != nil {
-				return dynamicType(e)
-			}
-		}
-	case json.Number:
-		if isIntegerLiteral(x) {
-			return "long"
-		}
-		return "float"
-	case bool:
-		return "boolean"
-	case string:
-		return "text"
-	}
-	return ""
-}
-
-// scalarRejected returns the cause when a type rejects a value. Numbers
-// accept numeric strings (coercion) within their range; booleans accept
-// "true", "false" and "".
+// scalarRejected returns the cause when a type rejects a scalar value.
+// Numbers accept numeric strings (coerce is on by default) within their
+// range, integer types truncating fractions, and take "" for null;
+// booleans accept "true", "false" and "" but no number.
 func scalarRejected(typ string, v any) *osError {
 	switch {
 	case numericTypes[typ]:
 		switch x := v.(type) {
 		case string:
+			if x == "" {
+				return nil
+			}
 			return numericStringRejected(typ, x)
 		case json.Number:
 			return numberRejected(typ, x)
 		case bool:
-			return &osError{Type: "json_parse_exception", Reason: "Current token (" + xValueToken(x) + ") not numeric, can not use numeric value accessors"}
+			return notNumeric(xValueToken(x))
 		}
 	case typ == "boolean":
-		if x, ok := v.(string); ok && x != "true" && x != "false" && x != "" {
-			return illegalArgument("Failed to parse value [" + x + "] as only [true] or [false] are allowed.")
+		switch x := v.(type) {
+		case string:
+			if x != "true" && x != "false" && x != "" {
+				return illegalArgument("Failed to parse value [" + x + "] as only [true] or [false] are allowed.")
+			}
+		case json.Number:
+			token := "VALUE_NUMBER_FLOAT"
+			if isIntegerLiteral(x) {
+				token = "VALUE_NUMBER_INT"
+			}
+			return &osError{Type: "json_parse_exception", Reason: "Current token (" + token + ") not of boolean type"}
 		}
 	}
 	return nil
-}
-
-func (ix *index) badValue(path string, fields map[string]any, id string) *osError {
-	v, _ := lookupPath(fields, path)
-	typ := ix.valueType(path, v)
-	if arr, ok := v.([]any); ok {
-		for _, e := range arr {
-			if scalarRejected(typ, e) != nil {
-				v = e
-				break
-			}
-		}
-	}
-	preview := scalarString(v)
-	if n, ok := v.(json.Number); ok {
-		preview = numberPreview(typ, n)
-	}
-	return &osError{Status: 400, Type: "mapper_parsing_exception",
-		Reason:   "failed to parse field [" + path + "] of type [" + typ + "] in document with id '" + id + "'. Preview of field's value: '" + preview + "'",
-		CausedBy: scalarRejected(typ, v)}
 }

@@ -296,10 +296,7 @@ func (ix *index) indexDoc(res *itemResult, shardNum int, o *op, id, routing stri
 	if err != nil {
 		return err
 	}
-	if err := ix.checkDoc(fields, id, routing); err != nil {
-		return err
-	}
-	if err := ix.mapping.addDynamic(fields); err != nil {
+	if err := ix.parseDoc(src, fields, id, routing); err != nil {
 		return err
 	}
 	sh := ix.shards[shardNum]
