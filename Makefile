@@ -36,9 +36,12 @@ real-down:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
 
-# The benchmarks that compare with the real engines and their own tools.
+# The benchmarks that compare with the real engines and their own tools,
+# each side by side in one run (the README's figures).
 bench-real:
-	@$(REAL) run $(GO) test -tags realcluster -run '^$$' -bench 'Real|VsBulkIndexer|VsReindex|Pipeline' -benchtime 1x -count 3 ./bulk/ ./migrate/ ./pipeline/
+	@$(REAL) run sh -c "$(GO) test -tags realcluster -run '^$$' -bench 'WriterVsBulkIndexer/real' -benchtime 1x -count 3 ./bulk/ && \
+		$(GO) test -tags realcluster -run '^$$' -bench 'PipelineEngines' -benchtime 20000x -count 3 ./pipeline/ && \
+		$(GO) test -tags realcluster -run '^$$' -bench 'BackfillVsReindex' -benchtime 1x -count 3 -timeout 30m ./migrate/"
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
