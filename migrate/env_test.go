@@ -124,17 +124,10 @@ func testCluster(t testing.TB, opts osfake.Options) (*opensearch.Client, *osfake
 // wipeReal deletes, on the real node, every menu* index (their aliases go
 // with them) and the migration state index: the tests of this package
 // are their only users while they run.
-func wipeReal(t testing.TB, a *bulk.Admin) {
+func wipeReal(t testing.TB, _ *bulk.Admin) {
 	t.Helper()
-	ctx := context.Background()
-	names, err := a.IndexNames(ctx, "menu*")
-	if err != nil {
-		t.Fatalf("list the menu indexes: %v", err)
-	}
-	for _, name := range append(names, schema.MigrationsIndex) {
-		if err := a.DeleteIndex(ctx, name); err != nil && !bulk.IsNotFound(err) {
-			t.Fatalf("delete %s: %v", name, err)
-		}
+	if err := realenv.DeleteIndexes(context.Background(), realenv.MenuIndexes...); err != nil {
+		t.Fatalf("clear the real node: %v", err)
 	}
 }
 

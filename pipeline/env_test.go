@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"sort"
 	"strconv"
@@ -22,7 +21,6 @@ import (
 	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/migrate"
 	"github.com/geoshard/geoshard/router"
-	"github.com/geoshard/geoshard/schema"
 )
 
 const (
@@ -127,10 +125,9 @@ func (e *testEnv) openSearch(t testing.TB, real bool) {
 }
 
 // clearRealNode deletes the indexes these tests create on the real node.
-func clearRealNode(t testing.TB, a *bulk.Admin) {
+func clearRealNode(t testing.TB, _ *bulk.Admin) {
 	t.Helper()
-	req := bulk.Request{Method: http.MethodDelete, Path: "/menu-*," + schema.MigrationsIndex + "?ignore_unavailable=true&allow_no_indices=true"}
-	if err := a.Send(context.Background(), req, nil); err != nil {
+	if err := realenv.DeleteIndexes(context.Background(), realenv.MenuIndexes...); err != nil {
 		t.Fatalf("clear the real node: %v", err)
 	}
 }

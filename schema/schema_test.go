@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/router"
 )
 
@@ -88,5 +90,13 @@ func TestIDs(t *testing.T) {
 		if _, _, err := ParseID(bad); err == nil {
 			t.Errorf("ParseID(%q) succeeded", bad)
 		}
+	}
+}
+
+// The real-engine suites clear the migration state index between tests
+// by name.
+func TestRealSuitesClearTheMigrationsIndex(t *testing.T) {
+	if !slices.Contains(realenv.MenuIndexes, MigrationsIndex) {
+		t.Errorf("realenv.MenuIndexes = %v, which lacks %s", realenv.MenuIndexes, MigrationsIndex)
 	}
 }

@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"net/http"
 	"testing"
 
 	"github.com/geoshard/geoshard/internal/osfake"
 	"github.com/geoshard/geoshard/internal/realenv"
-	"github.com/geoshard/geoshard/schema"
 )
 
 // openSearch is the cluster a test of the verbs runs against: a fresh
@@ -24,18 +22,8 @@ func openSearch(t *testing.T) string {
 	}
 	url := realenv.OpenSearchURL()
 	clear := func() {
-		req, err := http.NewRequestWithContext(context.Background(), http.MethodDelete,
-			url+"/menu-*,"+schema.MigrationsIndex+"?ignore_unavailable=true&allow_no_indices=true", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
+		if err := realenv.DeleteIndexes(context.Background(), realenv.MenuIndexes...); err != nil {
 			t.Fatalf("clear the real node: %v", err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusNotFound {
-			t.Fatalf("clear the real node: DELETE menu-*: %s", resp.Status)
 		}
 	}
 	clear()

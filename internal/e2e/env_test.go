@@ -99,8 +99,7 @@ func newEnv(t testing.TB) *env {
 // clearRealNode deletes the menu indexes and the migration state.
 func (e *env) clearRealNode(t testing.TB) {
 	t.Helper()
-	req := bulk.Request{Method: http.MethodDelete, Path: "/menu-*," + schema.MigrationsIndex + "?ignore_unavailable=true&allow_no_indices=true"}
-	if err := e.admin.Send(context.Background(), req, nil); err != nil {
+	if err := realenv.DeleteIndexes(context.Background(), realenv.MenuIndexes...); err != nil {
 		t.Fatalf("clear the real node: %v", err)
 	}
 }

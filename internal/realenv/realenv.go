@@ -1,7 +1,12 @@
 package realenv
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -124,4 +129,34 @@ func Slack(d time.Duration) time.Duration {
 		return d * slack
 	}
 	return d
+}
+
+// MenuIndexes are the names the suites create on the real node that can
+// collide between tests: every menu index (menu-v1, menu.<run>-3-v2, …;
+// their aliases go with them) and the migration state index, whose name
+// is fixed (schema.MigrationsIndex).
+var MenuIndexes = []string{"menu*", ".geoshard-migrations"}
+
+// DeleteIndexes deletes the indexes that match patterns on the real node,
+// the way the tests that share it clear what an earlier test left (they
+// run one at a time). Patterns that match nothing are fine.
+func DeleteIndexes(ctx context.Context, patterns ...string) error {
+	if !tagged {
+		return errors.New("realenv: DeleteIndexes needs the real engines")
+	}
+	u := openSearchURL + "/" + url.PathEscape(strings.Join(patterns, ",")) + "?ignore_unavailable=true&allow_no_indices=true&expand_wildcards=all"
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("realenv: delete %v: %w", patterns, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusNotFound {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		return fmt.Errorf("realenv: delete %v: %s: %s", patterns, resp.Status, body)
+	}
+	return nil
 }
