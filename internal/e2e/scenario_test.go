@@ -150,7 +150,7 @@ func (s *scenario) diagnose(t *testing.T, step string, err error) {
 	t.Helper()
 	t.Errorf("%s: %v", step, err)
 	s.quiesce(t)
-	final := buildModel(t, s.f.log())
+	final := buildModel(t, s.e.settled(t, s.f.log()))
 	bad := s.e.checkIndex(t, sourceIdx, s.e.m18, final.expected(s.e.m18))
 	s.explain(t, sourceIdx, bad)
 	if ok, _ := s.e.admin.IndexExists(context.Background(), targetIdx); ok {
