@@ -12,7 +12,10 @@ import (
 	"github.com/opensearch-project/opensearch-go/v4"
 
 	"github.com/geoshard/geoshard/internal/acksrv"
+	"github.com/geoshard/geoshard/internal/osfake"
 	"github.com/geoshard/geoshard/internal/realenv"
+	"github.com/geoshard/geoshard/router"
+	"github.com/geoshard/geoshard/schema"
 )
 
 // benchEvents is a stream of n upserts: a restaurant, then its dishes,
@@ -56,9 +59,21 @@ func benchPipeline(b *testing.B, client func(e *testEnv) *opensearch.Client) {
 	benchPipelineOn(b, envOptions{partitions: 4}, client)
 }
 
-func benchPipelineOn(b *testing.B, o envOptions, client func(e *testEnv) *opensearch.Client) {
+func benchPipelineOn(b *testing.B, o envOptions, client func(e *testEnv) *opensearch.Client) float64 {
+	return benchPipelineWith(b, o, client, nil)
+}
+
+// benchPipelineWith runs b.N events through a pipeline and reports (and
+// returns) events/s. setup, if given, prepares the environment before the
+// pipeline starts; ready, if given, must hold before the events are
+// produced.
+func benchPipelineWith(b *testing.B, o envOptions, client func(e *testEnv) *opensearch.Client, setup func(e *testEnv) func(*Pipeline) bool) float64 {
 	b.ReportAllocs()
 	e := newEnv(b, o)
+	var ready func(*Pipeline) bool
+	if setup != nil {
+		ready = setup(e)
+	}
 	evs := benchEvents(b.N)
 	cfg := e.config()
 	cfg.Bulk.FlushInterval = 20 * time.Millisecond
@@ -81,6 +96,9 @@ func benchPipelineOn(b *testing.B, o envOptions, client func(e *testEnv) *opense
 		}
 		b.Fatalf("not ready: %s", why)
 	}
+	for ready != nil && !ready(p) {
+		time.Sleep(5 * time.Millisecond)
+	}
 	b.ResetTimer()
 	start := time.Now()
 	e.produce(context.Background(), evs)
@@ -92,7 +110,9 @@ func benchPipelineOn(b *testing.B, o envOptions, client func(e *testEnv) *opense
 	}
 	elapsed := time.Since(start)
 	b.StopTimer()
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
+	rate := float64(b.N) / elapsed.Seconds()
+	b.ReportMetric(rate, "events/s")
+	return rate
 }
 
 // BenchmarkPipeline: events through the whole pipeline in one process,
@@ -134,4 +154,64 @@ func BenchmarkPipelineEngines(b *testing.B) {
 		realenv.RealOnly(b)
 		benchPipelineOn(b, envOptions{partitions: 4}, func(e *testEnv) *opensearch.Client { return e.client })
 	})
+}
+
+// BenchmarkPipelineDualWrites runs the events of BenchmarkPipeline with no
+// migration and during a migration's dual writes (to the 18-shard source
+// and a 24-shard target), side by side, with 0 and 5 ms added to every
+// bulk request (the emulator's shard_latency on every shard of both
+// indexes; a real cluster takes at least that). The dual-writes runs also
+// report their rate as a fraction of the no-migration run at the same
+// latency ("x_of_none"). Dual writes are slow today (one round trip per
+// event), so run it with few events:
+//
+//	go test -run '^$' -bench PipelineDualWrites -benchtime 2000x -count 3 ./pipeline/
+func BenchmarkPipelineDualWrites(b *testing.B) {
+	for _, latency := range []time.Duration{0, 5 * time.Millisecond} {
+		var none float64
+		for _, dual := range []bool{false, true} {
+			name := fmt.Sprintf("latency=%v/no-migration", latency)
+			if dual {
+				name = fmt.Sprintf("latency=%v/dual-writes", latency)
+			}
+			b.Run(name, func(b *testing.B) {
+				rate := benchPipelineWith(b, envOptions{partitions: 4, inProcess: true},
+					func(e *testEnv) *opensearch.Client { return e.client },
+					func(e *testEnv) func(*Pipeline) bool {
+						indexes := []string{testIndex}
+						var m24 *router.Map
+						if dual {
+							m24 = plannedMap24(b)
+							e.createIndex(b, testIndex2, m24)
+							e.setMigration(b, e.newMigration(b, m24, schema.PhaseDualWrites))
+							indexes = append(indexes, testIndex2)
+						}
+						if latency > 0 {
+							var slow []osfake.ShardLatency
+							for _, index := range indexes {
+								n := e.m.NumShards()
+								if index == testIndex2 {
+									n = m24.NumShards()
+								}
+								for i := range n {
+									slow = append(slow, osfake.ShardLatency{Index: index, Shard: i, Delay: osfake.Duration(latency)})
+								}
+							}
+							if err := e.os.SetFaults(osfake.Faults{ShardLatency: slow}); err != nil {
+								b.Fatal(err)
+							}
+						}
+						if !dual {
+							return nil
+						}
+						return func(p *Pipeline) bool { return p.Stats().Migration.Phase == schema.PhaseDualWrites }
+					})
+				if !dual {
+					none = rate
+				} else if none > 0 {
+					b.ReportMetric(rate/none, "x_of_none")
+				}
+			})
+		}
+	}
 }
