@@ -22,19 +22,7 @@ var benchDocs = flag.Int("bench-docs", 200_000, "documents in BenchmarkBackfill'
 // request under one lock, so the figures measure the job's overhead and
 // its overlap of reads and writes, not a cluster's throughput.
 func BenchmarkBackfill(b *testing.B) {
-	// About 22.6 documents per restaurant (a median of 20 dishes).
-	restaurants := max(1, *benchDocs*10/226)
-	e := newEnv(b, 0)
-	e.docs = genDocs(b, restaurants, 20, 11)
-	docs := e.docs.all()
-	if len(docs) > *benchDocs {
-		docs = docs[:*benchDocs]
-	}
-	start := time.Now()
-	if err := e.docs.write(context.Background(), e.client, e.v1, e.src, docs); err != nil {
-		b.Fatal(err)
-	}
-	b.Logf("source: %d documents written in %v", len(docs), time.Since(start).Round(time.Millisecond))
+	e, docs := benchSource(b, *benchDocs)
 	for _, slices := range []int{1, 2, 4} {
 		b.Run(fmt.Sprintf("slices=%d", slices), func(b *testing.B) {
 			ctx := context.Background()
@@ -69,4 +57,28 @@ func BenchmarkBackfill(b *testing.B) {
 			b.ReportMetric(float64(copied)/elapsed.Seconds(), "docs/s")
 		})
 	}
+}
+
+// benchSource is an environment whose source index holds n documents:
+// restaurants around US cities with their dishes, written once, before
+// any timing, and refreshed.
+func benchSource(b *testing.B, n int) (*env, []*testDoc) {
+	// About 22.6 documents per restaurant (a median of 20 dishes).
+	restaurants := max(1, n*10/226)
+	e := newEnv(b, 0)
+	e.docs = genDocs(b, restaurants, 20, 11)
+	docs := e.docs.all()
+	if len(docs) > n {
+		docs = docs[:n]
+	}
+	ctx := context.Background()
+	start := time.Now()
+	if err := e.docs.write(ctx, e.client, e.v1, e.src, docs); err != nil {
+		b.Fatal(err)
+	}
+	if err := e.admin.Refresh(ctx, e.v1); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("source %s: %d documents written in %v", e.v1, len(docs), time.Since(start).Round(time.Millisecond))
+	return e, docs
 }

@@ -45,23 +45,7 @@ var reindexSlices = []int{1, 2, 4, 18}
 // its external version. Against the emulator only the backfill runs: the
 // emulator has no _reindex.
 func BenchmarkBackfillVsReindex(b *testing.B) {
-	// About 22.6 documents per restaurant (a median of 20 dishes).
-	restaurants := max(1, *reindexBenchDocs*10/226)
-	e := newEnv(b, 0)
-	e.docs = genDocs(b, restaurants, 20, 11)
-	docs := e.docs.all()
-	if len(docs) > *reindexBenchDocs {
-		docs = docs[:*reindexBenchDocs]
-	}
-	ctx := context.Background()
-	start := time.Now()
-	if err := e.docs.write(ctx, e.client, e.v1, e.src, docs); err != nil {
-		b.Fatal(err)
-	}
-	if err := e.admin.Refresh(ctx, e.v1); err != nil {
-		b.Fatal(err)
-	}
-	b.Logf("source %s: %d documents written in %v", e.v1, len(docs), time.Since(start).Round(time.Millisecond))
+	e, docs := benchSource(b, *reindexBenchDocs)
 	want := int64(len(docs))
 
 	r := &reindexer{e: e, admin: e.admin, want: want}
