@@ -146,9 +146,7 @@ func (s *stack) produce(ctx context.Context, o *options) (map[string]int, int, e
 	}
 	cfg := datagen.DefaultStreamConfig()
 	cfg.RestaurantTopic, cfg.DishTopic = o.pipe.RestaurantTopic, o.pipe.DishTopic
-	// About 12.6 messages per restaurant with the default rates; the
-	// stream is sized, not cut, so no restaurant loses its first upsert.
-	cfg.Restaurants = max(1, int(float64(o.demoEvents)/12.6))
+	cfg.SizeFor(o.demoEvents)
 	msgs, err := datagen.Stream(cities, cfg)
 	if err != nil {
 		return nil, 0, err

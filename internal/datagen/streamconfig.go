@@ -199,3 +199,14 @@ func (c StreamConfig) placement() Config {
 		Seed:         c.Seed,
 	}
 }
+
+// messagesPerRestaurant is about how many messages a restaurant brings at
+// DefaultStreamConfig's rates: its own events and its dishes'.
+const messagesPerRestaurant = 12.6
+
+// SizeFor sets Restaurants so that the stream holds about events messages
+// at DefaultStreamConfig's rates. The stream is sized, not cut, so no
+// restaurant loses its first upsert.
+func (c *StreamConfig) SizeFor(events int) {
+	c.Restaurants = min(MaxStreamRestaurants, max(1, int(float64(events)/messagesPerRestaurant)))
+}

@@ -107,9 +107,7 @@ func produce(ctx context.Context, brokers []string, restaurants, dishes string, 
 	cfg := datagen.DefaultStreamConfig()
 	cfg.Seed = seed
 	cfg.RestaurantTopic, cfg.DishTopic = restaurants, dishes
-	// About 12.6 messages per restaurant at the default rates (as in the
-	// embedded demo); the stream is sized, not cut.
-	cfg.Restaurants = min(datagen.MaxStreamRestaurants, max(1, int(float64(events)/12.6)))
+	cfg.SizeFor(events)
 	msgs, err := datagen.Stream(cities, cfg)
 	if err != nil {
 		return 0, err
