@@ -110,12 +110,12 @@ func testCluster(t testing.TB, opts osfake.Options) (*opensearch.Client, *osfake
 		t.Fatal(err)
 	}
 	admin := bulk.NewAdmin(client)
-	wipeReal(t, admin)
+	wipeReal(t)
 	t.Cleanup(func() {
 		// A failed test leaves its indexes for a look; the next test
 		// deletes them.
 		if !t.Failed() {
-			wipeReal(t, admin)
+			wipeReal(t)
 		}
 	})
 	return client, nil
@@ -124,7 +124,7 @@ func testCluster(t testing.TB, opts osfake.Options) (*opensearch.Client, *osfake
 // wipeReal deletes, on the real node, every menu* index (their aliases go
 // with them) and the migration state index: the tests of this package
 // are their only users while they run.
-func wipeReal(t testing.TB, _ *bulk.Admin) {
+func wipeReal(t testing.TB) {
 	t.Helper()
 	if err := realenv.DeleteIndexes(context.Background(), realenv.MenuIndexes...); err != nil {
 		t.Fatalf("clear the real node: %v", err)

@@ -115,8 +115,8 @@ func (e *testEnv) openSearch(t testing.TB, real bool) {
 	}
 	e.admin = bulk.NewAdmin(e.client)
 	if real {
-		clearRealNode(t, e.admin)
-		t.Cleanup(func() { clearRealNode(t, e.admin) })
+		clearRealNode(t)
+		t.Cleanup(func() { clearRealNode(t) })
 	}
 	replicas := 0
 	if err := migrate.Init(context.Background(), e.admin, migrate.InitConfig{Map: e.m, Index: testIndex, Alias: testAlias, Replicas: &replicas}); err != nil {
@@ -125,7 +125,7 @@ func (e *testEnv) openSearch(t testing.TB, real bool) {
 }
 
 // clearRealNode deletes the indexes these tests create on the real node.
-func clearRealNode(t testing.TB, _ *bulk.Admin) {
+func clearRealNode(t testing.TB) {
 	t.Helper()
 	if err := realenv.DeleteIndexes(context.Background(), realenv.MenuIndexes...); err != nil {
 		t.Fatalf("clear the real node: %v", err)
