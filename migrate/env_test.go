@@ -109,7 +109,6 @@ func testCluster(t testing.TB, opts osfake.Options) (*opensearch.Client, *osfake
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin := bulk.NewAdmin(client)
 	wipeReal(t)
 	t.Cleanup(func() {
 		// A failed test leaves its indexes for a look; the next test
