@@ -45,6 +45,7 @@ func (w *Writer) cutBatch(l *lane) *batch {
 	moved := 0
 	for _, e := range taken {
 		moved += 1 + len(e.followers)
+		l.urgent -= e.urgency()
 	}
 
 	var byDoc map[docKey]int
@@ -297,6 +298,7 @@ func (w *Writer) settle(l *lane, b *batch, vs []verdict, sent time.Time) {
 		for _, e := range retry {
 			l.pendingBytes += e.size
 			requeued += 1 + len(e.followers)
+			l.urgent += e.urgency()
 		}
 		l.pending = append(retry, l.pending...)
 		sq.qstats.Queued += requeued
@@ -350,12 +352,12 @@ func (w *Writer) finishLocked(entries []*entry, f func(*entry) Result) []Result 
 	var out []Result
 	for _, e := range entries {
 		r := f(e)
-		r.Item, r.Attempts, r.Latency, r.seq = e.item, e.attempts, now.Sub(e.added), e.seq
+		r.Item, r.Attempts, r.Latency, r.seq, r.call, r.idx = e.item, e.attempts, now.Sub(e.added), e.seq, e.call, e.idx
 		out = append(out, r)
 		w.release(e, r)
 		for _, fo := range e.followers {
 			fr := r
-			fr.Item, fr.Coalesced, fr.Latency, fr.seq = fo.item, true, now.Sub(fo.added), fo.seq
+			fr.Item, fr.Coalesced, fr.Latency, fr.seq, fr.call, fr.idx = fo.item, true, now.Sub(fo.added), fo.seq, fo.call, fo.idx
 			out = append(out, fr)
 			w.release(fo, fr)
 		}
@@ -399,16 +401,22 @@ func (w *Writer) release(e *entry, r Result) {
 	w.metrics.items.WithLabelValues(sq.key, label).Inc()
 }
 
-// deliver hands results to OnResult, then counts them towards the Flush
-// calls waiting for them: a Flush returns only after the callbacks of all
-// its items have run. It is called without mu held.
+// deliver hands results to OnResult and to the Do calls waiting for
+// them, then counts them towards the Flush calls waiting for them: a
+// Flush returns only after the callbacks of all its items have run. It is
+// called without mu held.
 func (w *Writer) deliver(results []Result) {
 	if len(results) == 0 {
 		return
 	}
-	if w.cfg.OnResult != nil {
-		for _, r := range results {
+	for _, r := range results {
+		if w.cfg.OnResult != nil {
 			w.cfg.OnResult(r)
+		}
+		if r.call != nil {
+			c, i := r.call, r.idx
+			r.call = nil
+			c.set(i, r)
 		}
 	}
 	w.mu.Lock()

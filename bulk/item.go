@@ -154,7 +154,9 @@ type Result struct {
 	// Latency is the time from Add to the outcome.
 	Latency time.Duration
 
-	seq uint64 // the item's place in Add order, for Flush
+	seq  uint64 // the item's place in Add order, for Flush
+	call *call  // the Do call waiting for the result, if any
+	idx  int    // the item's place in that call
 }
 
 // appendActionLine appends the NDJSON action line of an item, without

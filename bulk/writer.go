@@ -58,6 +58,7 @@ type lane struct {
 	shard        *shardQ
 	pending      []*entry // not yet sent, oldest first; retries go back to the front
 	pendingBytes int
+	urgent       int // entries in pending that a Do call waits for: send without lingering
 	inflight     bool
 	isReady      bool // in Writer.ready
 	notBefore    time.Time
@@ -78,6 +79,10 @@ type entry struct {
 	// followers are older versions of the same document, coalesced into
 	// this one; they end with its outcome.
 	followers []*entry
+	// call is the Do call waiting for this entry, and idx its place in the
+	// call's items; nil for an entry added by Add.
+	call *call
+	idx  int
 }
 
 type flushWaiter struct {
@@ -121,7 +126,64 @@ func (w *Writer) Add(ctx context.Context, it Item) error {
 	if err := checkItem(&it); err != nil {
 		return err
 	}
-	e := &entry{item: &it, size: it.size()}
+	return w.add(ctx, &entry{item: &it, size: it.size()})
+}
+
+// Do writes items and returns their results, in the order of items, once
+// every one of them is answered. It does not wait for unrelated items:
+// the lanes that hold its items send them without waiting for
+// FlushInterval (taking along what those lanes already hold), and only
+// its own results are waited for. OnResult receives them too, as it
+// receives every result. Like Add, it blocks while the budget is full.
+//
+// If ctx ends first, Do returns ctx's error; the items it had added still
+// get their results, through OnResult only. An invalid item is refused
+// before any is added.
+func (w *Writer) Do(ctx context.Context, items ...Item) ([]Result, error) {
+	if len(items) == 0 {
+		return nil, nil
+	}
+	for i := range items {
+		if err := checkItem(&items[i]); err != nil {
+			return nil, err
+		}
+	}
+	c := &call{results: make([]Result, len(items)), remaining: len(items), done: make(chan struct{})}
+	for i := range items {
+		it := items[i]
+		if err := w.add(ctx, &entry{item: &it, size: it.size(), call: c, idx: i}); err != nil {
+			return nil, err
+		}
+	}
+	select {
+	case <-c.done:
+		return c.results, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("bulk: do: %w", ctx.Err())
+	}
+}
+
+// call is a Do call waiting for its items' results.
+type call struct {
+	mu        sync.Mutex
+	results   []Result
+	remaining int
+	done      chan struct{}
+}
+
+// set records one result of the call.
+func (c *call) set(i int, r Result) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.results[i] = r
+	if c.remaining--; c.remaining == 0 {
+		close(c.done)
+	}
+}
+
+// add queues an entry, waiting for budget.
+func (w *Writer) add(ctx context.Context, e *entry) error {
+	it := e.item
 	w.mu.Lock()
 	for {
 		if w.closed {
@@ -153,9 +215,12 @@ func (w *Writer) Add(ctx context.Context, it Item) error {
 	w.stats.Added++
 	sq.qstats.Queued++
 	w.metrics.queued.WithLabelValues(sq.key).Inc()
-	l := sq.lanes[w.laneOf(&it, len(sq.lanes))]
+	l := sq.lanes[w.laneOf(it, len(sq.lanes))]
 	l.pending = append(l.pending, e)
 	l.pendingBytes += e.size
+	if e.call != nil {
+		l.urgent++
+	}
 	w.schedule(l)
 	w.mu.Unlock()
 	return nil
@@ -216,7 +281,7 @@ func (w *Writer) schedule(l *lane) {
 	}
 	due := l.pending[0].added.Add(w.cfg.FlushInterval)
 	full := len(l.pending) >= w.cfg.FlushItems || l.pendingBytes >= w.cfg.FlushBytes
-	if full || w.flushing > 0 || w.closed || !now.Before(due) {
+	if full || l.urgent > 0 || w.flushing > 0 || w.closed || !now.Before(due) {
 		l.isReady = true
 		w.ready = append(w.ready, l)
 		w.work.Signal()
@@ -344,7 +409,7 @@ func (w *Writer) Close(ctx context.Context) error {
 					w.metrics.queued.WithLabelValues(sq.key).Sub(float64(n))
 				}
 				failed = append(failed, l.pending...)
-				l.pending, l.pendingBytes = nil, 0
+				l.pending, l.pendingBytes, l.urgent = nil, 0, 0
 			}
 		}
 	}
@@ -358,4 +423,19 @@ func (w *Writer) Close(ctx context.Context) error {
 	w.deliver(results)
 	<-done
 	return fmt.Errorf("bulk: close: %w", ctx.Err())
+}
+
+// urgency is the number of Do calls among an entry and its followers
+// that wait for it: the lane's urgent count it accounts for.
+func (e *entry) urgency() int {
+	n := 0
+	if e.call != nil {
+		n++
+	}
+	for _, f := range e.followers {
+		if f.call != nil {
+			n++
+		}
+	}
+	return n
 }

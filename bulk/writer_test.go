@@ -583,3 +583,101 @@ func TestCountsStayExactWithCoalescingAndRetries(t *testing.T) {
 		t.Errorf("gauges: queued %v, in flight %v, want 0", q, in)
 	}
 }
+
+// Do returns its own items' results without waiting for unrelated ones:
+// an item lingering in another shard's queue (FlushInterval an hour) and
+// a request held on a third shard are still unanswered when it returns.
+// Its results come in the order of its items, and OnResult gets them too.
+func TestDoWaitsOnlyForItsOwnItems(t *testing.T) {
+	realenv.EmulatorOnly(t, "holds one shard's requests in front of the emulator")
+	release := make(chan struct{})
+	gate, held := holdBulk(`"held"`, release)
+	f := newGatedFixture(t, 4, "", Config{FlushInterval: time.Hour}, gate)
+	done := releaseOnce(t, release)
+	ctx := context.Background()
+
+	f.add(Item{Index: f.index, ID: "lingering", Routing: "a", Body: doc(1), Shard: "a"})
+	heldDone := make(chan error, 1)
+	go func() { // sent at once, and held by the gate
+		_, err := f.w.Do(ctx, Item{Index: f.index, ID: "held", Routing: "b", Body: doc(2), Shard: "b"})
+		heldDone <- err
+	}()
+	for held.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+
+	rs, err := f.w.Do(ctx,
+		Item{Index: f.index, ID: "mine-1", Routing: "c", Body: doc(4), Shard: "c", Version: 2, VersionType: External},
+		Item{Index: f.index, ID: "mine-1", Routing: "c", Body: doc(5), Shard: "c", Version: 1, VersionType: External},
+		Item{Index: f.index, ID: "mine-2", Routing: "c", Shard: "c", Action: Delete, Version: 1, VersionType: External},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 3 {
+		t.Fatalf("Do returned %d results, want 3", len(rs))
+	}
+	for i, want := range []struct {
+		id      string
+		version int64
+		outcome Outcome
+	}{{"mine-1", 2, OK}, {"mine-1", 1, OK}, {"mine-2", 1, NotFound}} {
+		if r := rs[i]; r.Item.ID != want.id || r.Item.Version != want.version || r.Outcome != want.outcome {
+			t.Errorf("result %d = %s v%d %v, want %s v%d %v", i, r.Item.ID, r.Item.Version, r.Outcome, want.id, want.version, want.outcome)
+		}
+	}
+	if !rs[1].Coalesced {
+		t.Error("the older version of mine-1 was not coalesced into the newer one")
+	}
+	if _, v, found := f.stored("mine-1", "c"); !found || v != 2 {
+		t.Errorf("mine-1 stored at version %d (found %v), want 2", v, found)
+	}
+	f.mu.Lock()
+	got := len(f.results["mine-1"]) + len(f.results["mine-2"])
+	unrelated := len(f.results["held"]) + len(f.results["lingering"])
+	f.mu.Unlock()
+	if got != 3 {
+		t.Errorf("OnResult got %d results of Do's items, want 3", got)
+	}
+	if unrelated != 0 {
+		t.Errorf("Do returned after %d unrelated items were answered, want none", unrelated)
+	}
+	if q := f.w.Stats().Shards["a"].Queued; q != 1 {
+		t.Errorf("shard a queues %d items after Do, want the lingering one", q)
+	}
+
+	done()
+	if err := <-heldDone; err != nil {
+		t.Fatal(err)
+	}
+	f.flush()
+	f.each([]string{"lingering", "held"})
+}
+
+// A Do whose context ends returns its error; its items still get their
+// results through OnResult.
+func TestDoContextEnds(t *testing.T) {
+	realenv.EmulatorOnly(t, "holds requests in front of the emulator")
+	release := make(chan struct{})
+	gate, held := holdBulk("", release)
+	f := newGatedFixture(t, 2, "", Config{}, gate)
+	done := releaseOnce(t, release)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := f.w.Do(ctx, Item{Index: f.index, ID: "x", Routing: "a", Body: doc(1)})
+		errc <- err
+	}()
+	for held.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Do = %v, want context.Canceled", err)
+	}
+	done()
+	f.flush()
+	if r := f.each([]string{"x"})["x"]; r.Outcome != OK {
+		t.Errorf("x ended %v, want OK", r.Outcome)
+	}
+}
