@@ -125,9 +125,9 @@ func (d *directory) adopt(nd *directory) {
 
 // warm fills d from the restaurants stored in the target's index: their
 // geo_cell and version, read in doc_id order with search_after.
-func (p *Pipeline) warm(ctx context.Context, t *target, d *directory) error {
+func (ix *indexer) warm(ctx context.Context, t *target, d *directory) error {
 	start := time.Now()
-	if err := p.retry(ctx, "refresh "+t.index, func() error { return p.admin.Refresh(ctx, t.index) }); err != nil {
+	if err := retry(ctx, ix.log, "refresh "+t.index, func() error { return ix.admin.Refresh(ctx, t.index) }); err != nil {
 		return err
 	}
 	const logEvery = 20
@@ -138,7 +138,7 @@ func (p *Pipeline) warm(ctx context.Context, t *target, d *directory) error {
 			"query":            map[string]any{"term": map[string]any{schema.FieldRelation: schema.RelationRestaurant}},
 			"_source":          []string{schema.FieldGeoCell, schema.FieldVersion, schema.FieldLocation},
 			"sort":             []any{map[string]any{schema.FieldDocID: "asc"}},
-			"size":             p.warmPageSize,
+			"size":             ix.warmSize,
 			"track_total_hits": true,
 		}
 		if after != nil {
@@ -149,29 +149,29 @@ func (p *Pipeline) warm(ctx context.Context, t *target, d *directory) error {
 			return err
 		}
 		var pg *bulk.Page
-		err = p.retry(ctx, "warm the directory", func() error {
+		err = retry(ctx, ix.log, "warm the directory", func() error {
 			var err error
-			pg, err = p.admin.Search(ctx, t.index, body, bulk.SearchParams{})
+			pg, err = ix.admin.Search(ctx, t.index, body, bulk.SearchParams{})
 			return err
 		})
 		if err != nil {
 			return err
 		}
 		if page == 1 {
-			p.warmTotal.Store(pg.Total)
+			ix.warmStats.total.Store(pg.Total)
 		}
 		for _, h := range pg.Hits {
-			if err := p.warmHit(t, h, d); err != nil {
+			if err := ix.warmHit(t, h, d); err != nil {
 				skipped++
-				p.log.Warn("directory: skipping a restaurant document", "index", t.index, "error", err)
+				ix.log.Warn("directory: skipping a restaurant document", "index", t.index, "error", err)
 			}
 		}
-		p.warmPages.Add(1)
-		p.warmSeen.Add(int64(len(pg.Hits)))
+		ix.warmStats.pages.Add(1)
+		ix.warmStats.seen.Add(int64(len(pg.Hits)))
 		if page%logEvery == 0 {
-			p.log.Info("warming the directory", "index", t.index, "pages", page, "restaurants", p.warmSeen.Load(), "total", pg.Total)
+			ix.log.Info("warming the directory", "index", t.index, "pages", page, "restaurants", ix.warmStats.seen.Load(), "total", pg.Total)
 		}
-		if len(pg.Hits) < p.warmPageSize || len(pg.Hits) == 0 {
+		if len(pg.Hits) < ix.warmSize || len(pg.Hits) == 0 {
 			break
 		}
 		last := pg.Hits[len(pg.Hits)-1]
@@ -180,58 +180,58 @@ func (p *Pipeline) warm(ctx context.Context, t *target, d *directory) error {
 		}
 		after = last.Sort[0]
 	}
-	p.warmDone.Store(true)
-	p.log.Info("directory warm", "index", t.index, "restaurants", d.size(), "skipped", skipped, "pages", p.warmPages.Load(), "took", time.Since(start).Round(time.Millisecond))
+	ix.warmStats.done.Store(true)
+	ix.log.Info("directory warm", "index", t.index, "restaurants", d.size(), "skipped", skipped, "pages", ix.warmStats.pages.Load(), "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
 // rewarm reads the directory again after the consumer group began a new
 // generation. Partitions may have moved: another instance may have
 // created, moved or deleted restaurants of a partition that is ours now,
-// and our directory does not know. Our own writes are flushed first, and
+// and our directory does not know. Everything in flight is answered first (quiesce), and
 // the index refreshed, so the scan sees every acknowledged write (ours and
 // the previous owner's; what the previous owner had not acknowledged it
 // had not committed either, so those events come to us again). Delete
 // versions the index cannot show are kept. Dishes waiting for a
 // restaurant the index now has are written.
-func (p *Pipeline) rewarm(ctx context.Context, gen int64) error {
+func (ix *indexer) rewarm(ctx context.Context, gen int64) error {
 	start := time.Now()
-	if err := p.writer.Flush(ctx); err != nil {
+	if err := ix.quiesce(ctx); err != nil {
 		return err
 	}
 	nd := newDirectory()
-	p.warmPages.Store(0)
-	p.warmSeen.Store(0)
-	t := p.targets[0]
-	if err := p.warm(ctx, &t, nd); err != nil {
+	ix.warmStats.pages.Store(0)
+	ix.warmStats.seen.Store(0)
+	t := ix.targets[0]
+	if err := ix.warm(ctx, &t, nd); err != nil {
 		return err
 	}
-	p.dir.adopt(nd)
-	p.dirGen = gen
+	ix.dir.adopt(nd)
+	ix.dirGen = gen
 	released := 0
-	for rid := range p.pend.byRest {
-		if _, ok := p.dir.lookup(rid); !ok {
+	for rid := range ix.pend.byRest {
+		if _, ok := ix.dir.lookup(rid); !ok {
 			continue
 		}
-		for _, d := range p.pend.take(rid) {
+		for _, d := range ix.pend.take(rid) {
 			released++
-			if err := p.dishUpsert(ctx, d); err != nil {
+			if err := ix.dishUpsert(ctx, d); err != nil {
 				return err
 			}
 		}
 	}
-	p.log.Info("consumer group rebalanced: directory read again", "generation", gen, "restaurants", p.dir.size(), "pending_released", released, "took", time.Since(start).Round(time.Millisecond))
+	ix.log.Info("consumer group rebalanced: directory read again", "generation", gen, "restaurants", ix.dir.size(), "pending_released", released, "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
 // lookupRestaurants reads restaurants from the write index (the primary
 // target) into the directory (where the index holds a newer version than
 // the directory), in one search.
-func (p *Pipeline) lookupRestaurants(ctx context.Context, rids []string) error {
+func (ix *indexer) lookupRestaurants(ctx context.Context, rids []string) error {
 	if len(rids) == 0 {
 		return nil
 	}
-	t := &p.targets[0]
+	t := &ix.targets[0]
 	ids := make([]string, len(rids))
 	for i, rid := range rids {
 		ids[i] = schema.RestaurantID(rid)
@@ -245,23 +245,23 @@ func (p *Pipeline) lookupRestaurants(ctx context.Context, rids []string) error {
 		return err
 	}
 	var pg *bulk.Page
-	err = p.retry(ctx, "look up restaurants", func() error {
+	err = retry(ctx, ix.log, "look up restaurants", func() error {
 		var err error
-		pg, err = p.admin.Search(ctx, t.index, body, bulk.SearchParams{})
+		pg, err = ix.admin.Search(ctx, t.index, body, bulk.SearchParams{})
 		return err
 	})
 	if err != nil {
 		return err
 	}
 	for _, h := range pg.Hits {
-		if err := p.warmHit(t, h, p.dir); err != nil {
-			p.log.Warn("directory: skipping a restaurant document", "index", t.index, "error", err)
+		if err := ix.warmHit(t, h, ix.dir); err != nil {
+			ix.log.Warn("directory: skipping a restaurant document", "index", t.index, "error", err)
 		}
 	}
 	return nil
 }
 
-func (p *Pipeline) warmHit(t *target, h bulk.Hit, d *directory) error {
+func (ix *indexer) warmHit(t *target, h bulk.Hit, d *directory) error {
 	rel, id, err := schema.ParseID(h.ID)
 	if err != nil || rel != schema.RelationRestaurant {
 		return fmt.Errorf("_id %q is not a restaurant id", h.ID)
@@ -296,7 +296,7 @@ func (p *Pipeline) warmHit(t *target, h bulk.Hit, d *directory) error {
 	if _, routing := t.routing(cell); h.Routing != "" && h.Routing != routing {
 		// Kept: geo_cell is what a reshard routes by, so it stays the
 		// truth for the restaurant's dishes too.
-		p.log.Warn("directory: restaurant stored under another routing than its geo_cell's", "index", t.index, "routing", h.Routing, "want", routing)
+		ix.log.Warn("directory: restaurant stored under another routing than its geo_cell's", "index", t.index, "routing", h.Routing, "want", routing)
 	}
 	d.warm(id, cell, v)
 	return nil

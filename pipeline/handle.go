@@ -26,6 +26,12 @@ type event struct {
 	// members are an upsert's doc members, reserved fields stripped.
 	members []byte
 
+	// rid is the restaurant the event belongs to: its own id, or its
+	// dish's restaurant's.
+	rid string
+	// flying: the indexer counts the event's writes in flight (fly).
+	flying bool
+
 	mu          sync.Mutex
 	outstanding int    // writes not yet answered
 	result      string // the first successful write's result label
@@ -53,8 +59,10 @@ func (ev *event) expect(n int) {
 	ev.mu.Unlock()
 }
 
-// handle processes one fetched message. It returns an error only when
-// the pipeline cannot go on (ctx ended, or a fatal failure).
+// handle processes one fetched message: it tracks it, decodes it,
+// dead-letters it if it is bad, and hands it to the indexer. It returns
+// an error only when the pipeline cannot go on (ctx ended, or a fatal
+// failure).
 func (p *Pipeline) handle(ctx context.Context, m kafka.Message) error {
 	k := partKey{topic: m.Topic, partition: m.Partition}
 	entry, dropped := p.track.track(k, m.Offset, m.HighWaterMark)
@@ -75,16 +83,11 @@ func (p *Pipeline) handle(ctx context.Context, m kafka.Message) error {
 		}
 		ev.members = members
 	}
-	switch {
-	case c.Type == TypeRestaurant && c.Op == OpUpsert:
-		return p.restaurantUpsert(ctx, ev)
-	case c.Type == TypeRestaurant:
-		return p.restaurantDelete(ctx, ev)
-	case c.Op == OpUpsert:
-		return p.dishUpsert(ctx, ev)
-	default:
-		return p.dishDelete(ctx, ev)
+	ev.rid = c.ID
+	if c.Type == TypeDish {
+		ev.rid = c.RestaurantID
 	}
+	return p.ix.submit(ctx, ev)
 }
 
 // redelivered forgets the pending dishes a redelivery superseded: they
@@ -94,18 +97,18 @@ func (p *Pipeline) redelivered(k partKey, offset int64, dropped []*trackEntry) {
 	for _, e := range dropped {
 		gone[e] = true
 	}
-	n := len(p.pend.purge(func(ev *event) bool { return gone[ev.entry] }))
+	n := len(p.ix.pend.purge(func(ev *event) bool { return gone[ev.entry] }))
 	p.log.Info("redelivery restarts partition tracking", "partition", k.String(), "offset", offset, "dropped", len(dropped), "pending_dropped", n)
 }
 
 // restaurantUpsert writes a restaurant at its location, moving it and its
 // dishes first if the location left the restaurant's cell, then writes the
 // dishes that waited for it.
-func (p *Pipeline) restaurantUpsert(ctx context.Context, ev *event) error {
+func (ix *indexer) restaurantUpsert(ctx context.Context, ev *event) error {
 	c := ev.change
 	cell := s2.CellIDFromLatLng(s2.LatLngFromDegrees(c.Lat, c.Lon))
-	old, known := p.dir.get(c.ID)
-	if known && (c.Version < old.version || c.Version == old.version && (old.deleted || p.cellChanged(old.cell, cell))) {
+	old, known := ix.dir.get(c.ID)
+	if known && (c.Version < old.version || c.Version == old.version && (old.deleted || ix.cellChanged(old.cell, cell))) {
 		// The directory holds a newer version (live or deleted): writing
 		// this one under its own location could leave a stray copy on
 		// another shard, where no tombstone protects it.
@@ -115,29 +118,56 @@ func (p *Pipeline) restaurantUpsert(ctx context.Context, ev *event) error {
 		// directory, read from the primary, may show it although the other
 		// target never acknowledged it. External versioning makes the copy
 		// a target already has Stale.
-		p.finish(ev, resultStale)
+		ix.host.finish(ev, resultStale)
 		return nil
 	}
-	if known && old.deleted && old.cell != 0 && p.shardChanged(old.cell, cell) {
+	if known && old.deleted && old.cell != 0 && ix.shardChanged(old.cell, cell) {
 		// Re-created on another shard than the one its delete went to:
 		// the delete must land first. Were the pipeline cut short with
 		// the new copy written and the delete not, the old copy would
 		// stay, live, where no redelivered event looks (the directory
 		// would show the new copy's version).
-		if err := p.writer.Flush(ctx); err != nil {
-			return err
-		}
+		return ix.whenQuiet(ctx, c.ID, func(ctx context.Context) error {
+			if err := ix.writeRestaurant(ctx, ev, cell); err != nil {
+				return err
+			}
+			return ix.unhold(ctx, c.ID)
+		})
 	}
-	if known && !old.deleted && p.cellChanged(old.cell, cell) {
-		ok, err := p.relocate(ctx, ev, old.cell, cell)
-		if err != nil || !ok {
-			return err
-		}
+	if known && !old.deleted && ix.cellChanged(old.cell, cell) {
+		targets := ix.targets
+		return ix.whenQuiet(ctx, c.ID, func(ctx context.Context) error {
+			ix.goTask(ctx, func(ctx context.Context) func(context.Context) error {
+				rej, err := ix.relocate(ctx, targets, ev, old.cell, cell)
+				return func(ctx context.Context) error {
+					switch {
+					case err != nil:
+						return err
+					case rej != nil:
+						if err := ix.host.deadLetter(ctx, ev, ReasonRejected, rej.Error(), resultDeadLetter); err != nil {
+							return err
+						}
+					default:
+						if err := ix.writeRestaurant(ctx, ev, cell); err != nil {
+							return err
+						}
+					}
+					return ix.unhold(ctx, c.ID)
+				}
+			})
+			return nil
+		})
 	}
+	return ix.writeRestaurant(ctx, ev, cell)
+}
+
+// writeRestaurant writes a restaurant's own document at cell, records it
+// in the directory, and writes the dishes that waited for it.
+func (ix *indexer) writeRestaurant(ctx context.Context, ev *event, cell s2.CellID) error {
+	c := ev.change
 	members := ev.members
-	ev.expect(len(p.targets))
-	err := p.emit(ctx, p.targets, docWrite{
-		action: bulk.Index, vtype: bulk.External, id: schema.RestaurantID(c.ID), version: c.Version, cell: cell, ref: ev,
+	err := ix.emit(ctx, ix.targets, ev, docWrite{
+		action: bulk.Index, vtype: bulk.External, id: schema.RestaurantID(c.ID), version: c.Version, cell: cell,
 		body: func(level int) []byte {
 			return restaurantBody(members, c.ID, c.Version, cell, c.Lat, c.Lon, level)
 		},
@@ -145,9 +175,9 @@ func (p *Pipeline) restaurantUpsert(ctx context.Context, ev *event) error {
 	if err != nil {
 		return err
 	}
-	p.dir.set(c.ID, cell, c.Version)
-	for _, d := range p.pend.take(c.ID) {
-		if err := p.dishUpsert(ctx, d); err != nil {
+	ix.dir.set(c.ID, cell, c.Version)
+	for _, d := range ix.pend.take(c.ID) {
+		if err := ix.dishUpsert(ctx, d); err != nil {
 			return err
 		}
 	}
@@ -156,9 +186,9 @@ func (p *Pipeline) restaurantUpsert(ctx context.Context, ev *event) error {
 
 // shardChanged reports whether a location change moves the restaurant to
 // another shard under any target's map.
-func (p *Pipeline) shardChanged(from, to s2.CellID) bool {
-	for i := range p.targets {
-		if p.targets[i].m.LocateCell(from) != p.targets[i].m.LocateCell(to) {
+func (ix *indexer) shardChanged(from, to s2.CellID) bool {
+	for i := range ix.targets {
+		if ix.targets[i].m.LocateCell(from) != ix.targets[i].m.LocateCell(to) {
 			return true
 		}
 	}
@@ -167,9 +197,9 @@ func (p *Pipeline) shardChanged(from, to s2.CellID) bool {
 
 // cellChanged reports whether a location change moves the restaurant to
 // another cell under any target's map (hence possibly another shard).
-func (p *Pipeline) cellChanged(from, to s2.CellID) bool {
-	for i := range p.targets {
-		l := p.targets[i].m.Level()
+func (ix *indexer) cellChanged(from, to s2.CellID) bool {
+	for i := range ix.targets {
+		l := ix.targets[i].m.Level()
 		if cellAt(from, l) != cellAt(to, l) {
 			return true
 		}
@@ -184,66 +214,68 @@ func (p *Pipeline) cellChanged(from, to s2.CellID) bool {
 // before the delete (a redelivery after a crash looks like that: the index
 // no longer shows the restaurant, its dishes wait, then its delete comes
 // again) or are replays after it.
-func (p *Pipeline) restaurantDelete(ctx context.Context, ev *event) error {
+func (ix *indexer) restaurantDelete(ctx context.Context, ev *event) error {
 	c := ev.change
-	for _, x := range p.pend.take(c.ID) {
-		p.finish(x, resultStale)
+	for _, x := range ix.pend.take(c.ID) {
+		ix.host.finish(x, resultStale)
 	}
-	old, known := p.dir.get(c.ID)
+	old, known := ix.dir.get(c.ID)
 	switch {
 	case known && c.Version <= old.version:
-		p.finish(ev, resultStale)
+		ix.host.finish(ev, resultStale)
 		return nil
 	case !known || old.deleted:
 		// Nothing of it can be in the index (nothing is written without
 		// routing); remember the version so an older upsert is stale.
-		p.dir.remove(c.ID, c.Version)
-		p.finish(ev, resultNoop)
+		ix.dir.remove(c.ID, c.Version)
+		ix.host.finish(ev, resultNoop)
 		return nil
 	}
-	ok, err := p.deleteDishes(ctx, ev, c.ID, old.cell)
-	if err != nil || !ok {
-		return err
-	}
-	if len(p.targets) > 1 {
-		// The restaurant leaves the other target before the primary: the
-		// directory is read from the primary, so a restaurant the primary
-		// still has is one a redelivered delete finds and deletes again;
-		// one the primary no longer has must be gone everywhere.
-		ok, err := p.deleteElsewhere(ctx, ev, schema.RestaurantID(c.ID), old.cell, "delete restaurant from the other index")
-		if err != nil || !ok {
-			return err
-		}
-	}
-	ev.expect(1)
-	err = p.emit(ctx, p.targets[:1], docWrite{
-		action: bulk.Delete, vtype: bulk.External, id: schema.RestaurantID(c.ID), version: c.Version, cell: old.cell, ref: ev,
+	targets := ix.targets
+	return ix.whenQuiet(ctx, c.ID, func(ctx context.Context) error {
+		ix.goTask(ctx, func(ctx context.Context) func(context.Context) error {
+			rej, err := ix.deleteDependents(ctx, targets, ev, old.cell)
+			return func(ctx context.Context) error {
+				switch {
+				case err != nil:
+					return err
+				case rej != nil:
+					if err := ix.host.deadLetter(ctx, ev, ReasonRejected, rej.Error(), resultDeadLetter); err != nil {
+						return err
+					}
+				default:
+					err := ix.emit(ctx, ix.targets[:1], ev, docWrite{
+						action: bulk.Delete, vtype: bulk.External, id: schema.RestaurantID(c.ID), version: c.Version, cell: old.cell,
+					})
+					if err != nil {
+						return err
+					}
+					ix.dir.remove(c.ID, c.Version)
+				}
+				return ix.unhold(ctx, c.ID)
+			}
+		})
+		return nil
 	})
-	if err != nil {
-		return err
-	}
-	p.dir.remove(c.ID, c.Version)
-	return nil
 }
 
 // dishUpsert writes a dish under its restaurant's routing, or holds it
 // until the restaurant is known.
-func (p *Pipeline) dishUpsert(ctx context.Context, ev *event) error {
+func (ix *indexer) dishUpsert(ctx context.Context, ev *event) error {
 	c := ev.change
-	cell, ok := p.dir.lookup(c.RestaurantID)
+	cell, ok := ix.dir.lookup(c.RestaurantID)
 	if !ok {
-		for _, x := range p.pend.add(ev, time.Now()) {
-			if err := p.deadLetter(ctx, x, ReasonUnknownRestaurant, "restaurant "+x.change.RestaurantID+" unknown; the pending set is full", resultPendingExpired); err != nil {
+		for _, x := range ix.pend.add(ev, time.Now()) {
+			if err := ix.host.deadLetter(ctx, x, ReasonUnknownRestaurant, "restaurant "+x.change.RestaurantID+" unknown; the pending set is full", resultPendingExpired); err != nil {
 				return err
 			}
 		}
-		p.met.pending.Set(float64(p.pend.len()))
+		ix.met.pending.Set(float64(ix.pend.len()))
 		return nil
 	}
 	members := ev.members
-	ev.expect(len(p.targets))
-	return p.emit(ctx, p.targets, docWrite{
-		action: bulk.Index, vtype: bulk.External, id: schema.DishID(c.ID), version: c.Version, cell: cell, ref: ev,
+	return ix.emit(ctx, ix.targets, ev, docWrite{
+		action: bulk.Index, vtype: bulk.External, id: schema.DishID(c.ID), version: c.Version, cell: cell,
 		body: func(level int) []byte {
 			return dishBody(members, c.ID, c.RestaurantID, c.Version, cell, level)
 		},
@@ -253,19 +285,18 @@ func (p *Pipeline) dishUpsert(ctx context.Context, ev *event) error {
 // dishDelete deletes a dish under its restaurant's routing. If the
 // restaurant is unknown the dish cannot be in the index: the delete only
 // cancels a pending upsert of the dish.
-func (p *Pipeline) dishDelete(ctx context.Context, ev *event) error {
+func (ix *indexer) dishDelete(ctx context.Context, ev *event) error {
 	c := ev.change
-	cell, ok := p.dir.lookup(c.RestaurantID)
+	cell, ok := ix.dir.lookup(c.RestaurantID)
 	if !ok {
-		for _, x := range p.pend.cancel(c.RestaurantID, c.ID, c.Version) {
-			p.finish(x, resultStale)
+		for _, x := range ix.pend.cancel(c.RestaurantID, c.ID, c.Version) {
+			ix.host.finish(x, resultStale)
 		}
-		p.finish(ev, resultNoop)
+		ix.host.finish(ev, resultNoop)
 		return nil
 	}
-	ev.expect(len(p.targets))
-	return p.emit(ctx, p.targets, docWrite{
-		action: bulk.Delete, vtype: bulk.External, id: schema.DishID(c.ID), version: c.Version, cell: cell, ref: ev,
+	return ix.emit(ctx, ix.targets, ev, docWrite{
+		action: bulk.Delete, vtype: bulk.External, id: schema.DishID(c.ID), version: c.Version, cell: cell,
 	})
 }
 
@@ -282,27 +313,44 @@ func (p *Pipeline) dishDelete(ctx context.Context, ev *event) error {
 // tracker never does), so it is finished here as a noop instead. That
 // member owns or owned the partition; a commit this instance then makes
 // for it may land behind the owner's, which only redelivers.
-func (p *Pipeline) expirePending(ctx context.Context) error {
-	expired := p.pend.expire(time.Now())
+//
+// A dish whose restaurant is held goes to the front of the restaurant's
+// queue: it came before everything there.
+func (ix *indexer) expirePending(ctx context.Context, maxAge time.Duration) error {
+	expired := ix.pend.expire(time.Now())
 	if len(expired) == 0 {
 		return nil
 	}
 	var rids []string
 	seen := map[string]bool{}
+	var held []*event
+	kept := expired[:0]
 	for _, x := range expired {
-		if rid := x.change.RestaurantID; !seen[rid] {
+		rid := x.change.RestaurantID
+		if rs := ix.rests[rid]; rs != nil && rs.held {
+			held = append(held, x)
+			continue
+		}
+		kept = append(kept, x)
+		if !seen[rid] {
 			seen[rid] = true
 			rids = append(rids, rid)
 		}
 	}
-	if err := p.lookupRestaurants(ctx, rids); err != nil {
+	expired = kept
+	for i := len(held) - 1; i >= 0; i-- {
+		rs := ix.rests[held[i].rid]
+		rs.queue = append([]*event{held[i]}, rs.queue...)
+		ix.parked++
+	}
+	if err := ix.lookupRestaurants(ctx, rids); err != nil {
 		return err
 	}
 	var dead []*event
 	for _, x := range expired {
 		rid := x.change.RestaurantID
-		if _, ok := p.dir.lookup(rid); ok {
-			if err := p.dishUpsert(ctx, x); err != nil {
+		if _, ok := ix.dir.lookup(rid); ok {
+			if err := ix.dishUpsert(ctx, x); err != nil {
 				return err
 			}
 			continue
@@ -310,29 +358,29 @@ func (p *Pipeline) expirePending(ctx context.Context) error {
 		dead = append(dead, x)
 	}
 	var committed map[partKey]int64
-	if len(dead) > 0 && p.groupCommitted != nil {
+	if len(dead) > 0 {
 		parts := map[partKey]bool{}
 		for _, x := range dead {
 			parts[x.part] = true
 		}
 		var err error
-		if committed, err = p.groupCommitted(ctx, parts); err != nil {
-			p.log.Warn("reading the group's committed offsets failed; dead-lettering the expired dishes", "error", err)
+		if committed, err = ix.host.committedOffsets(ctx, parts); err != nil {
+			ix.log.Warn("reading the group's committed offsets failed; dead-lettering the expired dishes", "error", err)
 		}
 	}
 	for _, x := range dead {
 		if c, ok := committed[x.part]; ok && c > x.offset {
-			p.log.Debug("expired dish already finished by another member", "partition", x.part.String(), "offset", x.offset, "committed", c)
-			p.finish(x, resultNoop)
+			ix.log.Debug("expired dish already finished by another member", "partition", x.part.String(), "offset", x.offset, "committed", c)
+			ix.host.finish(x, resultNoop)
 			continue
 		}
 		rid := x.change.RestaurantID
-		if err := p.deadLetter(ctx, x, ReasonUnknownRestaurant,
-			fmt.Sprintf("restaurant %s unknown after %v", rid, p.cfg.PendingMaxAge), resultPendingExpired); err != nil {
+		if err := ix.host.deadLetter(ctx, x, ReasonUnknownRestaurant,
+			fmt.Sprintf("restaurant %s unknown after %v", rid, maxAge), resultPendingExpired); err != nil {
 			return err
 		}
 	}
-	p.met.pending.Set(float64(p.pend.len()))
+	ix.met.pending.Set(float64(ix.pend.len()))
 	return nil
 }
 
@@ -371,14 +419,7 @@ func (p *Pipeline) onResult(r bulk.Result) {
 		r.Outcome, r.Err = bulk.Failed, err
 		p.fail(err)
 	}
-	switch ref := r.Item.Ref.(type) {
-	case *event:
-		p.eventResult(ref, r)
-	case *auxGroup:
-		ref.add(r)
-	case *probe:
-		ref.set(r)
-	}
+	p.ix.result(r)
 	if r.Outcome == bulk.Failed && errors.Is(r.Err, bulk.ErrRetryBudget) {
 		p.fail(fmt.Errorf("%w: %s %s/%s (routing %s): %w", ErrWriteFailed, r.Item.Action, r.Item.Index, r.Item.ID, r.Item.Routing, r.Err))
 	}
@@ -397,34 +438,17 @@ func indexRefused(err error) bool {
 		(ie.Status == 404 && ie.Type == "index_not_found_exception")
 }
 
-func (p *Pipeline) eventResult(ev *event, r bulk.Result) {
-	ev.mu.Lock()
-	switch r.Outcome {
-	case bulk.Failed:
-		ev.failed = true
-	case bulk.Permanent:
-		if ev.rejected == nil {
-			ev.rejected = r.Err
-		}
-	default:
-		if ev.result == "" {
-			ev.result = resultOf(r)
-		}
+// rejected dead-letters an event the index rejected a write of.
+func (p *Pipeline) rejected(ev *event, err error) {
+	p.dead.enqueue(&deadLetter{ev: ev, reason: ReasonRejected, detail: err.Error(), result: resultDeadLetter})
+}
+
+// committedOffsets reads the group's committed offsets of parts.
+func (p *Pipeline) committedOffsets(ctx context.Context, parts map[partKey]bool) (map[partKey]int64, error) {
+	if p.groupCommitted == nil {
+		return nil, nil
 	}
-	ev.outstanding--
-	done := ev.outstanding == 0
-	failed, rejected, result := ev.failed, ev.rejected, ev.result
-	ev.mu.Unlock()
-	switch {
-	case !done || failed:
-		// An event is finished only when the writes to every target are
-		// answered. A failed write leaves it unfinished: its offset is
-		// never committed, so the next start writes it again.
-	case rejected != nil:
-		p.dead.enqueue(&deadLetter{ev: ev, reason: ReasonRejected, detail: rejected.Error(), result: resultDeadLetter})
-	default:
-		p.finish(ev, result)
-	}
+	return p.groupCommitted(ctx, parts)
 }
 
 func resultOf(r bulk.Result) string {

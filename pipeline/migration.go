@@ -74,8 +74,9 @@ import (
 // # Switching
 //
 // When the state asks for another mode (a new phase, or another write
-// index of the alias), the processing goroutine flushes the writer, so
-// every write made under the old targets is acknowledged, then writes
+// index of the alias), the processing goroutine waits until nothing is in
+// flight (indexer.go), so every write made under the old targets is
+// acknowledged, then writes
 // under the new targets, and logs it. Only then does the heartbeat report
 // the new phase: the job, which waits for every live instance to report a
 // phase before it goes on, never sees a phase reported that is not
@@ -428,10 +429,10 @@ func (p *Pipeline) applyWanted(ctx context.Context) error {
 	if m == nil || m.same(cur) {
 		return nil
 	}
-	// Every write made under the old targets is acknowledged before any
-	// is made under the new ones, and before the heartbeat can report the
-	// new phase.
-	if err := p.writer.Flush(ctx); err != nil {
+	// Every write made under the old targets is acknowledged, and every
+	// task under them has ended, before any write is made under the new
+	// ones, and before the heartbeat can report the new phase.
+	if err := p.ix.quiesce(ctx); err != nil {
 		return err
 	}
 	p.setMode(*m)
@@ -446,7 +447,7 @@ func (p *Pipeline) applyWanted(ctx context.Context) error {
 // setMode makes m the mode writes use. Only the processing goroutine
 // calls it once it runs.
 func (p *Pipeline) setMode(m mode) {
-	p.targets = m.targets
+	p.ix.setTargets(m.targets)
 	p.mu.Lock()
 	p.cur = m
 	p.mu.Unlock()

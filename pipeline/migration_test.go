@@ -702,7 +702,7 @@ func TestMigrationCutShort(t *testing.T) {
 			e.produce(ctx, change)
 			blocked := false
 			r = e.startWith(e.config(), func(p *Pipeline) {
-				p.stepHook = func(step string) error {
+				p.ix.stepHook = func(step string) error {
 					if step == tc.step && !blocked {
 						blocked = true
 						return e.os.SetFaults(osfake.Faults{WriteBlock: []string{other}})
@@ -755,7 +755,7 @@ func TestWarmHitTakesTheLocation(t *testing.T) {
 		{ID: "restaurant:r2", Source: restaurantBody(nil, "r2", 3, sf, 40.7, -74, m.Level())},
 		{ID: "restaurant:r3", Source: []byte(`{"geo_cell":"` + sf.Parent(m.Level()).ToToken() + `","version":3}`)},
 	} {
-		if err := p.warmHit(&tg, h, d); err != nil {
+		if err := p.ix.warmHit(&tg, h, d); err != nil {
 			t.Fatal(err)
 		}
 	}

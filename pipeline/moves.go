@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -25,21 +25,25 @@ import (
 // at its old location until the last step, so a redelivered event finds
 // it there and does the move again:
 //
-//  1. flush the writer (every earlier write of the restaurant's dishes is
-//     acknowledged) and refresh, so the search sees them; page through the
-//     dishes under the old routing and write each under the new routing
-//     with its own version and the new geo_cell; flush.
+//  1. wait until every earlier write of the restaurant and its dishes is
+//     acknowledged (the restaurant is quiet, indexer.go) and refresh, so
+//     the search sees them; page through the dishes under the old routing
+//     and write each under the new routing with its own version and the
+//     new geo_cell.
 //  2. delete each old copy with version_type=external_gte and its
-//     version; flush. (A dish written again since is newer and survives.)
-//  3. delete the old restaurant copy with the event's version; flush.
+//     version. (A dish written again since is newer and survives.)
+//  3. delete the old restaurant copy with the event's version.
 //  4. write the restaurant under the new routing (the event's own write),
 //     then update the directory.
 //
-// Each flush makes the next step start only when the previous one is
-// acknowledged: a crash after step 1 leaves copies on both shards of
-// dishes (the redelivered move rewrites them, stale or not); after step 2
-// the dishes are only at the new place and the restaurant at the old one;
-// after step 3 the restaurant is in no shard, so the redelivered upsert
+// Steps 1 to 3 run on a task, off the processing loop: only the
+// restaurant is held meanwhile (its later events and its dishes' wait),
+// and each step waits for the answers of its own writes (Writer.Do), and
+// of no others, before the next starts. So a crash after step 1 leaves
+// copies on both shards of dishes (the redelivered move rewrites them,
+// stale or not); after step 2 the dishes are only at the new place and
+// the restaurant at the old one; after step 3 the restaurant is in no
+// shard, so the redelivered upsert
 // finds it unknown and simply writes it at its new location, where its
 // dishes already are. Replayed copies come back Stale or NotFound.
 //
@@ -83,68 +87,49 @@ import (
 // answers it Stale but holds it live at that very version, so the other
 // index is written too (targets.go, emitSourceFirst).
 
-// auxGroup collects the outcomes of the writes of one step.
-type auxGroup struct {
-	mu        sync.Mutex
-	n         int
-	permanent error
-	failed    error
-}
-
-func (g *auxGroup) add(r bulk.Result) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.n++
-	switch r.Outcome {
-	case bulk.Permanent:
-		if g.permanent == nil {
-			g.permanent = r.Err
-		}
-	case bulk.Failed:
-		if g.failed == nil {
-			g.failed = r.Err
-		}
-	}
-}
-
-// settle waits for a step's writes. ok is false when one was rejected:
-// the event has been dead-lettered and the move stops where it is (the
+// step writes one step's items and waits for their answers, and for
+// none other (Writer.Do). rej is the first rejection, prefixed with the
+// step: the event is dead-lettered and the change stops where it is (the
 // index stays consistent: every step leaves each document in one place or
-// duplicated, never lost).
-func (p *Pipeline) settle(ctx context.Context, ev *event, g *auxGroup, step string) (ok bool, err error) {
-	if err := p.writer.Flush(ctx); err != nil {
-		return false, err
+// duplicated, never lost). A write that failed for good is an error.
+func (ix *indexer) step(ctx context.Context, ev *event, name string, items []bulk.Item) (rej, err error) {
+	rs, err := ix.writer.Do(ctx, items...)
+	if err != nil {
+		return nil, err
 	}
-	g.mu.Lock()
-	failed, permanent := g.failed, g.permanent
-	g.mu.Unlock()
-	switch {
-	case failed != nil:
-		return false, fmt.Errorf("%w: %s of restaurant %s: %w", ErrWriteFailed, step, ev.change.ID, failed)
-	case permanent != nil:
-		p.log.Warn("restaurant change stopped: a write was rejected", "step", step, "partition", ev.part.String(), "offset", ev.offset, "error", permanent)
-		return false, p.deadLetter(ctx, ev, ReasonRejected, step+": "+permanent.Error(), resultDeadLetter)
-	}
-	if p.stepHook != nil {
-		if err := p.stepHook(step); err != nil {
-			return false, err
+	for _, r := range rs {
+		switch r.Outcome {
+		case bulk.Failed:
+			return nil, fmt.Errorf("%w: %s of restaurant %s: %w", ErrWriteFailed, name, ev.change.ID, r.Err)
+		case bulk.Permanent:
+			if rej == nil {
+				rej = fmt.Errorf("%s: %w", name, r.Err)
+			}
 		}
 	}
-	return true, nil
+	if rej != nil {
+		ix.log.Warn("restaurant change stopped: a write was rejected", "step", name, "partition", ev.part.String(), "offset", ev.offset, "error", rej)
+		return rej, nil
+	}
+	if ix.stepHook != nil {
+		if err := ix.stepHook(name); err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
 }
 
-// flushAndRefresh makes every write so far visible to search.
-func (p *Pipeline) flushAndRefresh(ctx context.Context) error {
-	if err := p.writer.Flush(ctx); err != nil {
-		return err
-	}
+// refresh makes every acknowledged write visible to the searches of a
+// move or delete. The restaurant is quiet (whenQuiet): every earlier
+// write of it and of its dishes is acknowledged.
+func (ix *indexer) refresh(ctx context.Context, targets []target) error {
 	seen := map[string]bool{}
-	for _, t := range p.targets {
+	for _, t := range targets {
 		if seen[t.index] {
 			continue
 		}
 		seen[t.index] = true
-		err := p.retry(ctx, "refresh "+t.index, func() error { return p.admin.Refresh(ctx, t.index) })
+		err := retry(ctx, ix.log, "refresh "+t.index, func() error { return ix.admin.Refresh(ctx, t.index) })
 		if err != nil {
 			return err
 		}
@@ -153,11 +138,12 @@ func (p *Pipeline) flushAndRefresh(ctx context.Context) error {
 }
 
 // relocate runs steps 1 to 3 of a move (or the in-place geo_cell rewrite)
-// for every target. ok is false when the event was dead-lettered instead.
-func (p *Pipeline) relocate(ctx context.Context, ev *event, from, to s2.CellID) (ok bool, err error) {
+// for every target, on a task. rej is set when a write was rejected: the
+// event is dead-lettered instead.
+func (ix *indexer) relocate(ctx context.Context, targets []target, ev *event, from, to s2.CellID) (rej, err error) {
 	rid := ev.change.ID
-	if err := p.flushAndRefresh(ctx); err != nil {
-		return false, err
+	if err := ix.refresh(ctx, targets); err != nil {
+		return nil, err
 	}
 	type oldCopy struct {
 		index, id, routing, label string
@@ -165,13 +151,13 @@ func (p *Pipeline) relocate(ctx context.Context, ev *event, from, to s2.CellID) 
 	}
 	var olds []oldCopy
 	var oldRestaurants []oldCopy
-	src, err := p.sourceDishes(ctx, rid, from)
+	src, err := ix.sourceDishes(ctx, targets, rid, from)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	copies := &auxGroup{}
-	for i := range p.targets {
-		t := &p.targets[i]
+	var copies []bulk.Item
+	for i := range targets {
+		t := &targets[i]
 		level := t.m.Level()
 		fromShard, fromRouting := t.routing(from)
 		toShard, toRouting := t.routing(to)
@@ -179,21 +165,19 @@ func (p *Pipeline) relocate(ctx context.Context, ev *event, from, to s2.CellID) 
 		if fromShard == toShard && cellAt(from, level) == cellAt(to, level) {
 			continue
 		}
-		dishes, err := p.dishesIn(ctx, i, src, rid, fromRouting)
+		dishes, err := ix.dishesIn(ctx, targets, i, src, rid, fromRouting)
 		if err != nil {
-			return false, err
+			return nil, err
 		}
 		for _, d := range dishes {
 			body, err := withGeoCell(d.hit.Source, toToken)
 			if err != nil {
-				return false, fmt.Errorf("pipeline: dish %s: rewrite source: %w", d.hit.ID, err)
+				return nil, fmt.Errorf("pipeline: dish %s: rewrite source: %w", d.hit.ID, err)
 			}
-			if err := p.writer.Add(ctx, bulk.Item{
+			copies = append(copies, bulk.Item{
 				Action: bulk.Index, Index: t.index, ID: d.hit.ID, Routing: toRouting, Version: d.version,
-				VersionType: bulk.ExternalGTE, Body: body, Shard: t.labels[toShard], Ref: copies,
-			}); err != nil {
-				return false, err
-			}
+				VersionType: bulk.ExternalGTE, Body: body, Shard: t.labels[toShard],
+			})
 			if fromShard != toShard {
 				olds = append(olds, oldCopy{t.index, d.hit.ID, fromRouting, t.labels[fromShard], d.version})
 			}
@@ -202,23 +186,23 @@ func (p *Pipeline) relocate(ctx context.Context, ev *event, from, to s2.CellID) 
 			oldRestaurants = append(oldRestaurants, oldCopy{t.index, schema.RestaurantID(rid), fromRouting, t.labels[fromShard], ev.change.Version})
 		}
 	}
-	if ok, err := p.settle(ctx, ev, copies, "copy dishes"); !ok || err != nil {
-		return false, err
+	if rej, err := ix.step(ctx, ev, "copy dishes", copies); rej != nil || err != nil {
+		return rej, err
 	}
 	if len(oldRestaurants) == 0 {
-		return true, nil // the cell changed, the shard did not
+		return nil, nil // the cell changed, the shard did not
 	}
 	// The old restaurant copy leaves the other target before the primary
 	// (see Dual writes above).
 	var otherRestaurants, primaryRestaurants []oldCopy
 	for _, o := range oldRestaurants {
-		if o.index == p.targets[0].index {
+		if o.index == targets[0].index {
 			primaryRestaurants = append(primaryRestaurants, o)
 		} else {
 			otherRestaurants = append(otherRestaurants, o)
 		}
 	}
-	for _, step := range []struct {
+	for _, st := range []struct {
 		name   string
 		copies []oldCopy
 		vtype  bulk.VersionType
@@ -227,74 +211,72 @@ func (p *Pipeline) relocate(ctx context.Context, ev *event, from, to s2.CellID) 
 		{"delete old restaurant copy from the other index", otherRestaurants, bulk.External},
 		{"delete old restaurant copy", primaryRestaurants, bulk.External},
 	} {
-		if len(step.copies) == 0 && step.name == "delete old restaurant copy from the other index" {
+		if len(st.copies) == 0 && st.name == "delete old restaurant copy from the other index" {
 			continue
 		}
-		g := &auxGroup{}
-		for _, o := range step.copies {
-			if err := p.writer.Add(ctx, bulk.Item{
+		items := make([]bulk.Item, len(st.copies))
+		for i, o := range st.copies {
+			items[i] = bulk.Item{
 				Action: bulk.Delete, Index: o.index, ID: o.id, Routing: o.routing, Version: o.version,
-				VersionType: step.vtype, Shard: o.label, Ref: g,
-			}); err != nil {
-				return false, err
+				VersionType: st.vtype, Shard: o.label,
 			}
 		}
-		if ok, err := p.settle(ctx, ev, g, step.name); !ok || err != nil {
-			return false, err
+		if rej, err := ix.step(ctx, ev, st.name, items); rej != nil || err != nil {
+			return rej, err
 		}
 	}
-	p.moves.Add(1)
-	p.met.moves.Inc()
-	return true, nil
+	ix.moves.Add(1)
+	ix.met.moves.Inc()
+	return nil, nil
 }
 
-// deleteElsewhere deletes document id, routed from cell, from every target
-// but the primary, with the event's version, and waits for it.
-func (p *Pipeline) deleteElsewhere(ctx context.Context, ev *event, id string, cell s2.CellID, step string) (ok bool, err error) {
-	g := &auxGroup{}
-	for i := range p.targets[1:] {
-		t := &p.targets[1+i]
-		shard, routing := t.routing(cell)
-		if err := p.writer.Add(ctx, bulk.Item{
-			Action: bulk.Delete, Index: t.index, ID: id, Routing: routing, Version: ev.change.Version,
-			VersionType: bulk.External, Shard: t.labels[shard], Ref: g,
-		}); err != nil {
-			return false, err
-		}
+// deleteDependents deletes, on a task, every dish of a live restaurant at
+// cell, each with external_gte and its own version (a dish written since
+// with a newer version survives, as it should: it came after the delete),
+// and during dual writes the restaurant's copy in the other index. The
+// restaurant leaves the other target before the primary: the directory
+// is read from the primary, so a restaurant the primary still has is one
+// a redelivered delete finds and deletes again; one the primary no longer
+// has must be gone everywhere. The primary's copy is the event's own
+// write, which the loop adds after this. rej is set when a write was
+// rejected.
+func (ix *indexer) deleteDependents(ctx context.Context, targets []target, ev *event, cell s2.CellID) (rej, err error) {
+	rid := ev.change.ID
+	if err := ix.refresh(ctx, targets); err != nil {
+		return nil, err
 	}
-	return p.settle(ctx, ev, g, step)
-}
-
-// deleteDishes deletes every dish of a live restaurant at cell, each with
-// external_gte and its own version (a dish written since with a newer
-// version survives, as it should: it came after the delete). ok is false
-// when the event was dead-lettered instead.
-func (p *Pipeline) deleteDishes(ctx context.Context, ev *event, rid string, cell s2.CellID) (ok bool, err error) {
-	if err := p.flushAndRefresh(ctx); err != nil {
-		return false, err
-	}
-	src, err := p.sourceDishes(ctx, rid, cell)
+	src, err := ix.sourceDishes(ctx, targets, rid, cell)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	g := &auxGroup{}
-	for i := range p.targets {
-		t := &p.targets[i]
+	var items []bulk.Item
+	for i := range targets {
+		t := &targets[i]
 		shard, routing := t.routing(cell)
-		dishes, err := p.dishesIn(ctx, i, src, rid, routing)
+		dishes, err := ix.dishesIn(ctx, targets, i, src, rid, routing)
 		if err != nil {
-			return false, err
+			return nil, err
 		}
 		for _, d := range dishes {
-			if err := p.writer.Add(ctx, bulk.Item{
+			items = append(items, bulk.Item{
 				Action: bulk.Delete, Index: t.index, ID: d.hit.ID, Routing: routing, Version: d.version,
-				VersionType: bulk.ExternalGTE, Shard: t.labels[shard], Ref: g,
-			}); err != nil {
-				return false, err
-			}
+				VersionType: bulk.ExternalGTE, Shard: t.labels[shard],
+			})
 		}
 	}
-	return p.settle(ctx, ev, g, "delete dishes")
+	if rej, err := ix.step(ctx, ev, "delete dishes", items); rej != nil || err != nil || len(targets) < 2 {
+		return rej, err
+	}
+	items = items[:0]
+	for i := range targets[1:] {
+		t := &targets[1+i]
+		shard, routing := t.routing(cell)
+		items = append(items, bulk.Item{
+			Action: bulk.Delete, Index: t.index, ID: schema.RestaurantID(rid), Routing: routing, Version: ev.change.Version,
+			VersionType: bulk.External, Shard: t.labels[shard],
+		})
+	}
+	return ix.step(ctx, ev, "delete restaurant from the other index", items)
 }
 
 // storedDish is a dish as an index stores it, with its version.
@@ -307,14 +289,14 @@ type storedDish struct {
 // at cell in the migration's source, the index with the complete data
 // (the other may not have them yet: the backfill copies them); nil
 // without dual writes.
-func (p *Pipeline) sourceDishes(ctx context.Context, rid string, cell s2.CellID) ([]storedDish, error) {
-	if len(p.targets) < 2 {
+func (ix *indexer) sourceDishes(ctx context.Context, targets []target, rid string, cell s2.CellID) ([]storedDish, error) {
+	if len(targets) < 2 {
 		return nil, nil
 	}
-	t := &p.targets[sourceIndex(p.targets)]
+	t := &targets[sourceIndex(targets)]
 	_, routing := t.routing(cell)
 	var out []storedDish
-	err := p.eachDish(ctx, t.index, rid, routing, func(h bulk.Hit, v int64) error {
+	err := ix.eachDish(ctx, t.index, rid, routing, func(h bulk.Hit, v int64) error {
 		out = append(out, storedDish{h, v})
 		return nil
 	})
@@ -328,16 +310,16 @@ func (p *Pipeline) sourceDishes(ctx context.Context, rid string, cell s2.CellID)
 // dish the index lacks, with external_gte at the source's version, puts
 // it in its new place or leaves a tombstone at the old one, which refuses
 // a backfill copy of that version read before the change.
-func (p *Pipeline) dishesIn(ctx context.Context, i int, src []storedDish, rid, routing string) ([]storedDish, error) {
-	t := &p.targets[i]
-	if len(p.targets) > 1 && i == sourceIndex(p.targets) {
+func (ix *indexer) dishesIn(ctx context.Context, targets []target, i int, src []storedDish, rid, routing string) ([]storedDish, error) {
+	t := &targets[i]
+	if len(targets) > 1 && i == sourceIndex(targets) {
 		return src, nil
 	}
 	byID := make(map[string]storedDish, len(src))
 	for _, d := range src {
 		byID[d.hit.ID] = d
 	}
-	err := p.eachDish(ctx, t.index, rid, routing, func(h bulk.Hit, v int64) error {
+	err := ix.eachDish(ctx, t.index, rid, routing, func(h bulk.Hit, v int64) error {
 		if d, ok := byID[h.ID]; !ok || v > d.version {
 			byID[h.ID] = storedDish{h, v}
 		}
@@ -357,13 +339,13 @@ func (p *Pipeline) dishesIn(ctx context.Context, i int, src []storedDish, rid, r
 // eachDish pages through the dishes of restaurant rid stored under
 // routing, sorted by doc_id with search_after, and calls fn with each and
 // its version.
-func (p *Pipeline) eachDish(ctx context.Context, index, rid, routing string, fn func(bulk.Hit, int64) error) error {
+func (ix *indexer) eachDish(ctx context.Context, index, rid, routing string, fn func(bulk.Hit, int64) error) error {
 	var after json.RawMessage
 	for {
 		q := map[string]any{
 			"query": map[string]any{"term": map[string]any{schema.FieldRestaurantID: rid}},
 			"sort":  []any{map[string]any{schema.FieldDocID: "asc"}},
-			"size":  p.searchPageSize,
+			"size":  ix.searchSize,
 		}
 		if after != nil {
 			q["search_after"] = []json.RawMessage{after}
@@ -373,9 +355,9 @@ func (p *Pipeline) eachDish(ctx context.Context, index, rid, routing string, fn 
 			return err
 		}
 		var page *bulk.Page
-		err = p.retry(ctx, "search dishes of restaurant "+rid, func() error {
+		err = retry(ctx, ix.log, "search dishes of restaurant "+rid, func() error {
 			var err error
-			page, err = p.admin.Search(ctx, index, body, bulk.SearchParams{Routing: routing})
+			page, err = ix.admin.Search(ctx, index, body, bulk.SearchParams{Routing: routing})
 			return err
 		})
 		if err != nil {
@@ -399,7 +381,7 @@ func (p *Pipeline) eachDish(ctx context.Context, index, rid, routing string, fn 
 				return err
 			}
 		}
-		if len(page.Hits) < p.searchPageSize || len(page.Hits) == 0 {
+		if len(page.Hits) < ix.searchSize || len(page.Hits) == 0 {
 			return nil
 		}
 		last := page.Hits[len(page.Hits)-1]
@@ -415,6 +397,10 @@ func (p *Pipeline) eachDish(ctx context.Context, index, rid, routing string, fn 
 // pipeline. A missing index is not retried, nor an error f wraps in
 // backoff.Permanent.
 func (p *Pipeline) retry(ctx context.Context, op string, f func() error) error {
+	return retry(ctx, p.log, op, f)
+}
+
+func retry(ctx context.Context, log *slog.Logger, op string, f func() error) error {
 	b := backoff.NewExponentialBackOff(
 		backoff.WithInitialInterval(100*time.Millisecond),
 		backoff.WithMaxInterval(5*time.Second),
@@ -434,7 +420,7 @@ func (p *Pipeline) retry(ctx context.Context, op string, f func() error) error {
 		if bulk.IsNotFound(err) || ctx.Err() != nil {
 			return backoff.Permanent(err)
 		}
-		p.log.Warn("opensearch call failed; retrying", "step", op, "attempt", attempt, "error", err)
+		log.Warn("opensearch call failed; retrying", "step", op, "attempt", attempt, "error", err)
 		return err
 	}, backoff.WithContext(b, ctx))
 	if err != nil {

@@ -80,8 +80,8 @@ func TestCrashMidMove(t *testing.T) {
 
 			crashes := 0
 			r = e.startWith(e.config(), func(p *Pipeline) {
-				p.searchPageSize = 7 // several pages
-				p.stepHook = func(step string) error {
+				p.ix.searchSize = 7 // several pages
+				p.ix.stepHook = func(step string) error {
 					if step == tc.step && crashes == 0 {
 						crashes++
 						return errCrash
@@ -95,7 +95,7 @@ func TestCrashMidMove(t *testing.T) {
 			if ok, _ := e.caughtUp(ctx); ok {
 				t.Fatal("the interrupted change was committed")
 			}
-			r = e.startWith(e.config(), func(p *Pipeline) { p.searchPageSize = 7 })
+			r = e.startWith(e.config(), func(p *Pipeline) { p.ix.searchSize = 7 })
 			e.waitCaughtUp(t, r, 20*time.Second)
 			if err := r.stop(t); err != nil {
 				t.Fatal(err)

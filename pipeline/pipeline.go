@@ -37,52 +37,41 @@ type Pipeline struct {
 	met    *metrics
 
 	// Hooks, replaced by tests.
-	newConsumer    func(kafka.ReaderConfig) consumer
-	newProducer    func(*kafka.Transport) producer
-	warmPageSize   int // restaurants per page when warming the directory
-	searchPageSize int // dishes per page when moving or deleting a restaurant
+	newConsumer func(kafka.ReaderConfig) consumer
+	newProducer func(*kafka.Transport) producer
+	// groupCommitted reads the group's committed offsets from the broker.
+	groupCommitted func(ctx context.Context, parts map[partKey]bool) (map[partKey]int64, error)
 
 	started atomic.Bool
 	running atomic.Bool
 
-	// Owned by Run's processing goroutine (and set up before it starts).
-	// targets are the current mode's, the primary first (migration.go).
-	targets []target
-	dir     *directory
-	pend    *pendingSet
-	track   *tracker
-	dead    *dlq
-	writer  *bulk.Writer
+	// ix is the write side: targets, writer, directory, pending dishes,
+	// and every write in flight (indexer.go). The processing goroutine is
+	// its loop.
+	ix    *indexer
+	track *tracker
+	dead  *dlq
 	// modeWake tells the processing goroutine that a new mode is wanted
 	// (p.wanted); it applies it between events, then signals applied,
 	// which makes the watcher write the heartbeat.
 	modeWake, applied chan struct{}
-	// dirGen is the consumer-group generation count the directory was
-	// last read from the index at.
-	dirGen int64
-	// stepHook, if set, runs after each step of a move or delete; an error
-	// stops the pipeline there (tests use it to crash mid-move).
-	stepHook func(step string) error
-	// groupCommitted reads the group's committed offsets from the broker.
-	groupCommitted func(ctx context.Context, parts map[partKey]bool) (map[partKey]int64, error)
 
 	sampleMu sync.Mutex // serialises reads of the reader's reset-on-read stats
 
-	mu        sync.Mutex // guards the fields below
-	cur       mode       // the mode writes use (targets is cur.targets)
-	wanted    *mode      // a mode requested and not applied yet
+	mu        sync.Mutex   // guards the fields below
+	cur       mode         // the mode writes use (ix.targets is cur.targets)
+	wanted    *mode        // a mode requested and not applied yet
+	writer    *bulk.Writer // for Stats; the indexer writes through it
 	counts    map[EventKey]int64
 	deadCount map[Reason]int64
 	fatalErr  error
 	cancelRun context.CancelCauseFunc
 
-	fetched, finished, deadLetters, moves atomic.Int64
-	lastProgress                          atomic.Int64 // unix nanoseconds
-	rebalances                            atomic.Int64
-	warmPages, warmSeen, warmTotal        atomic.Int64
-	warmDone                              atomic.Bool
-	migPolled, lastBeat                   atomic.Int64 // unix nanoseconds
-	hbIndexReady                          atomic.Bool
+	fetched, finished, deadLetters atomic.Int64
+	lastProgress                   atomic.Int64 // unix nanoseconds
+	rebalances                     atomic.Int64
+	migPolled, lastBeat            atomic.Int64 // unix nanoseconds
+	hbIndexReady                   atomic.Bool
 }
 
 // New checks the configuration and registers the metrics. It does no
@@ -101,17 +90,14 @@ func New(cfg Config, client *opensearch.Client) (*Pipeline, error) {
 	}
 	p := &Pipeline{
 		cfg: cfg, log: cfg.Logger, client: client, admin: bulk.NewAdmin(client), met: m,
-		newConsumer:    func(rc kafka.ReaderConfig) consumer { return kafka.NewReader(rc) },
-		warmPageSize:   5000,
-		searchPageSize: 1000,
-		dir:            newDirectory(),
-		pend:           newPendingSet(cfg.PendingMax, cfg.PendingMaxAge),
-		track:          newTracker(),
-		modeWake:       make(chan struct{}, 1),
-		applied:        make(chan struct{}, 1),
-		counts:         make(map[EventKey]int64),
-		deadCount:      make(map[Reason]int64),
+		newConsumer: func(rc kafka.ReaderConfig) consumer { return kafka.NewReader(rc) },
+		track:       newTracker(),
+		modeWake:    make(chan struct{}, 1),
+		applied:     make(chan struct{}, 1),
+		counts:      make(map[EventKey]int64),
+		deadCount:   make(map[Reason]int64),
 	}
+	p.ix = newIndexer(p.log, p.admin, m, p, newPendingSet(cfg.PendingMax, cfg.PendingMaxAge))
 	p.newProducer = p.kafkaProducer
 	return p, nil
 }
@@ -209,6 +195,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("pipeline: bulk writer: %w", err)
 	}
+	p.ix.writer = w
 	p.mu.Lock()
 	p.writer = w
 	p.mu.Unlock()
@@ -264,17 +251,23 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	cancelFetch()
 	fetcher.Wait()
 
-	// Drain: writes in flight and dead letters, within DrainTimeout (none
-	// after a fatal error: runCtx has ended).
-	if err := p.writer.Flush(workCtx); err != nil && runCtx.Err() == nil {
+	// Drain: writes and tasks in flight (and the events queued behind
+	// them), then dead letters, within DrainTimeout (none after a fatal
+	// error: runCtx has ended).
+	if err := p.ix.quiesce(workCtx); err != nil && runCtx.Err() == nil {
+		p.log.Warn("drain: writes still in flight at the deadline", "error", err)
+	}
+	if err := w.Flush(workCtx); err != nil && runCtx.Err() == nil {
 		p.log.Warn("drain: writes still in flight at the deadline", "error", err)
 	}
 	if err := p.dead.waitEmpty(workCtx); err != nil && runCtx.Err() == nil {
 		p.log.Warn("drain: dead letters still unwritten at the deadline", "error", err)
 	}
 	closeCtx, cancelClose := context.WithTimeout(workCtx, time.Second)
-	_ = p.writer.Close(closeCtx) // after the drain: aborts what is still in flight
+	_ = w.Close(closeCtx) // after the drain: aborts what is still in flight
 	cancelClose()
+	cancelWork()
+	p.ix.tasks.Wait() // their writes have ended: cancelled, or failed by Close
 	stopCommit()
 	cancelWork()
 	bg.Wait() // the committer has stopped: the last commit below is the only one
@@ -292,7 +285,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	p.publishGauges()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.log.Info("stopped", "finished", p.finished.Load(), "pending", p.pend.len(), "error", p.fatalErr)
+	p.log.Info("stopped", "finished", p.finished.Load(), "pending", p.ix.pend.len(), "error", p.fatalErr)
 	return p.fatalErr
 }
 
@@ -359,14 +352,17 @@ func (p *Pipeline) fetch(ctx context.Context, r consumer, out chan<- fetched) {
 	}
 }
 
-// process is the processing goroutine: it warms the directory once the
-// reader has joined its group, then handles events one at a time, in fetch
-// order, with housekeeping between them. Intake stops when stop ends;
-// blocking steps run under work.
+// process is the processing goroutine, the indexer's loop: it warms the
+// directory once the reader has joined its group, then decides events in
+// fetch order, one at a time, and between them runs what writer
+// callbacks and tasks posted, the expiry of pending dishes and mode
+// switches. Intake stops when stop ends, and while too many events wait
+// behind held restaurants; blocking steps run under work.
 func (p *Pipeline) process(stop, work context.Context, r consumer, msgs <-chan fetched) error {
 	if err := p.initialWarm(stop, r); err != nil || stop.Err() != nil {
 		return err
 	}
+	ix := p.ix
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -378,23 +374,31 @@ func (p *Pipeline) process(stop, work context.Context, r consumer, msgs <-chan f
 			}
 		default:
 		}
+		in := msgs
+		if ix.parked >= maxParked {
+			in = nil
+		}
 		select {
 		case <-stop.Done():
 			return nil
-		case f, ok := <-msgs:
+		case f, ok := <-in:
 			if !ok {
 				return nil
 			}
-			if f.gen > p.dirGen {
-				if err := p.rewarm(work, f.gen); err != nil {
+			if f.gen > ix.dirGen {
+				if err := ix.rewarm(work, f.gen); err != nil {
 					return err
 				}
 			}
 			if err := p.handle(work, f.msg); err != nil {
 				return err
 			}
+		case <-ix.inbox.wake:
+			if err := ix.poll(work); err != nil {
+				return err
+			}
 		case <-tick.C:
-			if err := p.expirePending(work); err != nil {
+			if err := ix.expirePending(work, p.cfg.PendingMaxAge); err != nil {
 				return err
 			}
 		case <-p.modeWake:
@@ -422,12 +426,12 @@ func (p *Pipeline) initialWarm(ctx context.Context, r consumer) error {
 		}
 	}
 	gen := p.rebalances.Load()
-	if err := p.warm(ctx, &p.targets[0], p.dir); err != nil {
+	if err := p.ix.warm(ctx, &p.ix.targets[0], p.ix.dir); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
 	}
-	p.dirGen = gen
+	p.ix.dirGen = gen
 	return nil
 }

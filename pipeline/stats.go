@@ -95,12 +95,12 @@ func (p *Pipeline) Stats() Stats {
 	s := Stats{
 		Fetched:    p.fetched.Load(),
 		Finished:   p.finished.Load(),
-		Pending:    p.pend.len(),
-		Directory:  p.dir.size(),
-		Moves:      p.moves.Load(),
+		Pending:    p.ix.pend.len(),
+		Directory:  p.ix.dir.size(),
+		Moves:      p.ix.moves.Load(),
 		Partitions: p.track.snapshot(),
 		Warm: WarmProgress{
-			Pages: p.warmPages.Load(), Restaurants: p.warmSeen.Load(), Total: p.warmTotal.Load(), Done: p.warmDone.Load(),
+			Pages: p.ix.warmStats.pages.Load(), Restaurants: p.ix.warmStats.seen.Load(), Total: p.ix.warmStats.total.Load(), Done: p.ix.warmStats.done.Load(),
 		},
 	}
 	for _, ps := range s.Partitions {
@@ -140,7 +140,7 @@ func unixNanoTime(n int64) time.Time {
 // or fetched, and stops being ready when no event has finished for
 // StallTimeout while there is lag.
 func (p *Pipeline) Ready() (bool, string) {
-	if !p.warmDone.Load() {
+	if !p.ix.warmStats.done.Load() {
 		switch {
 		case !p.started.Load():
 			return false, "not started"
@@ -148,7 +148,7 @@ func (p *Pipeline) Ready() (bool, string) {
 			return false, "waiting to join the consumer group"
 		}
 		return false, fmt.Sprintf("warming the restaurant directory: %d pages, %d of %d restaurants",
-			p.warmPages.Load(), p.warmSeen.Load(), p.warmTotal.Load())
+			p.ix.warmStats.pages.Load(), p.ix.warmStats.seen.Load(), p.ix.warmStats.total.Load())
 	}
 	if !p.running.Load() {
 		return false, "not running"
@@ -188,15 +188,15 @@ func (p *Pipeline) progressLoop(ctx context.Context, r consumer) {
 		last, lastAt = fin, now
 		p.cfg.OnProgress(Progress{
 			Events: p.fetched.Load(), Finished: fin, DeadLetters: p.deadLetters.Load(),
-			Pending: p.pend.len(), Lag: p.track.totalLag(), EventsPerSec: rate,
+			Pending: p.ix.pend.len(), Lag: p.track.totalLag(), EventsPerSec: rate,
 		})
 	}
 }
 
 // publishGauges sets the gauges from the current state.
 func (p *Pipeline) publishGauges() {
-	p.met.pending.Set(float64(p.pend.len()))
-	p.met.directory.Set(float64(p.dir.size()))
+	p.met.pending.Set(float64(p.ix.pend.len()))
+	p.met.directory.Set(float64(p.ix.dir.size()))
 	p.met.lastProgress.Set(float64(p.lastProgress.Load()) / 1e9)
 	for k, ps := range p.track.snapshot() {
 		// k is "topic/partition"; Kafka topic names cannot hold a '/'.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"sync"
 
 	"github.com/golang/geo/s2"
 
@@ -82,22 +81,30 @@ type docWrite struct {
 	// body, for an index action, builds the source for a map level (the
 	// geo_cell token depends on it).
 	body func(level int) []byte
-	ref  any
 }
 
-// emit routes w under every target and adds one item per target. The
-// caller has already counted len(targets) outstanding writes on the
-// event ref refers to.
+// emit writes an event's change w to every one of targets, routed under
+// each target's map. The event counts one outstanding write per target,
+// and flies (indexer.go) until all are answered.
 //
 // During dual writes an event's write goes to the source first, and to
 // the other index only once the source has answered, mirroring its
-// outcome (emitSourceFirst).
-func (p *Pipeline) emit(ctx context.Context, targets []target, w docWrite) error {
-	if ev, ok := w.ref.(*event); ok && len(targets) > 1 {
-		return p.emitSourceFirst(ctx, targets, w, ev)
+// outcome (sourceAnswered).
+func (ix *indexer) emit(ctx context.Context, targets []target, ev *event, w docWrite) error {
+	ev.expect(len(targets))
+	ix.fly(ev)
+	if len(targets) > 1 {
+		si := sourceIndex(targets)
+		sw := &sourceWrite{ev: ev, w: w, targets: targets, si: si}
+		rs := ix.rest(ev.rid)
+		rs.chain = append(rs.chain, sw)
+		if err := ix.writer.Add(ctx, targets[si].item(w, sw)); err != nil {
+			return fmt.Errorf("pipeline: add %s to %s: %w", w.id, targets[si].index, err)
+		}
+		return nil
 	}
 	for i := range targets {
-		if err := p.writer.Add(ctx, targets[i].item(w, w.ref)); err != nil {
+		if err := ix.writer.Add(ctx, targets[i].item(w, ev)); err != nil {
 			return fmt.Errorf("pipeline: add %s to %s: %w", w.id, targets[i].index, err)
 		}
 	}
@@ -129,98 +136,138 @@ func sourceIndex(targets []target) int {
 	return 0
 }
 
-// probe records the answer to one write made on an event's behalf whose
-// outcome decides the event's next write.
-type probe struct {
-	mu     sync.Mutex
-	done   bool
-	result bulk.Result
+// sourceWrite is an event's write to the source during dual writes,
+// waiting in its restaurant's chain until the source has answered and
+// the writes that follow it are added.
+//
+// The other targets are written only if the source took the write
+// (written, or not found for a delete), or answered Stale to a write
+// sourceHolds lets through (a delete, or this very upsert delivered
+// again). The source holds the tombstone of every delete, those made
+// before dual writes began included; the other index may not: a change
+// the source refuses as stale is finished as stale on every index
+// without writing the others, so a replay older than a delete cannot
+// resurrect a document there. A rejected or failed source write is
+// mirrored too: the event is dead-lettered, or never finished. Each
+// target's answer, real or mirrored, counts as one of the event's
+// outstanding writes, so the event finishes only when all are settled.
+//
+// The chain is released from its head only, so the other index receives
+// a restaurant's writes in the order the source did.
+type sourceWrite struct {
+	ev      *event
+	w       docWrite
+	targets []target
+	si      int
+
+	// Set on the loop.
+	answered bool
+	r        bulk.Result
+	// checked: sourceHolds has answered (holds); checking: it is asked.
+	checking, checked, holds bool
 }
 
-func (pr *probe) set(r bulk.Result) {
-	pr.mu.Lock()
-	pr.done, pr.result = true, r
-	pr.mu.Unlock()
+// sourceAnswered is the callback of a source write: the answer counts as
+// one of the event's writes, and the loop releases the chain.
+func (ix *indexer) sourceAnswered(sw *sourceWrite, r bulk.Result) {
+	ix.eventResult(sw.ev, r)
+	ix.inbox.post(func(ctx context.Context) error {
+		sw.answered, sw.r = true, r
+		return ix.releaseChain(ctx, sw.ev.rid)
+	})
 }
 
-// sourceHolds reports whether a write the source answered Stale must
-// still go to the other index: a delete always does (deleting what the
-// source no longer holds live cannot make the other index hold more
-// than the source), an upsert only when the source holds the document
-// live at exactly its version, which is this very change delivered
-// again after it reached the source and not the other index. An upsert
-// older than the source's copy, or than its delete tombstone, does not.
-func (p *Pipeline) sourceHolds(ctx context.Context, src *target, w docWrite) (bool, error) {
-	if w.action == bulk.Delete {
-		return true, nil
+// releaseChain adds the other writes of the answered source writes at the
+// head of restaurant rid's chain, in order, up to the first that is not
+// answered or whose source must be read first.
+func (ix *indexer) releaseChain(ctx context.Context, rid string) error {
+	rs := ix.rests[rid]
+	if rs == nil {
+		return nil
 	}
+	for len(rs.chain) > 0 {
+		sw := rs.chain[0]
+		if !sw.answered {
+			break
+		}
+		r := sw.r
+		write := r.Outcome == bulk.OK || r.Outcome == bulk.NotFound
+		if r.Outcome == bulk.Stale {
+			if sw.w.action == bulk.Delete {
+				write = true
+			} else if !sw.checked {
+				if !sw.checking {
+					sw.checking = true
+					ix.askSource(ctx, sw)
+				}
+				break
+			}
+			write = write || sw.holds
+		}
+		rs.chain[0] = nil
+		rs.chain = rs.chain[1:]
+		for i := range sw.targets {
+			if i == sw.si {
+				continue
+			}
+			t := &sw.targets[i]
+			if write {
+				if err := ix.writer.Add(ctx, t.item(sw.w, sw.ev)); err != nil {
+					return fmt.Errorf("pipeline: add %s to %s: %w", sw.w.id, t.index, err)
+				}
+				continue
+			}
+			// Stale, rejected or failed at the source: the same here,
+			// without a write.
+			it := t.item(sw.w, sw.ev)
+			ix.eventResult(sw.ev, bulk.Result{Item: &it, Outcome: r.Outcome, Err: r.Err})
+		}
+	}
+	ix.settle(rid)
+	return nil
+}
+
+// askSource reads, on a task, whether the source holds sw's document at
+// exactly its version, and releases the chain with the answer.
+func (ix *indexer) askSource(ctx context.Context, sw *sourceWrite) {
+	ix.goTask(ctx, func(ctx context.Context) func(context.Context) error {
+		select {
+		case ix.getSlots <- struct{}{}:
+		case <-ctx.Done():
+			return func(context.Context) error { return ctx.Err() }
+		}
+		holds, err := ix.sourceHolds(ctx, &sw.targets[sw.si], sw.w)
+		<-ix.getSlots
+		return func(ctx context.Context) error {
+			if err != nil {
+				return err
+			}
+			sw.checked, sw.holds = true, holds
+			return ix.releaseChain(ctx, sw.ev.rid)
+		}
+	})
+}
+
+// sourceHolds reports whether an upsert the source answered Stale must
+// still go to the other index: only when the source holds the document
+// live at exactly its version, which is this very change delivered again
+// after it reached the source and not the other index. An upsert older
+// than the source's copy, or than its delete tombstone, does not. (A
+// delete always goes: deleting what the source no longer holds live
+// cannot make the other index hold more than the source.)
+func (ix *indexer) sourceHolds(ctx context.Context, src *target, w docWrite) (bool, error) {
 	_, routing := src.routing(w.cell)
 	var version int64
 	var found bool
-	err := p.retry(ctx, "read "+w.id+" from "+src.index, func() error {
+	err := retry(ctx, ix.log, "read "+w.id+" from "+src.index, func() error {
 		var err error
-		_, version, found, err = p.admin.Get(ctx, src.index, w.id, routing)
+		_, version, found, err = ix.admin.Get(ctx, src.index, w.id, routing)
 		return err
 	})
 	if err != nil {
 		return false, err
 	}
 	return found && version == w.version, nil
-}
-
-// emitSourceFirst writes w to the source, waits for its answer, and
-// writes the other targets only if the source took the write (written,
-// or not found for a delete) or answered Stale to a write sourceHolds
-// lets through (a delete, or this very upsert delivered again). The source holds the tombstone of every
-// delete, those made before dual writes began included; the other index
-// may not: a change the source refuses as stale is finished as stale on
-// every index without writing the others, so a replay older than a
-// delete cannot resurrect a document there. A rejected or failed source
-// write is mirrored too: the event is dead-lettered, or never finished.
-// Each target's answer, real or mirrored, counts as one of the event's
-// outstanding writes, so the event finishes only when all are settled.
-func (p *Pipeline) emitSourceFirst(ctx context.Context, targets []target, w docWrite, ev *event) error {
-	si := sourceIndex(targets)
-	src := &targets[si]
-	pr := &probe{}
-	if err := p.writer.Add(ctx, src.item(w, pr)); err != nil {
-		return fmt.Errorf("pipeline: add %s to %s: %w", w.id, src.index, err)
-	}
-	if err := p.writer.Flush(ctx); err != nil {
-		return err
-	}
-	pr.mu.Lock()
-	done, r := pr.done, pr.result
-	pr.mu.Unlock()
-	if !done {
-		return fmt.Errorf("pipeline: %w: no answer for %s in %s", ErrWriteFailed, w.id, src.index)
-	}
-	p.eventResult(ev, r)
-	write := r.Outcome == bulk.OK || r.Outcome == bulk.NotFound
-	if r.Outcome == bulk.Stale {
-		var err error
-		if write, err = p.sourceHolds(ctx, src, w); err != nil {
-			return err
-		}
-	}
-	for i := range targets {
-		if i == si {
-			continue
-		}
-		t := &targets[i]
-		switch {
-		case write:
-			if err := p.writer.Add(ctx, t.item(w, ev)); err != nil {
-				return fmt.Errorf("pipeline: add %s to %s: %w", w.id, t.index, err)
-			}
-		default:
-			// Stale, rejected or failed at the source: the same here,
-			// without a write.
-			it := t.item(w, ev)
-			p.eventResult(ev, bulk.Result{Item: &it, Outcome: r.Outcome, Err: r.Err})
-		}
-	}
-	return nil
 }
 
 // The index document of an event is the event's doc with the fields the

@@ -1,0 +1,426 @@
+package pipeline
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/geoshard/geoshard/bulk"
+)
+
+// indexer is the write side of the pipeline: it applies decoded change
+// events to the current targets through one bulk.Writer, and keeps what
+// that takes — the directory of restaurant cells, the dishes waiting for
+// their restaurant — while many events are in flight at once.
+//
+// The processing loop calls it with each event (submit), on the expiry
+// tick (expirePending), when its inbox has work (poll), and around a
+// change of write mode or of consumer-group generation (quiesce,
+// setTargets, rewarm).
+//
+// # What is in flight
+//
+//   - An event's writes: one bulk item per target (one only for a
+//     restaurant's own delete), answered by the writer's workers through
+//     result. An event finishes, and its offset may be committed, when
+//     every one is answered or mirrored from the source's answer.
+//   - During dual writes, an event's write to the source, whose answer
+//     decides what goes to the other index (targets.go).
+//   - Tasks: a move, a restaurant's delete with its dishes, a read of the
+//     source after a stale answer. Each runs on a goroutine of its own,
+//     only searches, writes and waits for the answers of its own writes
+//     (Writer.Do), and hands its end back to the loop.
+//
+// # Who owns what
+//
+// The loop owns every piece of decision state: the targets, the
+// directory, the pending set, and the restaurants with work outstanding
+// (rests: their queues and chains). Writer callbacks and tasks never
+// touch it: they post a function to the inbox, which the loop runs
+// between events. The inbox is unbounded, so posting never waits: a
+// writer worker never waits for the loop, and the loop may block in
+// Writer.Add (the writer frees its budget on its own) without a deadlock.
+// The one shared piece is the flight counts, raised by the loop and
+// lowered by writer callbacks, under flightMu.
+//
+// # What orders what
+//
+// Every event belongs to a restaurant: its own, or its dish's.
+//
+//   - Events of different restaurants are independent: they proceed
+//     together and finish in any order (the tracker commits over the
+//     finished run only, offsets.go).
+//   - Events of one restaurant are decided in arrival order. While a task
+//     of a restaurant runs, or waits to start, the restaurant is held: its
+//     later events wait in its queue, and are decided in order once the
+//     task's end has been applied (unhold).
+//   - A task that reads an index (a move, a delete's search for the
+//     dishes), and a write that must follow the acknowledgement of the
+//     restaurant's earlier writes (a re-creation on another shard), start
+//     only when every earlier write of the restaurant is answered on every
+//     index: when its flight count is zero (whenQuiet). No other
+//     restaurant waits for it, so a slow shard holds up only the
+//     restaurants on it.
+//   - The writes of one document reach each index in the order they were
+//     decided: the writer keeps a document's items in one lane, in Add
+//     order, and during dual writes the other index's writes of a
+//     restaurant are added in the order of the source writes they follow
+//     (its chain is released from the head only).
+//   - A mode switch, a rewarm after a rebalance and the drain at shutdown
+//     first wait until nothing is in flight (quiesce), so every write made
+//     under the old targets or the old directory is answered before any
+//     is made under the new.
+//
+// # Lock order
+//
+// Nothing is held while calling into the writer: Add and Do may wait for
+// callbacks, and callbacks take flightMu, the inbox's lock, an event's
+// mu, the tracker's and the pipeline's mu — each a leaf, released before
+// the next is taken.
+type indexer struct {
+	log   *slog.Logger
+	admin *bulk.Admin
+	met   *metrics
+	host  host
+	// writer is set before the loop starts.
+	writer *bulk.Writer
+
+	// Owned by the loop.
+	targets []target // the current mode's, the primary first
+	dir     *directory
+	pend    *pendingSet
+	rests   map[string]*restState
+	parked  int   // events waiting in the queues of held restaurants
+	dirGen  int64 // the consumer-group generation the directory was read at
+
+	flightMu   sync.Mutex
+	flights    map[string]int // per restaurant: events with writes not all answered
+	quietFns   map[string]func(context.Context) error
+	inFlight   int         // the sum of flights
+	quiescing  atomic.Bool // a quiesce waits: wake it when inFlight reaches 0
+	inbox      inbox
+	tasks      sync.WaitGroup
+	tasksOn    atomic.Int64 // tasks started whose end is not posted yet
+	getSlots   chan struct{}
+	moves      atomic.Int64
+	warmStats  warmStats
+	searchSize int // dishes per page when moving or deleting a restaurant
+	warmSize   int // restaurants per page when warming the directory
+	// stepHook, if set, runs after each step of a move or delete, on the
+	// task's goroutine; an error stops the pipeline there (tests use it to
+	// crash mid-move).
+	stepHook func(step string) error
+}
+
+// maxParked bounds the events held in the queues of held restaurants:
+// beyond it the loop takes no new event until tasks end.
+const maxParked = 10_000
+
+// host is what the indexer asks of the pipeline around it.
+type host interface {
+	// finish records an event as finished; false for one a redelivery
+	// superseded.
+	finish(ev *event, result string) bool
+	// deadLetter queues an event for the dead-letter topic, waiting while
+	// the queue is full. Only the loop calls it.
+	deadLetter(ctx context.Context, ev *event, r Reason, detail, result string) error
+	// rejected dead-letters an event a write of which the index rejected.
+	// It never blocks: writer callbacks call it.
+	rejected(ev *event, err error)
+	// committedOffsets reads the group's committed offsets from the broker
+	// (nil, nil when it cannot be asked).
+	committedOffsets(ctx context.Context, parts map[partKey]bool) (map[partKey]int64, error)
+}
+
+// restState is what the loop keeps of a restaurant with work outstanding;
+// it is dropped when there is none (settle).
+type restState struct {
+	held  bool     // a task of it runs or waits to start
+	queue []*event // events that came while it was held, in order
+	// chain holds, during dual writes, the restaurant's source writes
+	// whose other writes are not added yet, in the order they were made.
+	chain []*sourceWrite
+}
+
+func newIndexer(log *slog.Logger, admin *bulk.Admin, met *metrics, h host, pend *pendingSet) *indexer {
+	return &indexer{
+		log: log, admin: admin, met: met, host: h,
+		dir: newDirectory(), pend: pend,
+		rests:      make(map[string]*restState),
+		flights:    make(map[string]int),
+		quietFns:   make(map[string]func(context.Context) error),
+		inbox:      inbox{wake: make(chan struct{}, 1)},
+		getSlots:   make(chan struct{}, 16),
+		searchSize: 1000,
+		warmSize:   5000,
+	}
+}
+
+// setTargets makes targets the ones writes use. The loop calls it only
+// when nothing is in flight (after quiesce).
+func (ix *indexer) setTargets(targets []target) { ix.targets = targets }
+
+// submit decides one event: at once, or after the events of its
+// restaurant that came before it if the restaurant is held. It returns
+// an error only when the pipeline cannot go on.
+func (ix *indexer) submit(ctx context.Context, ev *event) error {
+	if rs := ix.rests[ev.rid]; rs != nil && rs.held {
+		rs.queue = append(rs.queue, ev)
+		ix.parked++
+		return nil
+	}
+	return ix.apply(ctx, ev)
+}
+
+// apply decides an event whose restaurant is not held.
+func (ix *indexer) apply(ctx context.Context, ev *event) error {
+	c := ev.change
+	switch {
+	case c.Type == TypeRestaurant && c.Op == OpUpsert:
+		return ix.restaurantUpsert(ctx, ev)
+	case c.Type == TypeRestaurant:
+		return ix.restaurantDelete(ctx, ev)
+	case c.Op == OpUpsert:
+		return ix.dishUpsert(ctx, ev)
+	default:
+		return ix.dishDelete(ctx, ev)
+	}
+}
+
+// rest returns the state of restaurant rid, creating it.
+func (ix *indexer) rest(rid string) *restState {
+	rs := ix.rests[rid]
+	if rs == nil {
+		rs = &restState{}
+		ix.rests[rid] = rs
+	}
+	return rs
+}
+
+// settle drops the state of a restaurant with nothing outstanding.
+func (ix *indexer) settle(rid string) {
+	if rs := ix.rests[rid]; rs != nil && !rs.held && len(rs.queue) == 0 && len(rs.chain) == 0 {
+		delete(ix.rests, rid)
+	}
+}
+
+// whenQuiet holds restaurant rid and runs fn on the loop once every
+// write of rid added so far is answered: now, if none is in flight. fn
+// (or what it starts) ends the hold with unhold.
+func (ix *indexer) whenQuiet(ctx context.Context, rid string, fn func(context.Context) error) error {
+	ix.rest(rid).held = true
+	ix.flightMu.Lock()
+	if ix.flights[rid] > 0 {
+		ix.quietFns[rid] = fn
+		ix.flightMu.Unlock()
+		return nil
+	}
+	ix.flightMu.Unlock()
+	return fn(ctx)
+}
+
+// unhold ends the hold of restaurant rid and decides its queued events in
+// order, until one holds it again.
+func (ix *indexer) unhold(ctx context.Context, rid string) error {
+	rs := ix.rests[rid]
+	rs.held = false
+	for !rs.held && len(rs.queue) > 0 {
+		ev := rs.queue[0]
+		rs.queue[0] = nil
+		rs.queue = rs.queue[1:]
+		ix.parked--
+		if err := ix.apply(ctx, ev); err != nil {
+			return err
+		}
+	}
+	ix.settle(rid)
+	return nil
+}
+
+// fly counts an event's writes, about to be added, as in flight for its
+// restaurant. An event flies once.
+func (ix *indexer) fly(ev *event) {
+	if ev.flying {
+		return
+	}
+	ev.flying = true
+	ix.flightMu.Lock()
+	ix.flights[ev.rid]++
+	ix.inFlight++
+	ix.flightMu.Unlock()
+}
+
+// land is fly's end, once every write of the event is answered: a
+// restaurant that falls quiet runs the function waiting for it.
+func (ix *indexer) land(ev *event) {
+	if !ev.flying {
+		return
+	}
+	ix.flightMu.Lock()
+	n := ix.flights[ev.rid] - 1
+	var fn func(context.Context) error
+	if n == 0 {
+		delete(ix.flights, ev.rid)
+		fn = ix.quietFns[ev.rid]
+		delete(ix.quietFns, ev.rid)
+	} else {
+		ix.flights[ev.rid] = n
+	}
+	ix.inFlight--
+	wake := ix.inFlight == 0 && ix.quiescing.Load()
+	ix.flightMu.Unlock()
+	switch {
+	case fn != nil:
+		ix.inbox.post(fn)
+	case wake:
+		ix.inbox.post(nil)
+	}
+}
+
+// goTask runs a task on its own goroutine; the function it returns is
+// run on the loop.
+func (ix *indexer) goTask(ctx context.Context, task func(context.Context) func(context.Context) error) {
+	ix.tasks.Add(1)
+	ix.tasksOn.Add(1)
+	go func() {
+		defer ix.tasks.Done()
+		end := task(ctx)
+		ix.tasksOn.Add(-1)
+		ix.inbox.post(end)
+	}()
+}
+
+// poll runs what callbacks and tasks posted, in order.
+func (ix *indexer) poll(ctx context.Context) error {
+	for _, fn := range ix.inbox.take() {
+		if fn == nil {
+			continue
+		}
+		if err := fn(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// idle reports whether nothing is in flight: no write unanswered, no
+// task, no restaurant held or with a chain, nothing posted.
+func (ix *indexer) idle() bool {
+	if len(ix.rests) > 0 || ix.tasksOn.Load() > 0 || ix.inbox.len() > 0 {
+		return false
+	}
+	ix.flightMu.Lock()
+	defer ix.flightMu.Unlock()
+	return ix.inFlight == 0
+}
+
+// quiesce runs the inbox until nothing is in flight. The loop takes no
+// new event meanwhile; events queued behind held restaurants are decided
+// as their holds end.
+func (ix *indexer) quiesce(ctx context.Context) error {
+	ix.quiescing.Store(true)
+	defer ix.quiescing.Store(false)
+	for {
+		if err := ix.poll(ctx); err != nil {
+			return err
+		}
+		if ix.idle() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ix.inbox.wake:
+		}
+	}
+}
+
+// result routes one of the writer's results to what it answers. Writer
+// workers call it.
+func (ix *indexer) result(r bulk.Result) {
+	switch ref := r.Item.Ref.(type) {
+	case *event:
+		ix.eventResult(ref, r)
+	case *sourceWrite:
+		ix.sourceAnswered(ref, r)
+	}
+}
+
+// eventResult counts one answered (or mirrored) write of an event, and
+// finishes the event when it was the last.
+func (ix *indexer) eventResult(ev *event, r bulk.Result) {
+	ev.mu.Lock()
+	switch r.Outcome {
+	case bulk.Failed:
+		ev.failed = true
+	case bulk.Permanent:
+		if ev.rejected == nil {
+			ev.rejected = r.Err
+		}
+	default:
+		if ev.result == "" {
+			ev.result = resultOf(r)
+		}
+	}
+	ev.outstanding--
+	done := ev.outstanding == 0
+	failed, rejected, result := ev.failed, ev.rejected, ev.result
+	ev.mu.Unlock()
+	if !done {
+		return
+	}
+	switch {
+	case failed:
+		// An event is finished only when the writes to every target are
+		// answered. A failed write leaves it unfinished: its offset is
+		// never committed, so the next start writes it again. (A write
+		// fails only when the pipeline stops: onResult.)
+	case rejected != nil:
+		ix.host.rejected(ev, rejected)
+	default:
+		ix.host.finish(ev, result)
+	}
+	ix.land(ev)
+}
+
+// inbox is the loop's queue of functions posted by writer callbacks and
+// tasks. It is unbounded: posting never waits.
+type inbox struct {
+	mu   sync.Mutex
+	fns  []func(context.Context) error
+	wake chan struct{} // holds a token while fns may be non-empty
+}
+
+// post queues fn (nil only wakes the loop).
+func (b *inbox) post(fn func(context.Context) error) {
+	b.mu.Lock()
+	b.fns = append(b.fns, fn)
+	b.mu.Unlock()
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take returns and clears what is queued.
+func (b *inbox) take() []func(context.Context) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	fns := b.fns
+	b.fns = nil
+	return fns
+}
+
+func (b *inbox) len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.fns)
+}
+
+// warmStats is the progress of the last directory read, for Stats and
+// Ready.
+type warmStats struct {
+	pages, seen, total atomic.Int64
+	done               atomic.Bool
+}
