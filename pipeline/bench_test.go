@@ -129,17 +129,23 @@ func BenchmarkPipelineAckServer(b *testing.B) {
 	benchPipeline(b, func(e *testEnv) *opensearch.Client {
 		ack := acksrv.Start()
 		b.Cleanup(ack.Close)
-		u, _ := url.Parse(ack.URL)
-		c, err := opensearch.NewClient(opensearch.Config{
-			Addresses:    []string{e.url},
-			Transport:    &splitTransport{bulk: u, next: http.DefaultTransport.(*http.Transport).Clone()},
-			DisableRetry: true,
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		return c
+		return ackClient(b, e, ack)
 	})
+}
+
+// ackClient is a client that sends _bulk requests to ack and everything
+// else to the environment's OpenSearch.
+func ackClient(b *testing.B, e *testEnv, ack *acksrv.Server) *opensearch.Client {
+	u, _ := url.Parse(ack.URL)
+	c, err := opensearch.NewClient(opensearch.Config{
+		Addresses:    []string{e.url},
+		Transport:    &splitTransport{bulk: u, next: http.DefaultTransport.(*http.Transport).Clone()},
+		DisableRetry: true,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
 }
 
 // BenchmarkPipelineEngines runs the same events through the pipeline
@@ -158,26 +164,57 @@ func BenchmarkPipelineEngines(b *testing.B) {
 
 // BenchmarkPipelineDualWrites runs the events of BenchmarkPipeline with no
 // migration and during a migration's dual writes (to the 18-shard source
-// and a 24-shard target), side by side, with 0 and 5 ms added to every
-// bulk request (the emulator's shard_latency on every shard of both
-// indexes; a real cluster takes at least that). The dual-writes runs also
-// report their rate as a fraction of the no-migration run at the same
-// latency ("x_of_none"). Dual writes are slow today (one round trip per
-// event), so run it with few events:
+// and a 24-shard target), side by side, against three servers:
 //
-//	go test -run '^$' -bench PipelineDualWrites -benchtime 2000x -count 3 ./pipeline/
+//   - server=emulator: the OpenSearch emulator, with 0 and 5 ms added to
+//     every bulk request (its shard_latency on every shard of both
+//     indexes; a real cluster takes at least that). The emulator runs in
+//     the same process and indexes every document, twice during dual
+//     writes, on the same two cores as the pipeline.
+//   - server=ack: the bulk writes go to a server that acknowledges them
+//     without storing anything (the admin calls still go to the
+//     emulator), answering each request after 0 or 5 ms: the pipeline's
+//     own cost of writing twice.
+//   - server=real: the real broker and node (-tags realcluster; skipped
+//     otherwise), at the node's own latency.
+//
+// The dual-writes runs also report their rate as a fraction of the
+// no-migration run before them ("x_of_none"). Use enough events that the
+// last events' round trips do not dominate:
+//
+//	go test -run '^$' -bench PipelineDualWrites -benchtime 100000x -count 3 ./pipeline/
 func BenchmarkPipelineDualWrites(b *testing.B) {
-	for _, latency := range []time.Duration{0, 5 * time.Millisecond} {
-		var none float64
-		for _, dual := range []bool{false, true} {
-			name := fmt.Sprintf("latency=%v/no-migration", latency)
-			if dual {
-				name = fmt.Sprintf("latency=%v/dual-writes", latency)
-			}
-			b.Run(name, func(b *testing.B) {
-				rate := benchPipelineWith(b, envOptions{partitions: 4, inProcess: true},
-					func(e *testEnv) *opensearch.Client { return e.client },
-					func(e *testEnv) func(*Pipeline) bool {
+	type server struct {
+		name      string
+		latencies []time.Duration
+	}
+	for _, srv := range []server{
+		{"emulator", []time.Duration{0, 5 * time.Millisecond}},
+		{"ack", []time.Duration{0, 5 * time.Millisecond}},
+		{"real", []time.Duration{0}},
+	} {
+		for _, latency := range srv.latencies {
+			var none float64
+			for _, dual := range []bool{false, true} {
+				name := fmt.Sprintf("server=%s/latency=%v/no-migration", srv.name, latency)
+				if dual {
+					name = fmt.Sprintf("server=%s/latency=%v/dual-writes", srv.name, latency)
+				}
+				b.Run(name, func(b *testing.B) {
+					opts := envOptions{partitions: 4, inProcess: true}
+					if srv.name == "real" {
+						realenv.RealOnly(b)
+						opts.inProcess = false
+					}
+					var ack *acksrv.Server
+					client := func(e *testEnv) *opensearch.Client { return e.client }
+					if srv.name == "ack" {
+						ack = acksrv.Start()
+						b.Cleanup(ack.Close)
+						ack.Delay.Store(int64(latency))
+						client = func(e *testEnv) *opensearch.Client { return ackClient(b, e, ack) }
+					}
+					rate := benchPipelineWith(b, opts, client, func(e *testEnv) func(*Pipeline) bool {
 						indexes := []string{testIndex}
 						var m24 *router.Map
 						if dual {
@@ -186,7 +223,7 @@ func BenchmarkPipelineDualWrites(b *testing.B) {
 							e.setMigration(b, e.newMigration(b, m24, schema.PhaseDualWrites))
 							indexes = append(indexes, testIndex2)
 						}
-						if latency > 0 {
+						if latency > 0 && srv.name == "emulator" {
 							var slow []osfake.ShardLatency
 							for _, index := range indexes {
 								n := e.m.NumShards()
@@ -206,12 +243,13 @@ func BenchmarkPipelineDualWrites(b *testing.B) {
 						}
 						return func(p *Pipeline) bool { return p.Stats().Migration.Phase == schema.PhaseDualWrites }
 					})
-				if !dual {
-					none = rate
-				} else if none > 0 {
-					b.ReportMetric(rate/none, "x_of_none")
-				}
-			})
+					if !dual {
+						none = rate
+					} else if none > 0 {
+						b.ReportMetric(rate/none, "x_of_none")
+					}
+				})
+			}
 		}
 	}
 }

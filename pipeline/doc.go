@@ -16,8 +16,14 @@
 //     second entry in the list.
 //   - Its side of a reshard migration (migration.go, heartbeat.go): it
 //     polls the alias's migration state, writes both indexes while the
-//     phase asks for dual writes, switches between events after flushing,
-//     and records the phase it applies in a heartbeat the job waits on.
+//     phase asks for dual writes, switches between events once nothing is
+//     in flight, and records the phase it applies in a heartbeat the job
+//     waits on.
+//   - The write side (indexer.go): many events in flight at once, events
+//     of one restaurant (and its dishes) decided and written in order,
+//     and the slow work of a move or a restaurant delete on tasks that
+//     hold up only that restaurant. Its doc comment states what is in
+//     flight, who owns what, what orders what, and the lock order.
 //   - The restaurant directory, id → cell of the location, warmed from the
 //     index at start and kept current from restaurant events
 //     (directory.go), and the bounded set of dishes that wait for their
@@ -54,7 +60,8 @@
 //     an upsert the source holds live at exactly its version (the same
 //     event delivered again), still go to the target, so a redelivery
 //     repairs an event cut short between the two. The wait for the
-//     source's answer is the cost of dual writes.
+//     source's answer delays each event, not the others: events of other
+//     restaurants go on meanwhile (targets.go, sourceWrite).
 //   - A restaurant move, the in-place geo_cell rewrite of a cell change
 //     and a restaurant delete take the restaurant's dishes from the
 //     source, which has them all, and apply the step to every index,
@@ -79,10 +86,10 @@
 // Each instance reads the directory from the index once it has joined its
 // consumer group, and again at every later generation: partitions may
 // have moved, and the previous owner of a partition may have created,
-// moved or deleted its restaurants. Before the new read the instance's own
-// writes are flushed and the index refreshed, so the read sees every
-// acknowledged write; what a previous owner had not acknowledged it had
-// not committed, so those events are delivered again.
+// moved or deleted its restaurants. Before the new read everything the
+// instance has in flight is answered and the index refreshed, so the read
+// sees every acknowledged write; what a previous owner had not
+// acknowledged it had not committed, so those events are delivered again.
 //
 // # Limits
 //

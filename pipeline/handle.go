@@ -59,29 +59,47 @@ func (ev *event) expect(n int) {
 	ev.mu.Unlock()
 }
 
-// handle processes one fetched message: it tracks it, decodes it,
+// decoded is a message's change as Decode reads it, and what is wrong
+// with it, if anything.
+type decoded struct {
+	change  *Change
+	members []byte // an upsert's doc members, reserved fields stripped
+	reason  Reason // "" for a good event
+	detail  string
+}
+
+// decode reads a message's change.
+func (p *Pipeline) decode(m kafka.Message) decoded {
+	c, bad := Decode(m.Key, m.Value, p.cfg.MaxEventBytes)
+	if bad != nil {
+		return decoded{change: c, reason: bad.Reason, detail: bad.Error()}
+	}
+	d := decoded{change: c}
+	if c.Op == OpUpsert {
+		members, err := docMembers(c.Doc)
+		if err != nil {
+			return decoded{change: c, reason: ReasonInvalidJSON, detail: "doc: " + err.Error()}
+		}
+		d.members = members
+	}
+	return d
+}
+
+// handle processes one fetched message, decoded: it tracks it,
 // dead-letters it if it is bad, and hands it to the indexer. It returns
 // an error only when the pipeline cannot go on (ctx ended, or a fatal
 // failure).
-func (p *Pipeline) handle(ctx context.Context, m kafka.Message) error {
+func (p *Pipeline) handle(ctx context.Context, m kafka.Message, d decoded) error {
 	k := partKey{topic: m.Topic, partition: m.Partition}
 	entry, dropped := p.track.track(k, m.Offset, m.HighWaterMark)
 	if len(dropped) > 0 {
 		p.redelivered(k, m.Offset, dropped)
 	}
 	p.fetched.Add(1)
-	ev := &event{part: k, offset: m.Offset, key: m.Key, value: m.Value, ts: m.Time, entry: entry}
-	c, bad := Decode(m.Key, m.Value, p.cfg.MaxEventBytes)
-	ev.change = c
-	if bad != nil {
-		return p.deadLetter(ctx, ev, bad.Reason, bad.Error(), resultDeadLetter)
-	}
-	if c.Op == OpUpsert {
-		members, err := docMembers(c.Doc)
-		if err != nil {
-			return p.deadLetter(ctx, ev, ReasonInvalidJSON, "doc: "+err.Error(), resultDeadLetter)
-		}
-		ev.members = members
+	c := d.change
+	ev := &event{part: k, offset: m.Offset, key: m.Key, value: m.Value, ts: m.Time, entry: entry, change: c, members: d.members}
+	if d.reason != "" {
+		return p.deadLetter(ctx, ev, d.reason, d.detail, resultDeadLetter)
 	}
 	ev.rid = c.ID
 	if c.Type == TypeDish {

@@ -302,11 +302,12 @@ func (p *Pipeline) fail(err error) {
 	}
 }
 
-// fetched is a message and the number of consumer-group generations the
-// reader had begun when it was fetched.
+// fetched is a message, decoded, and the number of consumer-group
+// generations the reader had begun when it was fetched.
 type fetched struct {
 	msg kafka.Message
 	gen int64
+	dec decoded
 }
 
 // sampleReader reads the reader's counters (kafka-go resets them when
@@ -318,7 +319,9 @@ func (p *Pipeline) sampleReader(r consumer) int64 {
 	return p.rebalances.Add(r.Stats().Rebalances)
 }
 
-// fetch hands fetched messages to the processing goroutine until ctx ends.
+// fetch hands fetched messages, decoded (which needs nothing of the
+// processing goroutine's state, so it is done here, beside it), to the
+// processing goroutine until ctx ends.
 //
 // Each message carries the generation count read after it was fetched.
 // kafka-go counts a new generation before it subscribes to the new
@@ -345,7 +348,7 @@ func (p *Pipeline) fetch(ctx context.Context, r consumer, out chan<- fetched) {
 			continue
 		}
 		select {
-		case out <- fetched{msg: m, gen: p.sampleReader(r)}:
+		case out <- fetched{msg: m, gen: p.sampleReader(r), dec: p.decode(m)}:
 		case <-ctx.Done():
 			return
 		}
@@ -390,7 +393,7 @@ func (p *Pipeline) process(stop, work context.Context, r consumer, msgs <-chan f
 					return err
 				}
 			}
-			if err := p.handle(work, f.msg); err != nil {
+			if err := p.handle(work, f.msg, f.dec); err != nil {
 				return err
 			}
 		case <-ix.inbox.wake:

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Server is an acknowledging bulk endpoint.
@@ -21,6 +22,9 @@ type Server struct {
 	Items atomic.Int64
 	// Requests counts the bulk requests received.
 	Requests atomic.Int64
+	// Delay, in nanoseconds, is how long each bulk request waits before
+	// it is answered (0: none), as a slow cluster would take.
+	Delay atomic.Int64
 }
 
 var bufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
@@ -45,6 +49,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	defer bufs.Put(in)
 	defer bufs.Put(out)
 	in.ReadFrom(r.Body)
+	if d := s.Delay.Load(); d > 0 {
+		time.Sleep(time.Duration(d))
+	}
 	out.WriteString(`{"took":1,"errors":false,"items":[`)
 	n := 0
 	body := in.Bytes()
