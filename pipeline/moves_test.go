@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/geoshard/geoshard/internal/osfake"
 	"github.com/geoshard/geoshard/internal/realenv"
+	"github.com/geoshard/geoshard/schema"
 )
 
 var errCrash = errors.New("crash")
@@ -157,5 +159,93 @@ func TestRecreateOnAnotherShardWaitsForTheDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.os.ClearFaults()
+	checkFinal(t, e, evs, where)
+}
+
+// TestSlowMoveHoldsOnlyItsRestaurant holds a move between its steps (its
+// task blocks after copying the dishes): events of another restaurant
+// that came after the move are written meanwhile, the later dish event
+// of the moving restaurant waits for the move, nothing past the move is
+// committed, and once the move goes on everything ends exactly right.
+func TestSlowMoveHoldsOnlyItsRestaurant(t *testing.T) {
+	realenv.Parallel(t)
+	e := newEnv(t, envOptions{partitions: 1})
+	ctx := context.Background()
+	evs := encodeAll(restaurantWithDishes(10))
+	where := e.produce(ctx, evs)
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	r := e.startWith(e.config(), func(p *Pipeline) {
+		p.ix.stepHook = func(step string) error {
+			if step == "copy dishes" {
+				once.Do(func() {
+					close(entered)
+					<-release
+				})
+			}
+			return nil
+		}
+	})
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
+	e.waitCaughtUp(t, r, 20*time.Second)
+
+	change := encodeAll([]genEvent{
+		{typ: TypeRestaurant, op: OpUpsert, id: "r1", rid: "r1", version: 2, lat: 40.73, lon: -73.99, doc: map[string]any{"name": "moved"}},
+		{typ: TypeRestaurant, op: OpUpsert, id: "r2", rid: "r2", version: 2, lat: 40.7128, lon: -74.006, doc: map[string]any{"name": "ny, later"}},
+		{dish: true, typ: TypeDish, op: OpUpsert, id: "other", rid: "r2", version: 2, doc: map[string]any{"name": "bagel, later"}},
+		{dish: true, typ: TypeDish, op: OpUpsert, id: "d000", rid: "r1", version: 9, doc: map[string]any{"name": "after the move"}},
+	})
+	evs = append(evs, change...)
+	where = append(where, e.produce(ctx, change)...)
+	select {
+	case <-entered:
+	case <-time.After(realenv.Slack(20 * time.Second)):
+		t.Fatal("the move never started")
+	}
+
+	routing := func(lat, lon float64) string {
+		cell, _ := e.m.Cell(lat, lon)
+		return e.m.Shard(e.m.LocateCell(cell)).Routing
+	}
+	ny, sf := routing(40.7128, -74.006), routing(37.7749, -122.4194)
+	version := func(id, routing string) int64 {
+		t.Helper()
+		_, v, found, err := e.admin.Get(ctx, testIndex, id, routing)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !found {
+			return 0
+		}
+		return v
+	}
+	deadline := time.Now().Add(realenv.Slack(20 * time.Second))
+	for version(schema.RestaurantID("r2"), ny) != 2 || version(schema.DishID("other"), ny) != 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the other restaurant's later events were not written while the move was held")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if v := version(schema.DishID("d000"), sf); v != 1 {
+		t.Errorf("the moving restaurant's dish at the old shard has version %d while the move is held, want 1", v)
+	}
+	if v := version(schema.RestaurantID("r1"), sf); v != 1 {
+		t.Errorf("the moving restaurant at the old shard has version %d while the move is held, want 1", v)
+	}
+	if ok, _ := e.caughtUp(ctx); ok {
+		t.Fatal("events past the held move were committed")
+	}
+
+	released = true
+	close(release)
+	e.waitCaughtUp(t, r, 20*time.Second)
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
 	checkFinal(t, e, evs, where)
 }

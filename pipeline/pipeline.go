@@ -241,9 +241,10 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	bg.Go(func() { p.commitLoop(commitCtx, reader) })
 	bg.Go(func() { p.progressLoop(workCtx, reader) })
 	bg.Go(func() { p.watch(fetchCtx, watch) })
-	msgs := make(chan fetched, 16)
+	raw, msgs := make(chan fetched, 64), make(chan fetched, 64)
 	var fetcher sync.WaitGroup
-	fetcher.Go(func() { p.fetch(fetchCtx, reader, msgs) })
+	fetcher.Go(func() { p.fetch(fetchCtx, reader, raw) })
+	fetcher.Go(func() { p.decodeAll(fetchCtx, raw, msgs) })
 
 	if err := p.process(fetchCtx, workCtx, reader, msgs); err != nil && workCtx.Err() == nil {
 		p.fail(err)
@@ -319,9 +320,7 @@ func (p *Pipeline) sampleReader(r consumer) int64 {
 	return p.rebalances.Add(r.Stats().Rebalances)
 }
 
-// fetch hands fetched messages, decoded (which needs nothing of the
-// processing goroutine's state, so it is done here, beside it), to the
-// processing goroutine until ctx ends.
+// fetch hands fetched messages to decodeAll until ctx ends.
 //
 // Each message carries the generation count read after it was fetched.
 // kafka-go counts a new generation before it subscribes to the new
@@ -348,7 +347,23 @@ func (p *Pipeline) fetch(ctx context.Context, r consumer, out chan<- fetched) {
 			continue
 		}
 		select {
-		case out <- fetched{msg: m, gen: p.sampleReader(r), dec: p.decode(m)}:
+		case out <- fetched{msg: m, gen: p.sampleReader(r)}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// decodeAll decodes the fetched messages, in order, and hands them to the
+// processing goroutine until in closes or ctx ends. Decoding needs none of
+// the processing goroutine's state, so it runs beside it, and beside the
+// fetch.
+func (p *Pipeline) decodeAll(ctx context.Context, in <-chan fetched, out chan<- fetched) {
+	defer close(out)
+	for f := range in {
+		f.dec = p.decode(f.msg)
+		select {
+		case out <- f:
 		case <-ctx.Done():
 			return
 		}
