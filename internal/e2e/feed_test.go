@@ -179,13 +179,20 @@ func (f *feed) start(batch int, every time.Duration) {
 	f.stopBg, f.bgDone = cancel, make(chan struct{})
 	go func() {
 		defer close(f.bgDone)
-		tick := time.NewTicker(every)
-		defer tick.Stop()
+		// The traffic must last the scenario however busy the machine is:
+		// past half of the stream each batch waits a tenth longer than the
+		// one before, up to slowest, so the second half lasts several times
+		// as long as the first.
+		slowest := realenv.Slack(250 * time.Millisecond)
+		interval := every
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-tick.C:
+			case <-time.After(interval):
+			}
+			if f.count()*2 > len(f.msgs) {
+				interval = min(interval*11/10, slowest)
 			}
 			// A batch is produced whole or not at all, whatever stop does
 			// meanwhile: a produce cut short could leave messages in the
