@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -173,10 +174,9 @@ func TestEndToEndTwoTopics(t *testing.T) {
 	cfg := e.config()
 	if realenv.Enabled() {
 		// The two topics are consumed independently, and on the real node
-		// every restaurant move costs two refreshes of the index on the
-		// processing loop, so the restaurants can fall behind the dishes by
-		// more than the usual wait: a dish would give up on a restaurant
-		// that is only late.
+		// every restaurant move costs two refreshes of the index, so the
+		// restaurants can fall behind the dishes by more than the usual
+		// wait: a dish would give up on a restaurant that is only late.
 		cfg.PendingMaxAge = time.Minute
 	}
 	r := e.start(cfg)
@@ -185,6 +185,26 @@ func TestEndToEndTwoTopics(t *testing.T) {
 		t.Fatalf("Run = %v", err)
 	}
 	checkFinal(t, e, evs, where)
+}
+
+// TestTopicsWithDifferentPartitionCounts: event topics whose partition
+// counts differ cannot be consumed co-partitioned; Run refuses them at
+// start, naming both, before it consumes anything.
+func TestTopicsWithDifferentPartitionCounts(t *testing.T) {
+	realenv.Parallel(t)
+	e := newEnv(t, envOptions{partitions: 3, twoTopics: true, dishPartitions: 2})
+	r := e.start(e.config())
+	err := r.wait(t, 20*time.Second)
+	var pm *PartitionMismatchError
+	if !errors.As(err, &pm) {
+		t.Fatalf("Run = %v, want a *PartitionMismatchError", err)
+	}
+	if pm.Counts[e.restaurantTopic] != 3 || pm.Counts[e.dishTopic] != 2 {
+		t.Errorf("counts %v, want %s 3 and %s 2", pm.Counts, e.restaurantTopic, e.dishTopic)
+	}
+	if f := r.p.Stats().Fetched; f != 0 {
+		t.Errorf("%d events fetched before the refusal, want none", f)
+	}
 }
 
 // TestKillAndResume cancels consumers mid-stream without draining (their

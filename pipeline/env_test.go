@@ -54,6 +54,9 @@ type testEnv struct {
 type envOptions struct {
 	partitions int
 	twoTopics  bool
+	// dishPartitions, with twoTopics, gives the dish topic another
+	// partition count than the restaurant topic's.
+	dishPartitions int
 	// inProcess uses the in-process broker and the emulator even under
 	// -tags realcluster, for benchmarks that compare the two.
 	inProcess bool
@@ -86,7 +89,11 @@ func newEnv(t testing.TB, o envOptions) *testEnv {
 	}
 	if o.twoTopics {
 		e.restaurantTopic, e.dishTopic = realenv.Unique("restaurants"), realenv.Unique("dishes")
-		opts = append(opts, kafkatest.WithTopic(e.restaurantTopic, o.partitions), kafkatest.WithTopic(e.dishTopic, o.partitions))
+		dp := o.partitions
+		if o.dishPartitions > 0 {
+			dp = o.dishPartitions
+		}
+		opts = append(opts, kafkatest.WithTopic(e.restaurantTopic, o.partitions), kafkatest.WithTopic(e.dishTopic, dp))
 	} else {
 		opts = append(opts, kafkatest.WithTopic(e.restaurantTopic, o.partitions))
 	}

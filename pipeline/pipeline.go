@@ -111,6 +111,10 @@ func (p *Pipeline) readerConfig(d *kafka.Dialer) kafka.ReaderConfig {
 		Brokers:               p.cfg.Brokers,
 		GroupID:               p.cfg.Group,
 		GroupTopics:           p.cfg.topics(),
+		// The co-partitioned balancer first; range only so that a group
+		// still holding members of an older version can form (a group
+		// votes for the first strategy all its members offer).
+		GroupBalancers: []kafka.GroupBalancer{copartitioned{}, kafka.RangeGroupBalancer{}},
 		Dialer:                d,
 		MinBytes:              1,
 		MaxBytes:              max(10<<20, 2*p.cfg.MaxEventBytes),
@@ -177,6 +181,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 
 	dialer, transport, err := p.cfg.Kafka.KafkaDialer()
 	if err != nil {
+		return err
+	}
+	if err := p.checkPartitions(ctx, transport); err != nil {
 		return err
 	}
 	runCtx, cancelRun := context.WithCancelCause(context.Background())
