@@ -108,13 +108,13 @@ func New(cfg Config, client *opensearch.Client) (*Pipeline, error) {
 func (p *Pipeline) readerConfig(d *kafka.Dialer) kafka.ReaderConfig {
 	k := p.cfg.Kafka
 	return kafka.ReaderConfig{
-		Brokers:               p.cfg.Brokers,
-		GroupID:               p.cfg.Group,
-		GroupTopics:           p.cfg.topics(),
+		Brokers:     p.cfg.Brokers,
+		GroupID:     p.cfg.Group,
+		GroupTopics: p.cfg.topics(),
 		// The co-partitioned balancer first; range only so that a group
 		// still holding members of an older version can form (a group
 		// votes for the first strategy all its members offer).
-		GroupBalancers: []kafka.GroupBalancer{copartitioned{}, kafka.RangeGroupBalancer{}},
+		GroupBalancers:        []kafka.GroupBalancer{copartitioned{}, kafka.RangeGroupBalancer{}},
 		Dialer:                d,
 		MinBytes:              1,
 		MaxBytes:              max(10<<20, 2*p.cfg.MaxEventBytes),
