@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"reflect"
 	"strings"
 	"testing"
@@ -271,4 +272,65 @@ func TestRebalance(t *testing.T) {
 		t.Errorf("an instance finished nothing: %d and %d", sa.Finished, sb.Finished)
 	}
 	checkFinalOpts(t, e, evs, where, true)
+}
+
+// TestScaleOut runs a group of instances on a restaurant topic and a dish
+// topic of six partitions each: three start together, one is killed
+// mid-stream (its writes in flight abandoned, nothing more committed), a
+// fourth joins later. Partition N of both topics always goes to one
+// member, so every dish is handled where its restaurant is: the index
+// ends equal to the model of the event log, every document on its
+// shard, and nothing is dead-lettered that should not be.
+func TestScaleOut(t *testing.T) {
+	realenv.Parallel(t)
+	const seed = 11
+	e := newEnv(t, envOptions{partitions: 6, twoTopics: true})
+	g := defaultGen(seed, 3000)
+	// As in TestEndToEndTwoTopics: across two topics the order of a
+	// restaurant's events and its dishes' is undefined.
+	g.wRestDelete, g.wReplay, g.wDishOutOfOrder = 0, 0, 0
+	evs := generate(t, g)
+	t.Logf("seed %d: %d events: %s", seed, len(evs), summarize(evs))
+	ctx := context.Background()
+	third := len(evs) / 3
+	where := e.produce(ctx, evs[:third])
+
+	cfg := e.config()
+	if realenv.Enabled() {
+		cfg.PendingMaxAge = time.Minute // see TestEndToEndTwoTopics
+	}
+	n := 0
+	instance := func(c Config) Config { // its own name and metrics
+		n++
+		c.Instance, c.Registerer = fmt.Sprintf("ingest-%d", n), prometheus.NewRegistry()
+		return c
+	}
+	killed := cfg
+	killed.DrainTimeout = time.Nanosecond
+	a, b, c := e.start(instance(cfg)), e.start(instance(killed)), e.start(instance(cfg))
+	e.waitCaughtUp(t, a, 40*time.Second)
+
+	where = append(where, e.produce(ctx, evs[third:2*third])...)
+	before := b.p.Stats().Finished
+	deadline := time.Now().Add(realenv.Slack(20 * time.Second))
+	for b.p.Stats().Finished < before+50 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if err := b.stop(t); err != nil {
+		t.Fatalf("killed instance: Run = %v", err)
+	}
+	d := e.start(instance(cfg))
+	where = append(where, e.produce(ctx, evs[2*third:])...)
+	e.waitCaughtUp(t, a, 60*time.Second)
+	for i, r := range []*running{a, c, d} {
+		if err := r.stop(t); err != nil {
+			t.Fatalf("instance %d: Run = %v", i, err)
+		}
+	}
+	var finished []int64
+	for _, r := range []*running{a, b, c, d} {
+		finished = append(finished, r.p.Stats().Finished)
+	}
+	t.Logf("finished per instance: %v", finished)
+	checkFinal(t, e, evs, where)
 }
