@@ -23,7 +23,10 @@ import (
 // two members; this one ranges over partition numbers. Members are sorted
 // by id, and member i of m takes the numbers [i·n/m, (i+1)·n/m) of the n
 // there are: the same contiguous split as range assignment.
-type copartitioned struct{}
+type copartitioned struct {
+	// token identifies this member in the group (ownership.go).
+	token []byte
+}
 
 var _ kafka.GroupBalancer = copartitioned{}
 
@@ -31,8 +34,9 @@ var _ kafka.GroupBalancer = copartitioned{}
 // member of a group must offer it.
 func (copartitioned) ProtocolName() string { return "geoshard-copartitioned" }
 
-// UserData is empty: the assignment needs nothing of the members.
-func (copartitioned) UserData() ([]byte, error) { return nil, nil }
+// UserData is the member's token: the assignment needs nothing of the
+// members, but the member finds its own assignment by it.
+func (b copartitioned) UserData() ([]byte, error) { return b.token, nil }
 
 // AssignGroups gives each member, for each topic it subscribes to, the
 // partitions whose numbers are its own. A partition of a topic its

@@ -334,3 +334,97 @@ func TestScaleOut(t *testing.T) {
 	t.Logf("finished per instance: %v", finished)
 	checkFinal(t, e, evs, where)
 }
+
+// TestMetricsFollowOwnership: once a second instance joins and takes
+// half the partitions, the first stops reporting the partitions it lost,
+// in its Stats and in its per-partition metrics, and the two report
+// disjoint partitions that cover the topic.
+func TestMetricsFollowOwnership(t *testing.T) {
+	realenv.Parallel(t)
+	const seed = 12
+	e := newEnv(t, envOptions{partitions: 4})
+	evs := generate(t, defaultGen(seed, 1200))
+	half := len(evs) / 2
+	ctx := context.Background()
+	where := e.produce(ctx, evs[:half])
+	regA, regB := prometheus.NewRegistry(), prometheus.NewRegistry()
+	cfgA, cfgB := e.config(), e.config()
+	cfgA.Instance, cfgA.Registerer = "ingest-a", regA
+	cfgB.Instance, cfgB.Registerer = "ingest-b", regB
+	a := e.start(cfgA)
+	e.waitCaughtUp(t, a, 30*time.Second)
+	if n := len(a.p.Stats().Partitions); n != 4 {
+		t.Fatalf("the only instance reports %d partitions, want 4", n)
+	}
+	b := e.start(cfgB)
+	where = append(where, e.produce(ctx, evs[half:])...)
+	e.waitCaughtUp(t, b, 30*time.Second)
+
+	lagSeries := func(reg *prometheus.Registry) map[string]bool {
+		t.Helper()
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]bool{}
+		for _, mf := range mfs {
+			if mf.GetName() != "geoshard_ingest_consumer_lag" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				var topic, part string
+				for _, l := range m.GetLabel() {
+					switch l.GetName() {
+					case "topic":
+						topic = l.GetValue()
+					case "partition":
+						part = l.GetValue()
+					}
+				}
+				out[topic+"/"+part] = true
+			}
+		}
+		return out
+	}
+	keys := func(m map[string]PartitionStats) map[string]bool {
+		out := map[string]bool{}
+		for k := range m {
+			out[k] = true
+		}
+		return out
+	}
+	deadline := time.Now().Add(realenv.Slack(20 * time.Second))
+	for {
+		pa, pb := keys(a.p.Stats().Partitions), keys(b.p.Stats().Partitions)
+		la, lb := lagSeries(regA), lagSeries(regB)
+		disjoint := len(pa) > 0 && len(pb) > 0 && len(pa)+len(pb) == 4
+		for k := range pa {
+			disjoint = disjoint && !pb[k]
+		}
+		same := func(x, y map[string]bool) bool {
+			if len(x) != len(y) {
+				return false
+			}
+			for k := range x {
+				if !y[k] {
+					return false
+				}
+			}
+			return true
+		}
+		if disjoint && same(pa, la) && same(pb, lb) {
+			t.Logf("first instance reports %v, second %v", pa, pb)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the rebalance: first instance reports %v (lag series %v), second %v (lag series %v); want disjoint partitions covering the topic, each in the metrics", pa, la, pb, lb)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, r := range []*running{a, b} {
+		if err := r.stop(t); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkFinalOpts(t, e, evs, where, true)
+}

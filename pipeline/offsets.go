@@ -46,6 +46,10 @@ type partState struct {
 	// hwm is the newest high watermark seen on a fetched message.
 	hwm      int64
 	restarts int64
+	// lost: the group gave the partition to another member (ownership.go)
+	// and no message of it has been fetched since. Its entries still
+	// finish and commit; it only leaves the figures.
+	lost bool
 }
 
 // tracker decides, per partition, how far offsets may be committed: up
@@ -110,6 +114,7 @@ func (t *tracker) track(k partKey, offset, hwm int64) (e *trackEntry, dropped []
 	if hwm > p.hwm {
 		p.hwm = hwm
 	}
+	p.lost = false
 	if p.last >= 0 && offset <= p.last {
 		p.restarts++
 		i := sort.Search(len(p.entries)-p.head, func(i int) bool { return p.entries[p.head+i].offset >= offset }) + p.head
@@ -211,12 +216,39 @@ type PartitionStats struct {
 	Restarts int64
 }
 
-// snapshot returns every partition's figures.
+// retain marks the partitions not in owned as lost, and returns those it
+// newly marked.
+func (t *tracker) retain(owned map[partKey]bool) []partKey {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []partKey
+	for k, p := range t.parts {
+		if !owned[k] && !p.lost {
+			p.lost = true
+			out = append(out, k)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+// owns reports whether partition k is tracked and not lost.
+func (t *tracker) owns(k partKey) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.parts[k]
+	return p != nil && !p.lost
+}
+
+// snapshot returns the figures of every partition this member owns.
 func (t *tracker) snapshot() map[string]PartitionStats {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := make(map[string]PartitionStats, len(t.parts))
 	for k, p := range t.parts {
+		if p.lost {
+			continue
+		}
 		out[k.String()] = PartitionStats{
 			Committed: p.committed, Ready: p.ready, HighWatermark: p.hwm,
 			Lag: p.lag(), Tracked: len(p.entries) - p.head, Restarts: p.restarts,
@@ -233,13 +265,15 @@ func (p *partState) lag() int64 {
 	return max(p.hwm-from, 0)
 }
 
-// totalLag sums the lag of every partition.
+// totalLag sums the lag of every partition this member owns.
 func (t *tracker) totalLag() int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var n int64
 	for _, p := range t.parts {
-		n += p.lag()
+		if !p.lost {
+			n += p.lag()
+		}
 	}
 	return n
 }
@@ -309,7 +343,9 @@ func (p *Pipeline) commit(ctx context.Context, r consumer) {
 	}
 	p.track.committed(due)
 	for _, c := range due {
-		p.met.committed.WithLabelValues(c.key.topic, strconv.Itoa(c.key.partition)).Set(float64(c.offset))
+		if p.track.owns(c.key) {
+			p.met.committed.WithLabelValues(c.key.topic, strconv.Itoa(c.key.partition)).Set(float64(c.offset))
+		}
 	}
 }
 

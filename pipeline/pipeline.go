@@ -41,6 +41,10 @@ type Pipeline struct {
 	newProducer func(*kafka.Transport) producer
 	// groupCommitted reads the group's committed offsets from the broker.
 	groupCommitted func(ctx context.Context, parts map[partKey]bool) (map[partKey]int64, error)
+	// describeGroup reads this member's assignment from the broker.
+	describeGroup func(ctx context.Context) (map[partKey]bool, bool, error)
+	// token identifies this member in the consumer group (ownership.go).
+	token []byte
 
 	started atomic.Bool
 	running atomic.Bool
@@ -96,6 +100,7 @@ func New(cfg Config, client *opensearch.Client) (*Pipeline, error) {
 		applied:     make(chan struct{}, 1),
 		counts:      make(map[EventKey]int64),
 		deadCount:   make(map[Reason]int64),
+		token:       newToken(),
 	}
 	p.ix = newIndexer(p.log, p.admin, m, p, newPendingSet(cfg.PendingMax, cfg.PendingMaxAge))
 	p.newProducer = p.kafkaProducer
@@ -114,7 +119,7 @@ func (p *Pipeline) readerConfig(d *kafka.Dialer) kafka.ReaderConfig {
 		// The co-partitioned balancer first; range only so that a group
 		// still holding members of an older version can form (a group
 		// votes for the first strategy all its members offer).
-		GroupBalancers:        []kafka.GroupBalancer{copartitioned{}, kafka.RangeGroupBalancer{}},
+		GroupBalancers:        []kafka.GroupBalancer{copartitioned{token: p.token}, kafka.RangeGroupBalancer{}},
 		Dialer:                d,
 		MinBytes:              1,
 		MaxBytes:              max(10<<20, 2*p.cfg.MaxEventBytes),
@@ -208,6 +213,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	p.mu.Unlock()
 	if p.groupCommitted == nil {
 		p.groupCommitted = p.offsetFetcher(transport)
+	}
+	if p.describeGroup == nil {
+		p.describeGroup = p.groupDescriber(transport)
 	}
 	reader := p.newConsumer(p.readerConfig(dialer))
 	prod := p.newProducer(transport)

@@ -165,13 +165,14 @@ func (p *Pipeline) Ready() (bool, string) {
 	return true, "ok"
 }
 
-// progressLoop samples the reader, publishes the gauges and calls
-// OnProgress, every 200ms, until ctx ends.
+// progressLoop samples the reader, follows the member's assignment,
+// publishes the gauges and calls OnProgress, every 200ms, until ctx ends.
 func (p *Pipeline) progressLoop(ctx context.Context, r consumer) {
 	const every = 200 * time.Millisecond
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	last, lastAt := p.finished.Load(), time.Now()
+	own := &ownership{describe: p.describeGroup}
 	for {
 		select {
 		case <-ctx.Done():
@@ -179,6 +180,7 @@ func (p *Pipeline) progressLoop(ctx context.Context, r consumer) {
 		case <-tick.C:
 		}
 		p.sampleReader(r)
+		p.followOwnership(ctx, own)
 		p.publishGauges()
 		if p.cfg.OnProgress == nil {
 			continue
