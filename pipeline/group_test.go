@@ -1,0 +1,206 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/geoshard/geoshard/internal/realenv"
+)
+
+// severable dials the connections of one instance's reader and can cut
+// them all at once: the instance then falls silent as a killed process
+// does (no heartbeat, no LeaveGroup, no commit), and the group waits out
+// its session timeout before it gives the instance's partitions away.
+type severable struct {
+	mu    sync.Mutex
+	cut   bool
+	conns []net.Conn
+}
+
+func (s *severable) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cut {
+		c.Close()
+		return nil, errors.New("killed")
+	}
+	s.conns = append(s.conns, c)
+	return c, nil
+}
+
+func (s *severable) sever() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cut = true
+	for _, c := range s.conns {
+		c.Close()
+	}
+}
+
+// member is one instance of a group under test.
+type member struct {
+	r   *running
+	sev *severable
+}
+
+// startMember starts an instance whose reader can be severed.
+func (e *testEnv) startMember(cfg Config, name string) *member {
+	cfg.Instance, cfg.Registerer = name, prometheus.NewRegistry()
+	sev := &severable{}
+	r := e.startWith(cfg, func(p *Pipeline) {
+		p.newConsumer = func(rc kafka.ReaderConfig) consumer {
+			d := *rc.Dialer
+			d.DialFunc = sev.dial
+			rc.Dialer = &d
+			return kafka.NewReader(rc)
+		}
+	})
+	return &member{r: r, sev: sev}
+}
+
+// kill stops the instance as SIGKILL would: silent at once, nothing
+// drained or committed.
+func (m *member) kill(t testing.TB) {
+	m.sev.sever()
+	m.r.p.cfg.DrainTimeout = time.Nanosecond
+	m.r.cancel()
+	<-m.r.done
+	m.r.done <- nil
+}
+
+// waitJoined waits until every member has partitions of its own in a
+// stable group: the group has settled with all of them in it.
+func waitJoined(t testing.TB, group []*member) {
+	t.Helper()
+	deadline := time.Now().Add(realenv.Slack(30 * time.Second))
+	for _, m := range group {
+		describe := m.r.p.groupDescriber(&kafka.Transport{})
+		for {
+			owned, ok, err := describe(context.Background())
+			if err == nil && ok && len(owned) > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("member %s has no partitions in a stable group (%v)", m.r.p.cfg.Instance, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// TestGroupThroughKillsAndRestarts runs three instances on six
+// partitions through three SIGKILLs in a row, each followed by a
+// replacement, and then a rolling restart of all three (each stopped as
+// SIGTERM stops it, then replaced), with events flowing throughout: the
+// index ends equal to the model of the event log.
+func TestGroupThroughKillsAndRestarts(t *testing.T) {
+	realenv.Parallel(t)
+	const seed = 13
+	e := newEnv(t, envOptions{partitions: 6})
+	evs := generate(t, defaultGen(seed, 3000))
+	t.Logf("seed %d: %d events: %s", seed, len(evs), summarize(evs))
+	ctx := context.Background()
+	chunks := 5
+	chunk := func(i int) []genEvent { return evs[i*len(evs)/chunks : (i+1)*len(evs)/chunks] }
+	cfg := e.config()
+	n := 0
+	start := func() *member {
+		n++
+		return e.startMember(cfg, fmt.Sprintf("ingest-%d", n))
+	}
+	group := []*member{start(), start(), start()}
+	where := e.produce(ctx, chunk(0))
+	e.waitCaughtUp(t, group[0].r, 40*time.Second)
+	for i := range 3 {
+		where = append(where, e.produce(ctx, chunk(1+i))...)
+		group[i].kill(t)
+		group[i] = start()
+		e.waitCaughtUp(t, group[(i+1)%3].r, 60*time.Second)
+	}
+	// Rolling restart: each instance stopped as SIGTERM stops it, then
+	// replaced, while the last chunk flows.
+	rest := chunk(4)
+	for i := range group {
+		where = append(where, e.produce(ctx, rest[i*len(rest)/3:(i+1)*len(rest)/3])...)
+		if err := group[i].r.stop(t); err != nil {
+			t.Fatalf("rolling restart of instance %d: Run = %v", i, err)
+		}
+		group[i] = start()
+	}
+	e.waitCaughtUp(t, group[0].r, 60*time.Second)
+	for i, m := range group {
+		if err := m.r.stop(t); err != nil {
+			t.Fatalf("instance %d: Run = %v", i, err)
+		}
+	}
+	checkFinalOpts(t, e, evs, where, true)
+}
+
+// BenchmarkGroupRecovery measures what losing one of three instances
+// costs. Once the group has settled, a batch of events is produced and
+// one instance is stopped at once: as SIGTERM stops it (it drains,
+// commits, and leaves the group, which rebalances right away) or as
+// SIGKILL does (it falls silent, and the group waits out its session
+// timeout before it gives the instance's partitions away); "none" loses
+// no instance. It reports the time until the group has finished the
+// batch ("s_to_catch_up"), with the test configuration's group timings:
+// session timeout 3 s, heartbeat every 200 ms.
+//
+//	go test -run '^$' -bench GroupRecovery -benchtime 1x -count 3 ./pipeline/
+func BenchmarkGroupRecovery(b *testing.B) {
+	for _, how := range []string{"none", "sigterm", "sigkill"} {
+		b.Run("stop="+how, func(b *testing.B) {
+			b.ReportAllocs()
+			var total time.Duration
+			for range b.N {
+				b.StopTimer()
+				e := newEnv(b, envOptions{partitions: 6})
+				evs := benchEvents(12000)
+				cfg := e.config()
+				var group []*member
+				for i := range 3 {
+					group = append(group, e.startMember(cfg, fmt.Sprintf("ingest-%d", i)))
+				}
+				ctx := context.Background()
+				e.produce(ctx, evs[:2000])
+				e.waitCaughtUp(b, group[0].r, 40*time.Second)
+				waitJoined(b, group)
+				b.StartTimer()
+				start := time.Now()
+				e.produce(ctx, evs[2000:])
+				switch how {
+				case "sigkill":
+					group[1].kill(b)
+				case "sigterm":
+					if err := group[1].r.stop(b); err != nil {
+						b.Fatal(err)
+					}
+				}
+				e.waitCaughtUp(b, group[0].r, 60*time.Second)
+				total += time.Since(start)
+				b.StopTimer()
+				for i, m := range group {
+					if i != 1 || how == "none" {
+						if err := m.r.stop(b); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+			}
+			b.ReportMetric(total.Seconds()/float64(b.N), "s_to_catch_up")
+		})
+	}
+}
