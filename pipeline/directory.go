@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/golang/geo/s2"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/schema"
@@ -123,23 +125,60 @@ func (d *directory) adopt(nd *directory) {
 	d.live.Store(nd.live.Load())
 }
 
+// warmSlices is how many shards warm reads at once.
+const warmSlices = 4
+
 // warm fills d from the restaurants stored in the target's index: their
-// geo_cell and version, read in doc_id order with search_after.
+// geo_cell and version. It reads shard by shard, warmSlices at a time,
+// each in doc_id order with search_after under the routing of the map's
+// geoshard on that shard (the routing only picks the shard: the search
+// returns every restaurant stored there, whatever routing it was written
+// with). A search that only one shard answers costs that shard's
+// documents per page, not the whole index's.
 func (ix *indexer) warm(ctx context.Context, t *target, d *directory) error {
 	start := time.Now()
 	if err := retry(ctx, ix.log, "refresh "+t.index, func() error { return ix.admin.Refresh(ctx, t.index) }); err != nil {
 		return err
 	}
+	var mu sync.Mutex // guards d and skipped
+	skipped := 0
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(warmSlices)
+	for shard := range t.m.NumShards() {
+		routing := t.m.Shard(shard).Routing
+		g.Go(func() error {
+			return ix.warmShard(gctx, t, routing, func(hits []bulk.Hit) {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, h := range hits {
+					if err := ix.warmHit(t, h, d); err != nil {
+						skipped++
+						ix.log.Warn("directory: skipping a restaurant document", "index", t.index, "error", err)
+					}
+				}
+			})
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	ix.warmStats.done.Store(true)
+	ix.log.Info("directory warm", "index", t.index, "restaurants", d.size(), "skipped", skipped, "pages", ix.warmStats.pages.Load(), "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// warmShard pages through the restaurants of the shard that routing
+// reaches and hands each page to add.
+func (ix *indexer) warmShard(ctx context.Context, t *target, routing string, add func([]bulk.Hit)) error {
 	const logEvery = 20
 	var after json.RawMessage
-	skipped := 0
 	for page := 1; ; page++ {
 		q := map[string]any{
 			"query":            map[string]any{"term": map[string]any{schema.FieldRelation: schema.RelationRestaurant}},
 			"_source":          []string{schema.FieldGeoCell, schema.FieldVersion, schema.FieldLocation},
 			"sort":             []any{map[string]any{schema.FieldDocID: "asc"}},
 			"size":             ix.warmSize,
-			"track_total_hits": true,
+			"track_total_hits": page == 1,
 		}
 		if after != nil {
 			q["search_after"] = []json.RawMessage{after}
@@ -151,28 +190,23 @@ func (ix *indexer) warm(ctx context.Context, t *target, d *directory) error {
 		var pg *bulk.Page
 		err = retry(ctx, ix.log, "warm the directory", func() error {
 			var err error
-			pg, err = ix.admin.Search(ctx, t.index, body, bulk.SearchParams{})
+			pg, err = ix.admin.Search(ctx, t.index, body, bulk.SearchParams{Routing: routing})
 			return err
 		})
 		if err != nil {
 			return err
 		}
 		if page == 1 {
-			ix.warmStats.total.Store(pg.Total)
+			ix.warmStats.total.Add(pg.Total)
 		}
-		for _, h := range pg.Hits {
-			if err := ix.warmHit(t, h, d); err != nil {
-				skipped++
-				ix.log.Warn("directory: skipping a restaurant document", "index", t.index, "error", err)
-			}
-		}
-		ix.warmStats.pages.Add(1)
-		ix.warmStats.seen.Add(int64(len(pg.Hits)))
-		if page%logEvery == 0 {
-			ix.log.Info("warming the directory", "index", t.index, "pages", page, "restaurants", ix.warmStats.seen.Load(), "total", pg.Total)
+		add(pg.Hits)
+		pages := ix.warmStats.pages.Add(1)
+		seen := ix.warmStats.seen.Add(int64(len(pg.Hits)))
+		if pages%logEvery == 0 {
+			ix.log.Info("warming the directory", "index", t.index, "pages", pages, "restaurants", seen, "total", ix.warmStats.total.Load())
 		}
 		if len(pg.Hits) < ix.warmSize || len(pg.Hits) == 0 {
-			break
+			return nil
 		}
 		last := pg.Hits[len(pg.Hits)-1]
 		if len(last.Sort) == 0 {
@@ -180,9 +214,6 @@ func (ix *indexer) warm(ctx context.Context, t *target, d *directory) error {
 		}
 		after = last.Sort[0]
 	}
-	ix.warmStats.done.Store(true)
-	ix.log.Info("directory warm", "index", t.index, "restaurants", d.size(), "skipped", skipped, "pages", ix.warmStats.pages.Load(), "took", time.Since(start).Round(time.Millisecond))
-	return nil
 }
 
 // rewarm reads the directory again after the consumer group began a new
@@ -202,6 +233,7 @@ func (ix *indexer) rewarm(ctx context.Context, gen int64) error {
 	nd := newDirectory()
 	ix.warmStats.pages.Store(0)
 	ix.warmStats.seen.Store(0)
+	ix.warmStats.total.Store(0)
 	t := ix.targets[0]
 	if err := ix.warm(ctx, &t, nd); err != nil {
 		return err

@@ -153,7 +153,7 @@ func newIndexer(log *slog.Logger, admin *bulk.Admin, met *metrics, h host, pend 
 		inbox:      inbox{wake: make(chan struct{}, 1)},
 		getSlots:   make(chan struct{}, 16),
 		searchSize: 1000,
-		warmSize:   5000,
+		warmSize:   10_000,
 	}
 }
 
