@@ -13,7 +13,7 @@ build:
 test: test-fast test-real
 
 test-fast:
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 # The packages whose tests can run against the real engines: those that
 # import internal/realenv.
@@ -21,7 +21,7 @@ REAL_PKGS = $(shell $(GO) list -tags realcluster -f '{{.ImportPath}} {{join .Imp
 
 # One package at a time (-p 1): the suites share one node and one broker.
 test-real:
-	@$(REAL) run $(GO) test -tags realcluster -p 1 -count=1 $(REAL_PKGS)
+	@$(REAL) run $(GO) test -tags realcluster -p 1 -count=1 -timeout 30m $(REAL_PKGS)
 
 # A real single-node OpenSearch 2.19 and a real KRaft Kafka 4.1 broker on
 # loopback, from Maven Central jars (deploy/local/); OPENSEARCH_PORT and
