@@ -1,6 +1,7 @@
 package osfake
 
 import (
+	"container/heap"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -244,7 +245,6 @@ func (s *Server) execSearch(reads []shardRead, req *searchRequest) (*searchRespo
 			h.keys[i] = fn(&res.reads[h.pos], h.d, score)
 		}
 	}
-	sort.Slice(hits, func(i, j int) bool { return compareHits(hits[i], hits[j], clauses) < 0 })
 	if req.after != nil {
 		kept := hits[:0]
 		for _, h := range hits {
@@ -254,6 +254,7 @@ func (s *Server) execSearch(reads []shardRead, req *searchRequest) (*searchRespo
 		}
 		hits = kept
 	}
+	hits = firstHits(hits, req.from+req.size, clauses)
 	if req.from >= len(hits) {
 		hits = nil
 	} else {
@@ -287,4 +288,44 @@ func (s *Server) execSearch(reads []shardRead, req *searchRequest) (*searchRespo
 		resp.Hits.Hits = append(resp.Hits.Hits, hj)
 	}
 	return resp, nil
+}
+
+// firstHits returns the first n hits in sort order, sorted: a page needs
+// only those, and a page deep into a large result (search_after through
+// a whole index) would otherwise sort every match again.
+func firstHits(hits []*hit, n int, clauses []sortClause) []*hit {
+	less := func(a, b *hit) bool { return compareHits(a, b, clauses) < 0 }
+	if n <= 0 || n >= len(hits)/2 {
+		sort.Slice(hits, func(i, j int) bool { return less(hits[i], hits[j]) })
+		return hits
+	}
+	// A max-heap of the n smallest so far: its root is the largest of
+	// them, replaced by any hit that sorts before it.
+	h := &hitHeap{less: less, hits: append([]*hit(nil), hits[:n]...)}
+	heap.Init(h)
+	for _, x := range hits[n:] {
+		if less(x, h.hits[0]) {
+			h.hits[0] = x
+			heap.Fix(h, 0)
+		}
+	}
+	out := h.hits
+	sort.Slice(out, func(i, j int) bool { return less(out[i], out[j]) })
+	return out
+}
+
+// hitHeap is a max-heap of hits under less.
+type hitHeap struct {
+	less func(a, b *hit) bool
+	hits []*hit
+}
+
+func (h *hitHeap) Len() int           { return len(h.hits) }
+func (h *hitHeap) Less(i, j int) bool { return h.less(h.hits[j], h.hits[i]) }
+func (h *hitHeap) Swap(i, j int)      { h.hits[i], h.hits[j] = h.hits[j], h.hits[i] }
+func (h *hitHeap) Push(x any)         { h.hits = append(h.hits, x.(*hit)) }
+func (h *hitHeap) Pop() any {
+	x := h.hits[len(h.hits)-1]
+	h.hits = h.hits[:len(h.hits)-1]
+	return x
 }
