@@ -163,6 +163,7 @@ func (ix *indexer) warm(ctx context.Context, t *target, d *directory) error {
 		return err
 	}
 	ix.warmStats.done.Store(true)
+	ix.warmStats.reads.Add(1)
 	ix.log.Info("directory warm", "index", t.index, "restaurants", d.size(), "skipped", skipped, "pages", ix.warmStats.pages.Load(), "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"testing"
 
 	"github.com/golang/geo/s2"
@@ -53,5 +54,58 @@ func TestDirectory(t *testing.T) {
 	d.warm("r3", sf.Parent(10), 4)
 	if c, _ := d.lookup("r3"); c != ny.Parent(10) {
 		t.Errorf("warm kept %v, want the version 9 copy's cell", c)
+	}
+}
+
+// A new generation reads the directory again only when the member gained
+// a partition; one that only lost partitions, or kept them all, keeps
+// what it knows. An assignment that cannot be read makes it read again.
+func TestNewGenerationReadsOnlyForGainedPartitions(t *testing.T) {
+	e := newEnv(t, envOptions{partitions: 1})
+	p := offlinePipeline(t)
+	p.ix.admin = e.admin
+	p.ix.targets = []target{newTarget(testIndex, e.m, true)}
+	parts := func(ids ...int) map[partKey]bool {
+		out := map[partKey]bool{}
+		for _, id := range ids {
+			out[partKey{"events", id}] = true
+		}
+		return out
+	}
+	var next map[partKey]bool
+	p.describeGroup = func(context.Context) (map[partKey]bool, bool, error) {
+		if next == nil {
+			return nil, false, nil
+		}
+		return next, true, nil
+	}
+	p.assigned = parts(0, 1, 2, 3)
+	ctx := context.Background()
+	for i, step := range []struct {
+		owned []int // nil: the assignment cannot be read
+		read  bool
+	}{
+		{[]int{2, 3}, false},   // lost two
+		{[]int{2, 3}, false},   // kept both
+		{[]int{1, 2, 3}, true}, // gained one
+		{nil, true},            // unknown
+		{[]int{3}, true},       // nothing to compare with after an unknown
+		{[]int{3}, false},
+	} {
+		next = nil
+		if step.owned != nil {
+			next = parts(step.owned...)
+		}
+		before := p.ix.warmStats.reads.Load()
+		gen := int64(i + 2)
+		if err := p.newGeneration(ctx, gen); err != nil {
+			t.Fatal(err)
+		}
+		if read := p.ix.warmStats.reads.Load() > before; read != step.read {
+			t.Errorf("step %d (owned %v): read the directory %v, want %v", i, step.owned, read, step.read)
+		}
+		if p.ix.dirGen != gen {
+			t.Errorf("step %d: directory generation %d, want %d", i, p.ix.dirGen, gen)
+		}
 	}
 }

@@ -84,9 +84,12 @@
 // # Several instances in one group
 //
 // Each instance reads the directory from the index once it has joined its
-// consumer group, and again at every later generation: partitions may
-// have moved, and the previous owner of a partition may have created,
-// moved or deleted its restaurants. Before the new read everything the
+// consumer group, and again at a later generation that gave it a
+// partition it did not hold (pipeline.go, newGeneration): the previous
+// owner of that partition may have created, moved or deleted its
+// restaurants. The group's balancer gives partition N of every event
+// topic to one member (balancer.go), so the restaurants of a partition
+// it kept had no other writer. Before the new read everything the
 // instance has in flight is answered and the index refreshed, so the read
 // sees every acknowledged write; what a previous owner had not
 // acknowledged it had not committed, so those events are delivered again.

@@ -421,6 +421,6 @@ func (b *inbox) len() int {
 // warmStats is the progress of the last directory read, for Stats and
 // Ready.
 type warmStats struct {
-	pages, seen, total atomic.Int64
-	done               atomic.Bool
+	pages, seen, total, reads atomic.Int64
+	done                      atomic.Bool
 }

@@ -45,6 +45,9 @@ type Pipeline struct {
 	describeGroup func(ctx context.Context) (map[partKey]bool, bool, error)
 	// token identifies this member in the consumer group (ownership.go).
 	token []byte
+	// assigned is the member's assignment when the directory was last
+	// read (nil: unknown). Owned by the processing goroutine.
+	assigned map[partKey]bool
 
 	started atomic.Bool
 	running atomic.Bool
@@ -419,7 +422,7 @@ func (p *Pipeline) process(stop, work context.Context, r consumer, msgs <-chan f
 				return nil
 			}
 			if f.gen > ix.dirGen {
-				if err := ix.rewarm(work, f.gen); err != nil {
+				if err := p.newGeneration(work, f.gen); err != nil {
 					return err
 				}
 			}
@@ -442,6 +445,53 @@ func (p *Pipeline) process(stop, work context.Context, r consumer, msgs <-chan f
 	}
 }
 
+// newGeneration follows the consumer group into generation gen. The
+// directory is read again only if the group gave this member a partition
+// it did not hold when the directory was last read: the restaurants of a
+// partition it kept had no other writer meanwhile (partition N of every
+// event topic is one member's, and both are keyed by restaurant), so what
+// it knows of them stands, and a member that only lost partitions (the
+// older members when one joins) pauses for nothing but the rebalance. An
+// assignment it cannot read makes it read the directory, as before.
+func (p *Pipeline) newGeneration(ctx context.Context, gen int64) error {
+	owned := p.assignment(ctx)
+	if owned != nil && p.assigned != nil && subsetOf(owned, p.assigned) {
+		p.ix.dirGen = gen
+		p.assigned = owned
+		p.log.Info("consumer group rebalanced: no partition gained; the directory stands", "generation", gen, "partitions", len(owned))
+		return nil
+	}
+	if err := p.ix.rewarm(ctx, gen); err != nil {
+		return err
+	}
+	p.assigned = owned
+	return nil
+}
+
+// assignment reads this member's partitions, or nil when they cannot be
+// read now (the group is not stable, the broker does not answer).
+func (p *Pipeline) assignment(ctx context.Context) map[partKey]bool {
+	if p.describeGroup == nil {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	owned, ok, err := p.describeGroup(cctx)
+	if err != nil || !ok {
+		return nil
+	}
+	return owned
+}
+
+func subsetOf(a, b map[partKey]bool) bool {
+	for k := range a {
+		if !b[k] {
+			return false
+		}
+	}
+	return true
+}
+
 // initialWarm waits for the reader to join its group, then reads the
 // directory. Reading it only then matters when instances come and go: until
 // the group has settled, the previous owners of our partitions may still
@@ -459,6 +509,9 @@ func (p *Pipeline) initialWarm(ctx context.Context, r consumer) error {
 		}
 	}
 	gen := p.rebalances.Load()
+	// The assignment before the read: the directory then holds every
+	// acknowledged write of the partitions it names.
+	p.assigned = p.assignment(ctx)
 	if err := p.ix.warm(ctx, &p.ix.targets[0], p.ix.dir); err != nil {
 		if ctx.Err() != nil {
 			return nil

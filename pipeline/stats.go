@@ -22,6 +22,10 @@ type WarmProgress struct {
 	Pages, Restaurants, Total int64
 	// Done is set once the whole index has been read.
 	Done bool
+	// Reads counts the directory's reads from the index: one at start, and
+	// one at each new consumer-group generation that gave this member a
+	// partition it did not hold.
+	Reads int64
 }
 
 // TargetInfo names an index written to and the hash of its map.
@@ -101,6 +105,7 @@ func (p *Pipeline) Stats() Stats {
 		Partitions: p.track.snapshot(),
 		Warm: WarmProgress{
 			Pages: p.ix.warmStats.pages.Load(), Restaurants: p.ix.warmStats.seen.Load(), Total: p.ix.warmStats.total.Load(), Done: p.ix.warmStats.done.Load(),
+			Reads: p.ix.warmStats.reads.Load(),
 		},
 	}
 	for _, ps := range s.Partitions {
