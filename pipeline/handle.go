@@ -37,6 +37,9 @@ type event struct {
 	result      string // the first successful write's result label
 	rejected    error  // a permanent error of one of its writes
 	failed      bool   // a write failed for good: the event never finishes
+	// settled, if set, runs on the loop once every write of the event is
+	// answered (whatever the answers).
+	settled func(context.Context) error
 }
 
 func (ev *event) labels() (typ, op string) {
@@ -176,7 +179,51 @@ func (ix *indexer) restaurantUpsert(ctx context.Context, ev *event) error {
 			return nil
 		})
 	}
+	if !known {
+		return ix.confirmRestaurant(ctx, ev, cell)
+	}
 	return ix.writeRestaurant(ctx, ev, cell)
+}
+
+// confirmRestaurant writes a restaurant the directory knows nothing of,
+// and holds it until the index has answered: only then does the
+// directory take it as live and its waiting dishes go to the index. The
+// directory is read from the index, which keeps no deleted document, so
+// a restaurant deleted before the read is unknown here; a replay of an
+// older upsert of it is refused by the delete's tombstone (Stale), and
+// the restaurant is then recorded as deleted at that version instead, so
+// that its dishes wait (and are dead-lettered) as they would have if the
+// delete had been seen. (No other member writes the restaurant: it is
+// keyed to a partition of this member's.)
+func (ix *indexer) confirmRestaurant(ctx context.Context, ev *event, cell s2.CellID) error {
+	c := ev.change
+	members := ev.members
+	ix.rest(c.ID).held = true
+	ev.settled = func(ctx context.Context) error {
+		ev.mu.Lock()
+		failed, rejected, result := ev.failed, ev.rejected, ev.result
+		ev.mu.Unlock()
+		switch {
+		case failed || rejected != nil:
+			// Stopping, or dead-lettered: the directory learns nothing.
+		case result == resultStale:
+			ix.dir.remove(c.ID, c.Version)
+		default:
+			ix.dir.set(c.ID, cell, c.Version)
+			for _, d := range ix.pend.take(c.ID) {
+				if err := ix.dishUpsert(ctx, d); err != nil {
+					return err
+				}
+			}
+		}
+		return ix.unhold(ctx, c.ID)
+	}
+	return ix.emit(ctx, ix.targets, ev, docWrite{
+		action: bulk.Index, vtype: bulk.External, id: schema.RestaurantID(c.ID), version: c.Version, cell: cell,
+		body: func(level int) []byte {
+			return restaurantBody(members, c.ID, c.Version, cell, c.Lat, c.Lon, level)
+		},
+	})
 }
 
 // writeRestaurant writes a restaurant's own document at cell, records it

@@ -370,6 +370,9 @@ func (ix *indexer) eventResult(ev *event, r bulk.Result) {
 	if !done {
 		return
 	}
+	if ev.settled != nil {
+		ix.inbox.post(ev.settled)
+	}
 	switch {
 	case failed:
 		// An event is finished only when the writes to every target are
