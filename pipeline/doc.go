@@ -89,7 +89,9 @@
 // owner of that partition may have created, moved or deleted its
 // restaurants. The group's balancer gives partition N of every event
 // topic to one member (balancer.go), so the restaurants of a partition
-// it kept had no other writer. Before the new read everything the
+// it kept had no other writer. A directory read from the index knows no
+// delete made before the read, so a restaurant it does not know is taken
+// as live only once the index has taken its write (confirmRestaurant). Before the new read everything the
 // instance has in flight is answered and the index refreshed, so the read
 // sees every acknowledged write; what a previous owner had not
 // acknowledged it had not committed, so those events are delivered again.

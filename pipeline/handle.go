@@ -157,27 +157,9 @@ func (ix *indexer) restaurantUpsert(ctx context.Context, ev *event) error {
 	}
 	if known && !old.deleted && ix.cellChanged(old.cell, cell) {
 		targets := ix.targets
-		return ix.whenQuiet(ctx, c.ID, func(ctx context.Context) error {
-			ix.goTask(ctx, func(ctx context.Context) func(context.Context) error {
-				rej, err := ix.relocate(ctx, targets, ev, old.cell, cell)
-				return func(ctx context.Context) error {
-					switch {
-					case err != nil:
-						return err
-					case rej != nil:
-						if err := ix.host.deadLetter(ctx, ev, ReasonRejected, rej.Error(), resultDeadLetter); err != nil {
-							return err
-						}
-					default:
-						if err := ix.writeRestaurant(ctx, ev, cell); err != nil {
-							return err
-						}
-					}
-					return ix.unhold(ctx, c.ID)
-				}
-			})
-			return nil
-		})
+		return ix.restaurantTask(ctx, ev,
+			func(ctx context.Context) (error, error) { return ix.relocate(ctx, targets, ev, old.cell, cell) },
+			func(ctx context.Context) error { return ix.writeRestaurant(ctx, ev, cell) })
 	}
 	if !known {
 		return ix.confirmRestaurant(ctx, ev, cell)
@@ -297,9 +279,29 @@ func (ix *indexer) restaurantDelete(ctx context.Context, ev *event) error {
 		return nil
 	}
 	targets := ix.targets
-	return ix.whenQuiet(ctx, c.ID, func(ctx context.Context) error {
+	return ix.restaurantTask(ctx, ev,
+		func(ctx context.Context) (error, error) { return ix.deleteDependents(ctx, targets, ev, old.cell) },
+		func(ctx context.Context) error {
+			err := ix.emit(ctx, ix.targets[:1], ev, docWrite{
+				action: bulk.Delete, vtype: bulk.External, id: schema.RestaurantID(c.ID), version: c.Version, cell: old.cell,
+			})
+			if err != nil {
+				return err
+			}
+			ix.dir.remove(c.ID, c.Version)
+			return nil
+		})
+}
+
+// restaurantTask holds ev's restaurant and, once the restaurant is quiet,
+// runs task (a move's or a delete's steps) on a goroutine of its own.
+// Back on the loop, a rejected write dead-letters the event, success runs
+// then, and either way the hold ends.
+func (ix *indexer) restaurantTask(ctx context.Context, ev *event, task func(context.Context) (rej, err error), then func(context.Context) error) error {
+	rid := ev.change.ID
+	return ix.whenQuiet(ctx, rid, func(ctx context.Context) error {
 		ix.goTask(ctx, func(ctx context.Context) func(context.Context) error {
-			rej, err := ix.deleteDependents(ctx, targets, ev, old.cell)
+			rej, err := task(ctx)
 			return func(ctx context.Context) error {
 				switch {
 				case err != nil:
@@ -309,15 +311,11 @@ func (ix *indexer) restaurantDelete(ctx context.Context, ev *event) error {
 						return err
 					}
 				default:
-					err := ix.emit(ctx, ix.targets[:1], ev, docWrite{
-						action: bulk.Delete, vtype: bulk.External, id: schema.RestaurantID(c.ID), version: c.Version, cell: old.cell,
-					})
-					if err != nil {
+					if err := then(ctx); err != nil {
 						return err
 					}
-					ix.dir.remove(c.ID, c.Version)
 				}
-				return ix.unhold(ctx, c.ID)
+				return ix.unhold(ctx, rid)
 			}
 		})
 		return nil
