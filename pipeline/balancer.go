@@ -118,16 +118,10 @@ func (p *Pipeline) checkPartitions(ctx context.Context, t *kafka.Transport) erro
 		return nil
 	}
 	client := &kafka.Client{Addr: kafka.TCP(p.cfg.Brokers...), Timeout: 10 * time.Second, Transport: t}
-	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
+	counts, err := partitionCounts(ctx, client, topics...)
 	if err != nil {
 		p.log.Warn("could not read the event topics' partition counts; starting without the check", "error", err)
 		return nil
-	}
-	counts := map[string]int{}
-	for _, tp := range md.Topics {
-		if tp.Error == nil && len(tp.Partitions) > 0 {
-			counts[tp.Name] = len(tp.Partitions)
-		}
 	}
 	for _, n := range counts {
 		for _, m := range counts {
@@ -135,6 +129,9 @@ func (p *Pipeline) checkPartitions(ctx context.Context, t *kafka.Transport) erro
 				return &PartitionMismatchError{Counts: counts}
 			}
 		}
+	}
+	if n := counts[p.cfg.RestaurantTopic]; n > 0 && p.cfg.DishKey == DishKeyDish {
+		p.placement = newKeyPlacement(n)
 	}
 	return nil
 }

@@ -75,6 +75,13 @@ func benchPipelineWith(b *testing.B, o envOptions, client func(e *testEnv) *open
 		ready = setup(e)
 	}
 	evs := benchEvents(b.N)
+	if o.dishKeyDish {
+		for i := range evs {
+			if evs[i].dish {
+				evs[i].key = []byte(evs[i].id)
+			}
+		}
+	}
 	cfg := e.config()
 	cfg.Bulk.FlushInterval = 20 * time.Millisecond
 	cfg.Registerer = nil
@@ -160,6 +167,36 @@ func BenchmarkPipelineEngines(b *testing.B) {
 		realenv.RealOnly(b)
 		benchPipelineOn(b, envOptions{partitions: 4}, func(e *testEnv) *opensearch.Client { return e.client })
 	})
+}
+
+// BenchmarkPipelineDishKey runs the events of BenchmarkPipeline from a
+// restaurant and a dish topic, the dishes keyed by restaurant
+// (dishkey=restaurant) and by their own id (dishkey=dish: re-keyed through
+// the repartition topic), side by side, to the emulator and to the
+// acknowledging server (the pipeline's own cost), both on the in-process
+// broker, and with -tags realcluster on the real broker and node.
+func BenchmarkPipelineDishKey(b *testing.B) {
+	for _, server := range []string{"emulator", "ack", "real"} {
+		for _, dish := range []bool{false, true} {
+			name := "restaurant"
+			if dish {
+				name = "dish"
+			}
+			b.Run("server="+server+"/dishkey="+name, func(b *testing.B) {
+				if server == "real" {
+					realenv.RealOnly(b)
+				}
+				benchPipelineOn(b, envOptions{partitions: 4, twoTopics: true, dishKeyDish: dish, inProcess: server != "real"}, func(e *testEnv) *opensearch.Client {
+					if server != "ack" {
+						return e.client
+					}
+					ack := acksrv.Start()
+					b.Cleanup(ack.Close)
+					return ackClient(b, e, ack)
+				})
+			})
+		}
+	}
 }
 
 // BenchmarkPipelineDualWrites runs the events of BenchmarkPipeline with no

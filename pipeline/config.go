@@ -28,6 +28,21 @@ type Config struct {
 	// events; they may name the same topic. Defaults "restaurants" and
 	// "dishes".
 	RestaurantTopic, DishTopic string
+	// DishKey says how the dish topic is keyed: DishKeyRestaurant, each
+	// dish event by its restaurant's id, or DishKeyDish, by anything (its
+	// own id, as change-data-capture tools key rows), in which case the
+	// pipeline re-keys dish events by restaurant into RepartitionTopic
+	// and consumes that (repartition.go). DishKeyDish needs a DishTopic of
+	// its own. Default DishKeyRestaurant.
+	DishKey DishKey
+	// RepartitionTopic receives the dish events re-keyed by restaurant
+	// under DishKeyDish; the pipeline creates it if it is missing, with
+	// the restaurant topic's partition count. Default Group +
+	// ".dishes-by-restaurant".
+	RepartitionTopic string
+	// RepartitionRetention is the repartition topic's retention.ms when
+	// the pipeline creates it. Default 7 days.
+	RepartitionRetention time.Duration
 	// Group is the Kafka consumer group. Default "geoshard-ingest".
 	Group string
 	// DLQTopic receives dead letters. Default "geoshard.dlq".
@@ -154,6 +169,11 @@ func (c Config) withDefaults() Config {
 	str(&c.RestaurantTopic, DefaultRestaurantTopic)
 	str(&c.DishTopic, DefaultDishTopic)
 	str(&c.Group, DefaultGroup)
+	if c.DishKey == "" {
+		c.DishKey = DishKeyRestaurant
+	}
+	str(&c.RepartitionTopic, c.Group+".dishes-by-restaurant")
+	dur(&c.RepartitionRetention, DefaultRepartitionRetention)
 	str(&c.DLQTopic, DefaultDLQTopic)
 	str(&c.Alias, DefaultAlias)
 	dur(&c.MapCheckInterval, DefaultMapCheckInterval)
@@ -194,6 +214,17 @@ func (c Config) Validate() error {
 	d := c.withDefaults()
 	if d.DLQTopic == d.RestaurantTopic || d.DLQTopic == d.DishTopic {
 		bad("dlq topic %q: must differ from the event topics", d.DLQTopic)
+	}
+	switch {
+	case !d.DishKey.Valid():
+		bad("dish key %q: want %q or %q", c.DishKey, DishKeyRestaurant, DishKeyDish)
+	case d.DishKey == DishKeyDish && d.DishTopic == d.RestaurantTopic:
+		bad("dish key %q: needs a dish topic of its own, not the restaurant topic %q", d.DishKey, d.RestaurantTopic)
+	case d.DishKey == DishKeyDish && (d.RepartitionTopic == d.RestaurantTopic || d.RepartitionTopic == d.DishTopic || d.RepartitionTopic == d.DLQTopic):
+		bad("repartition topic %q: must differ from the event and dead-letter topics", d.RepartitionTopic)
+	}
+	if c.RepartitionRetention < 0 {
+		bad("repartition retention %v: must not be negative", c.RepartitionRetention)
 	}
 	if c.MapHash != "" && (len(c.MapHash) != 64 || strings.Trim(c.MapHash, "0123456789abcdef") != "") {
 		bad("map hash %q: want 64 lowercase hex digits (router.Map.Hash)", c.MapHash)
@@ -259,8 +290,13 @@ func defaultInstance() string {
 	return fmt.Sprintf("%s-%d", h, os.Getpid())
 }
 
-// topics returns the distinct event topics.
+// topics returns the distinct topics the pipeline's group consumes: the
+// event topics, or under DishKeyDish the restaurant and repartition
+// topics.
 func (c Config) topics() []string {
+	if c.DishKey == DishKeyDish {
+		return []string{c.RestaurantTopic, c.RepartitionTopic}
+	}
 	if c.RestaurantTopic == c.DishTopic {
 		return []string{c.RestaurantTopic}
 	}

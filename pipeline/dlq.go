@@ -39,17 +39,24 @@ type deadLetter struct {
 	result string
 }
 
+// message is the dead letter as written: the event's key and value, and
+// headers for the reason and the event's place. A repartitioned event's
+// place and key are its origin's in the dish topic (repartition.go).
 func (d *deadLetter) message() kafka.Message {
 	ev := d.ev
+	key, topic, partition, offset := ev.key, ev.part.topic, ev.part.partition, ev.offset
+	if o := ev.origin; o != nil {
+		key, topic, partition, offset = o.key, o.topic, o.partition, o.offset
+	}
 	return kafka.Message{
-		Key:   ev.key,
+		Key:   key,
 		Value: ev.value,
 		Headers: []kafka.Header{
 			{Key: HeaderReason, Value: []byte(d.reason)},
 			{Key: HeaderError, Value: []byte(d.detail)},
-			{Key: HeaderSourceTopic, Value: []byte(ev.part.topic)},
-			{Key: HeaderSourcePartition, Value: strconv.AppendInt(nil, int64(ev.part.partition), 10)},
-			{Key: HeaderSourceOffset, Value: strconv.AppendInt(nil, ev.offset, 10)},
+			{Key: HeaderSourceTopic, Value: []byte(topic)},
+			{Key: HeaderSourcePartition, Value: strconv.AppendInt(nil, int64(partition), 10)},
+			{Key: HeaderSourceOffset, Value: strconv.AppendInt(nil, offset, 10)},
 		},
 	}
 }

@@ -49,6 +49,9 @@ type testEnv struct {
 	// restaurantTopic and dishTopic may be the same topic.
 	restaurantTopic, dishTopic string
 	group, dlq                 string
+	// repartition, if set, is the repartition topic of a pipeline run
+	// with DishKeyDish: caughtUp then follows the dish topic through it.
+	repartition string
 }
 
 type envOptions struct {
@@ -57,6 +60,9 @@ type envOptions struct {
 	// dishPartitions, with twoTopics, gives the dish topic another
 	// partition count than the restaurant topic's.
 	dishPartitions int
+	// dishKeyDish runs the pipeline with DishKeyDish (config sets it) on
+	// a repartition topic of the test's own; needs twoTopics.
+	dishKeyDish bool
 	// inProcess uses the in-process broker and the emulator even under
 	// -tags realcluster, for benchmarks that compare the two.
 	inProcess bool
@@ -96,6 +102,9 @@ func newEnv(t testing.TB, o envOptions) *testEnv {
 		opts = append(opts, kafkatest.WithTopic(e.restaurantTopic, o.partitions), kafkatest.WithTopic(e.dishTopic, dp))
 	} else {
 		opts = append(opts, kafkatest.WithTopic(e.restaurantTopic, o.partitions))
+	}
+	if o.dishKeyDish {
+		e.repartition = realenv.Unique("dishes-by-restaurant")
 	}
 	e.kafka = kafkatest.Start(t, opts...)
 	e.openSearch(t, realenv.Enabled() && !o.inProcess)
@@ -142,7 +151,13 @@ func clearRealNode(t testing.TB) {
 // config is a pipeline configuration for the environment, with timings
 // short enough for tests.
 func (e *testEnv) config() Config {
+	dk := DishKeyRestaurant
+	if e.repartition != "" {
+		dk = DishKeyDish
+	}
 	return Config{
+		DishKey:          dk,
+		RepartitionTopic: e.repartition,
 		Brokers:          e.kafka.Addrs(),
 		RestaurantTopic:  e.restaurantTopic,
 		DishTopic:        e.dishTopic,
@@ -273,16 +288,23 @@ func (e *testEnv) topicOf(ev genEvent) string {
 // caughtUp reports whether the group has committed every event topic up
 // to its high watermarks.
 func (e *testEnv) caughtUp(ctx context.Context) (bool, string) {
-	topics := []string{e.restaurantTopic}
-	if e.dishTopic != e.restaurantTopic {
-		topics = append(topics, e.dishTopic)
+	type consumed struct{ group, topic string }
+	topics := []consumed{{e.group, e.restaurantTopic}}
+	switch {
+	case e.repartition != "":
+		// The dish topic is forwarded first, so its commit is read first:
+		// then the repartition topic's high watermark includes it all.
+		topics = []consumed{{e.group + ".repartition", e.dishTopic}, {e.group, e.repartition}, {e.group, e.restaurantTopic}}
+	case e.dishTopic != e.restaurantTopic:
+		topics = append(topics, consumed{e.group, e.dishTopic})
 	}
-	for _, topic := range topics {
+	for _, c := range topics {
+		group, topic := c.group, c.topic
 		hw, err := e.kafka.HighWatermarks(ctx, topic)
 		if err != nil {
 			return false, err.Error()
 		}
-		co, err := e.kafka.CommittedOffsets(ctx, e.group, topic)
+		co, err := e.kafka.CommittedOffsets(ctx, group, topic)
 		if err != nil {
 			return false, err.Error()
 		}

@@ -25,6 +25,9 @@ type event struct {
 	change *Change
 	// members are an upsert's doc members, reserved fields stripped.
 	members []byte
+	// origin is where a repartitioned event was in the dish topic (nil
+	// for any other).
+	origin *origin
 
 	// rid is the restaurant the event belongs to: its own id, or its
 	// dish's restaurant's.
@@ -69,19 +72,24 @@ type decoded struct {
 	members []byte // an upsert's doc members, reserved fields stripped
 	reason  Reason // "" for a good event
 	detail  string
+	origin  *origin // a repartitioned event's place in the dish topic
 }
 
 // decode reads a message's change.
 func (p *Pipeline) decode(m kafka.Message) decoded {
+	var o *origin
+	if p.cfg.DishKey == DishKeyDish && m.Topic == p.cfg.RepartitionTopic {
+		o = originOf(m)
+	}
 	c, bad := Decode(m.Key, m.Value, p.cfg.MaxEventBytes)
 	if bad != nil {
-		return decoded{change: c, reason: bad.Reason, detail: bad.Error()}
+		return decoded{change: c, reason: bad.Reason, detail: bad.Error(), origin: o}
 	}
-	d := decoded{change: c}
+	d := decoded{change: c, origin: o}
 	if c.Op == OpUpsert {
 		members, err := docMembers(c.Doc)
 		if err != nil {
-			return decoded{change: c, reason: ReasonInvalidJSON, detail: "doc: " + err.Error()}
+			return decoded{change: c, reason: ReasonInvalidJSON, detail: "doc: " + err.Error(), origin: o}
 		}
 		d.members = members
 	}
@@ -100,7 +108,7 @@ func (p *Pipeline) handle(ctx context.Context, m kafka.Message, d decoded) error
 	}
 	p.fetched.Add(1)
 	c := d.change
-	ev := &event{part: k, offset: m.Offset, key: m.Key, value: m.Value, ts: m.Time, entry: entry, change: c, members: d.members}
+	ev := &event{part: k, offset: m.Offset, key: m.Key, value: m.Value, ts: m.Time, entry: entry, change: c, members: d.members, origin: d.origin}
 	if d.reason != "" {
 		return p.deadLetter(ctx, ev, d.reason, d.detail, resultDeadLetter)
 	}

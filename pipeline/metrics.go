@@ -26,8 +26,11 @@ type metrics struct {
 	deadLetters  *prometheus.CounterVec // reason
 	lastProgress prometheus.Gauge       // unix seconds
 	moves        prometheus.Counter
-	committed    *prometheus.GaugeVec // topic, partition
-	phase        *prometheus.GaugeVec // phase
+	// repartitioned counts dish events re-keyed into the repartition
+	// topic (repartition.go).
+	repartitioned prometheus.Counter
+	committed     *prometheus.GaugeVec // topic, partition
+	phase         *prometheus.GaugeVec // phase
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -65,6 +68,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "geoshard_ingest_moves_total",
 			Help: "Restaurants moved to another geoshard with their dishes.",
 		}),
+		repartitioned: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "geoshard_ingest_repartitioned_total",
+			Help: "Dish events re-keyed by restaurant into the repartition topic (--dish-key dish).",
+		}),
 		committed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "geoshard_ingest_committed_offset",
 			Help: "Offset last committed, per topic and partition.",
@@ -79,7 +86,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.deadLetters.WithLabelValues(string(r))
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.lag, m.events, m.endToEnd, m.pending, m.directory, m.deadLetters, m.lastProgress, m.moves, m.committed, m.phase} {
+		for _, c := range []prometheus.Collector{m.lag, m.events, m.endToEnd, m.pending, m.directory, m.deadLetters, m.lastProgress, m.moves, m.repartitioned, m.committed, m.phase} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -74,6 +74,12 @@ type Pipeline struct {
 	fatalErr  error
 	cancelRun context.CancelCauseFunc
 
+	// placement, under DishKeyDish, checks restaurant events' partitions
+	// against the repartitioner's partitioner (nil: not checked).
+	placement     *keyPlacement
+	misplaced     atomic.Int64
+	repartitioned atomic.Int64
+
 	fetched, finished, deadLetters atomic.Int64
 	lastProgress                   atomic.Int64 // unix nanoseconds
 	rebalances                     atomic.Int64
@@ -191,6 +197,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := p.ensureRepartitionTopic(ctx, transport); err != nil {
+		return err
+	}
 	if err := p.checkPartitions(ctx, transport); err != nil {
 		return err
 	}
@@ -251,6 +260,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	p.running.Store(true)
 	defer p.running.Store(false)
 	p.log.Info("consuming", "topics", p.cfg.topics(), "group", p.cfg.Group)
+	if p.cfg.DishKey == DishKeyDish {
+		p.log.Info("re-keying dish events by restaurant", "from", p.cfg.DishTopic, "to", p.cfg.RepartitionTopic, "group", p.cfg.repartitionGroup())
+	}
 
 	var bg sync.WaitGroup
 	commitCtx, stopCommit := context.WithCancel(runCtx)
@@ -259,6 +271,13 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	bg.Go(func() { p.commitLoop(commitCtx, reader) })
 	bg.Go(func() { p.progressLoop(workCtx, reader) })
 	bg.Go(func() { p.watch(fetchCtx, watch) })
+	// The repartitioner (repartition.go) stops with intake, and finishes
+	// the batch it is writing within the drain.
+	var repart sync.WaitGroup
+	if p.cfg.DishKey == DishKeyDish {
+		rp := p.newRepartitioner(dialer, transport)
+		repart.Go(func() { rp.run(fetchCtx, workCtx) })
+	}
 	raw, msgs := make(chan fetched, 64), make(chan fetched, 64)
 	var fetcher sync.WaitGroup
 	fetcher.Go(func() { p.fetch(fetchCtx, reader, raw) })
@@ -269,6 +288,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	cancelFetch()
 	fetcher.Wait()
+	repart.Wait()
 
 	// Drain: writes and tasks in flight (and the events queued behind
 	// them), then dead letters, within DrainTimeout (none after a fatal
@@ -380,11 +400,30 @@ func (p *Pipeline) decodeAll(ctx context.Context, in <-chan fetched, out chan<- 
 	defer close(out)
 	for f := range in {
 		f.dec = p.decode(f.msg)
+		if p.placement != nil && f.msg.Topic == p.cfg.RestaurantTopic && len(f.msg.Key) > 0 {
+			p.checkPlacement(f.msg)
+		}
 		select {
 		case out <- f:
 		case <-ctx.Done():
 			return
 		}
+	}
+}
+
+// checkPlacement warns, on the first and then every 10,000th, of
+// restaurant events in another partition than Kafka's default
+// partitioner gives their key: the repartitioner puts their dishes in
+// that other partition, which another member may own, and there they wait
+// for a restaurant that member never sees.
+func (p *Pipeline) checkPlacement(m kafka.Message) {
+	want := p.placement.partition(m.Key)
+	if want == m.Partition {
+		return
+	}
+	if n := p.misplaced.Add(1); n%10_000 == 1 {
+		p.log.Warn("restaurant event not where Kafka's default partitioner puts its key: produce the restaurant topic keyed by restaurant id with the default (murmur2) partitioner, or its dishes may miss it with more than one instance",
+			"topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "key", clip(m.Key), "default_partition", want, "misplaced", n)
 	}
 }
 

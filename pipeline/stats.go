@@ -66,6 +66,10 @@ type Stats struct {
 	Directory int64
 	// Moves counts restaurants moved to another geoshard.
 	Moves int64
+	// Repartitioned counts dish events re-keyed into the repartition
+	// topic, under DishKeyDish; Misplaced, restaurant events in another
+	// partition than the default partitioner gives their key.
+	Repartitioned, Misplaced int64
 	// Warm is the directory warm-up's progress.
 	Warm WarmProgress
 	// Partitions describes each partition, by "topic/partition".
@@ -97,12 +101,14 @@ type Progress struct {
 // Stats returns a snapshot of the counters.
 func (p *Pipeline) Stats() Stats {
 	s := Stats{
-		Fetched:    p.fetched.Load(),
-		Finished:   p.finished.Load(),
-		Pending:    p.ix.pend.len(),
-		Directory:  p.ix.dir.size(),
-		Moves:      p.ix.moves.Load(),
-		Partitions: p.track.snapshot(),
+		Fetched:       p.fetched.Load(),
+		Finished:      p.finished.Load(),
+		Pending:       p.ix.pend.len(),
+		Directory:     p.ix.dir.size(),
+		Moves:         p.ix.moves.Load(),
+		Repartitioned: p.repartitioned.Load(),
+		Misplaced:     p.misplaced.Load(),
+		Partitions:    p.track.snapshot(),
 		Warm: WarmProgress{
 			Pages: p.ix.warmStats.pages.Load(), Restaurants: p.ix.warmStats.seen.Load(), Total: p.ix.warmStats.total.Load(), Done: p.ix.warmStats.done.Load(),
 			Reads: p.ix.warmStats.reads.Load(),

@@ -161,9 +161,16 @@ func (s *stack) produce(ctx context.Context, o *options) (map[string]int, int, e
 			// oversized events.
 			continue
 		}
+		key := m.Key
+		if o.pipe.DishKey == pipeline.DishKeyDish && m.Topic == o.pipe.DishTopic {
+			// Keyed as a change-data-capture tool keys a row, by its own id.
+			if c, _ := pipeline.Decode(nil, m.Value, 0); c != nil && c.ID != "" {
+				key = []byte(c.ID)
+			}
+		}
 		n++
 		kinds[m.Kind]++
-		byTopic[m.Topic] = append(byTopic[m.Topic], kafkatest.Message{Key: m.Key, Value: m.Value})
+		byTopic[m.Topic] = append(byTopic[m.Topic], kafkatest.Message{Key: key, Value: m.Value})
 	}
 	for topic, ms := range byTopic {
 		if _, err := s.kafka.ProduceBatch(ctx, topic, ms); err != nil {

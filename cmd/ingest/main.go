@@ -83,6 +83,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	brokers := fs.String("brokers", env("GEOSHARD_BROKERS", "127.0.0.1:9092"), "Kafka `brokers`, comma-separated (GEOSHARD_BROKERS)")
 	fs.StringVar(&o.pipe.RestaurantTopic, "restaurant-topic", env("GEOSHARD_RESTAURANT_TOPIC", "restaurants"), "topic of restaurant events (GEOSHARD_RESTAURANT_TOPIC)")
 	fs.StringVar(&o.pipe.DishTopic, "dish-topic", env("GEOSHARD_DISH_TOPIC", "dishes"), "topic of dish events; may equal --restaurant-topic (GEOSHARD_DISH_TOPIC)")
+	dishKey := fs.String("dish-key", env("GEOSHARD_DISH_KEY", string(pipeline.DishKeyRestaurant)), "how dish events are keyed: restaurant (by their restaurant's id) or dish (by their own id, as change-data-capture tools key rows: ingest re-keys them by restaurant into --repartition-topic and consumes that) (GEOSHARD_DISH_KEY)")
+	fs.StringVar(&o.pipe.RepartitionTopic, "repartition-topic", env("GEOSHARD_REPARTITION_TOPIC", ""), "with --dish-key dish: the topic of dish events re-keyed by restaurant, created with the restaurant topic's partition count if missing; default <group>.dishes-by-restaurant (GEOSHARD_REPARTITION_TOPIC)")
+	fs.DurationVar(&o.pipe.RepartitionRetention, "repartition-retention", envDur("GEOSHARD_REPARTITION_RETENTION", pipeline.DefaultRepartitionRetention), "with --dish-key dish: retention of the repartition topic when ingest creates it (GEOSHARD_REPARTITION_RETENTION)")
 	fs.StringVar(&o.pipe.Group, "group", env("GEOSHARD_GROUP", "geoshard-ingest"), "consumer group (GEOSHARD_GROUP)")
 	fs.StringVar(&o.pipe.DLQTopic, "dlq-topic", env("GEOSHARD_DLQ_TOPIC", "geoshard.dlq"), "dead-letter topic (GEOSHARD_DLQ_TOPIC)")
 	fs.StringVar(&o.pipe.Alias, "alias", env("GEOSHARD_ALIAS", "menu"), "alias to write through; the map comes from its write index (GEOSHARD_ALIAS)")
@@ -121,6 +124,10 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	}
 	if fs.NArg() > 0 {
 		return nil, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	o.pipe.DishKey = pipeline.DishKey(*dishKey)
+	if !o.pipe.DishKey.Valid() {
+		return nil, usageError{fmt.Errorf("--dish-key %q: want restaurant or dish", *dishKey)}
 	}
 	for _, b := range strings.Split(*brokers, ",") {
 		if b = strings.TrimSpace(b); b != "" {

@@ -26,6 +26,8 @@ func TestBadFlagsExit2(t *testing.T) {
 		{"bad opensearch url", []string{"--opensearch", "ftp://x"}, nil, `"ftp://x"`},
 		{"negative demo events", []string{"--embedded", "--demo-events", "-1"}, nil, "--demo-events -1"},
 		{"bad env duration", []string{"--flush-interval", "soon"}, nil, "invalid value"},
+		{"bad dish key", []string{"--dish-key", "id"}, nil, `--dish-key "id": want restaurant or dish`},
+		{"dish key dish on one topic", []string{"--dish-key", "dish", "--dish-topic", "restaurants", "--metrics-addr", ""}, nil, "needs a dish topic of its own"},
 		{"missing map file", []string{"--map", "/nonexistent/map.json", "--metrics-addr", ""}, nil, "--map"},
 		{"non-loopback embedded address", []string{"--embedded", "--embedded-opensearch", "10.1.2.3:9200", "--metrics-addr", ""}, nil, "loopback"},
 	}
@@ -45,6 +47,7 @@ func TestEnvironmentSetsDefaultsAndSecretsStayHidden(t *testing.T) {
 		"GEOSHARD_BROKERS": "k1:9092,k2:9092", "GEOSHARD_ALIAS": "food", "GEOSHARD_WORKERS": "7",
 		"GEOSHARD_OPENSEARCH": "https://search:9200", "GEOSHARD_OPENSEARCH_USERNAME": "ingest",
 		"GEOSHARD_OPENSEARCH_PASSWORD": "hunter2", "GEOSHARD_KAFKA_SASL_PASSWORD": "kafkapass",
+		"GEOSHARD_DISH_KEY": "dish", "GEOSHARD_REPARTITION_TOPIC": "dishes.rekeyed",
 	}
 	var errb bytes.Buffer
 	o, err := parseFlags(nil, envOf(env), &errb)
@@ -52,7 +55,8 @@ func TestEnvironmentSetsDefaultsAndSecretsStayHidden(t *testing.T) {
 		t.Fatal(err)
 	}
 	if strings.Join(o.pipe.Brokers, ",") != "k1:9092,k2:9092" || o.pipe.Alias != "food" || o.pipe.Bulk.Workers != 7 ||
-		o.client.Addresses[0] != "https://search:9200" || o.client.Password.Reveal() != "hunter2" || o.pipe.Kafka.Password.Reveal() != "kafkapass" {
+		o.client.Addresses[0] != "https://search:9200" || o.client.Password.Reveal() != "hunter2" || o.pipe.Kafka.Password.Reveal() != "kafkapass" ||
+		o.pipe.DishKey != "dish" || o.pipe.RepartitionTopic != "dishes.rekeyed" {
 		t.Errorf("options from the environment = %+v", o)
 	}
 	// Neither --help nor a printed config shows a secret.

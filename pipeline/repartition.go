@@ -1,0 +1,453 @@
+package pipeline
+
+// Dish events keyed by dish id.
+//
+// A change-data-capture tool (Debezium, a Kafka Connect JDBC source) keys
+// each row's events by the row's own primary key, so a dish topic fed by
+// one is keyed by dish id: a dish's events are in its own id's partition,
+// not its restaurant's, and partition N of the dish topic does not hold
+// the dishes of partition N's restaurants. With Config.DishKey
+// DishKeyDish the pipeline re-keys them the way a Kafka Streams
+// repartition topic does:
+//
+//   - A repartitioner consumes the dish topic in a group of its own
+//     (Config.Group + ".repartition") and produces every event, value and
+//     headers unchanged, to the repartition topic, keyed by its restaurant
+//     id and placed by Kafka's default partitioner (murmur2, as the Java
+//     client, Kafka Connect and Debezium place keys). Each batch is
+//     acknowledged by every in-sync replica before its offsets are
+//     committed and before the next batch is sent.
+//   - The pipeline consumes the restaurant topic and the repartition
+//     topic, co-partitioned, exactly as it consumes a dish topic keyed by
+//     restaurant: the restaurant topic must be keyed by restaurant id with
+//     the same default partitioner (decodeAll warns when it is not).
+//
+// Order: a dish's events come from one dish topic partition, in order,
+// and go to one repartition partition, its restaurant's, in that order.
+// A crash between a write and its commit writes some events twice; their
+// external versions make the second copy a no-op. (A dish that moves to
+// another restaurant goes to that restaurant's partition from then on;
+// its versions still order its writes.)
+//
+// An event whose restaurant id cannot be read is forwarded without a key,
+// so that the pipeline dead-letters it with the reason it would have had;
+// one over Config.MaxEventBytes is forwarded cut to one byte over it (its
+// dead letter's reason is oversized, and its origin headers point at the
+// whole event). Every forwarded event carries its origin (dish topic,
+// partition, offset and key) in headers, and its dead letter names the
+// origin, so that it can be replayed to the dish topic.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+)
+
+// DishKey says how the dish topic's events are keyed.
+type DishKey string
+
+const (
+	// DishKeyRestaurant: each dish event is keyed by its restaurant's id,
+	// so it is in its restaurant's partition (a key that is not the
+	// restaurant id is dead-lettered as key_mismatch).
+	DishKeyRestaurant DishKey = "restaurant"
+	// DishKeyDish: dish events are keyed by anything (their own id, as
+	// change-data-capture tools key them); the pipeline re-keys them by
+	// restaurant into the repartition topic and consumes that.
+	DishKeyDish DishKey = "dish"
+)
+
+// Valid reports whether k is a known dish keying.
+func (k DishKey) Valid() bool { return k == DishKeyRestaurant || k == DishKeyDish }
+
+// Origin headers of a repartitioned event: where it was in the dish topic.
+const (
+	HeaderOriginTopic     = "geoshard-origin-topic"
+	HeaderOriginPartition = "geoshard-origin-partition"
+	HeaderOriginOffset    = "geoshard-origin-offset"
+	// HeaderOriginKey is the event's key in the dish topic; absent when it
+	// had none.
+	HeaderOriginKey = "geoshard-origin-key"
+)
+
+// DefaultRepartitionRetention is the repartition topic's retention when
+// the pipeline creates it: Kafka's default, long enough to outlast an
+// outage of the consuming group.
+const DefaultRepartitionRetention = 7 * 24 * time.Hour
+
+// repartitionGroup is the consumer group of the repartitioner.
+func (c Config) repartitionGroup() string { return c.Group + ".repartition" }
+
+// maxRepartitionMessage is the largest message the repartitioner writes,
+// in bytes: an event of MaxEventBytes and its headers.
+func (c Config) maxRepartitionMessage() int { return c.MaxEventBytes + 64<<10 }
+
+// origin is where a repartitioned event was in the dish topic.
+type origin struct {
+	topic     string
+	partition int
+	offset    int64
+	key       []byte
+}
+
+// originOf reads a repartitioned message's origin headers; nil if it has
+// none (or they are not ours).
+func originOf(m kafka.Message) *origin {
+	var o origin
+	var seen int
+	for _, h := range m.Headers {
+		switch h.Key {
+		case HeaderOriginTopic:
+			o.topic = string(h.Value)
+			seen |= 1
+		case HeaderOriginPartition:
+			n, err := strconv.Atoi(string(h.Value))
+			if err != nil {
+				return nil
+			}
+			o.partition = n
+			seen |= 2
+		case HeaderOriginOffset:
+			n, err := strconv.ParseInt(string(h.Value), 10, 64)
+			if err != nil {
+				return nil
+			}
+			o.offset = n
+			seen |= 4
+		case HeaderOriginKey:
+			o.key = h.Value
+		}
+	}
+	if seen != 7 {
+		return nil
+	}
+	return &o
+}
+
+// rekey is the message the repartitioner writes for m.
+func rekey(m kafka.Message, maxBytes int) kafka.Message {
+	c, _ := Decode(nil, m.Value, maxBytes)
+	out := kafka.Message{Value: m.Value, Time: m.Time}
+	if c != nil && c.RestaurantID != "" {
+		out.Key = []byte(c.RestaurantID)
+	}
+	if maxBytes > 0 && len(out.Value) > maxBytes {
+		out.Value = out.Value[:maxBytes+1]
+	}
+	out.Headers = make([]kafka.Header, 0, len(m.Headers)+4)
+	for _, h := range m.Headers {
+		if !strings.HasPrefix(h.Key, "geoshard-origin-") {
+			out.Headers = append(out.Headers, h)
+		}
+	}
+	out.Headers = append(out.Headers,
+		kafka.Header{Key: HeaderOriginTopic, Value: []byte(m.Topic)},
+		kafka.Header{Key: HeaderOriginPartition, Value: strconv.AppendInt(nil, int64(m.Partition), 10)},
+		kafka.Header{Key: HeaderOriginOffset, Value: strconv.AppendInt(nil, m.Offset, 10)},
+	)
+	if m.Key != nil {
+		out.Headers = append(out.Headers, kafka.Header{Key: HeaderOriginKey, Value: m.Key})
+	}
+	return out
+}
+
+// repartitioner moves dish events from the dish topic to the repartition
+// topic, keyed by restaurant (see the top of this file).
+type repartitioner struct {
+	log      *slog.Logger
+	r        consumer
+	w        producer
+	maxBytes int
+	maxBatch int
+	// forwarded counts events acknowledged by the repartition topic.
+	forwarded prometheus.Counter
+	count     func(n int)
+}
+
+// run forwards until stop ends, then finishes the batch it is writing
+// (within work) and commits it. It closes its reader and writer.
+func (rp *repartitioner) run(stop, work context.Context) {
+	in := make(chan kafka.Message, rp.maxBatch)
+	fetched := make(chan struct{})
+	go func() {
+		defer close(fetched)
+		defer close(in)
+		for {
+			m, err := rp.r.FetchMessage(stop)
+			if err != nil {
+				if stop.Err() != nil || errors.Is(err, io.EOF) {
+					return
+				}
+				rp.log.Warn("repartition: kafka fetch failed; retrying", "error", err)
+				select {
+				case <-stop.Done():
+					return
+				case <-time.After(time.Second):
+				}
+				continue
+			}
+			select {
+			case in <- m:
+			case <-stop.Done():
+				return
+			}
+		}
+	}()
+	// Commits run beside the next batch's write, the latest acknowledged
+	// message of each partition at a time (kafka-go commits the highest
+	// offset of each partition it is given).
+	var mu sync.Mutex
+	acked := map[int]kafka.Message{}
+	wake := make(chan struct{}, 1)
+	commit := func(ctx context.Context) {
+		mu.Lock()
+		msgs := make([]kafka.Message, 0, len(acked))
+		for _, m := range acked {
+			msgs = append(msgs, m)
+		}
+		clear(acked)
+		mu.Unlock()
+		if len(msgs) == 0 {
+			return
+		}
+		if err := rp.r.CommitMessages(ctx, msgs...); err != nil && ctx.Err() == nil {
+			// Lost to a rebalance, most likely: the partition's next owner
+			// forwards these again, and their versions make that a no-op.
+			rp.log.Warn("repartition: commit failed; the events will be forwarded again", "error", err)
+		}
+	}
+	committing := make(chan struct{})
+	stopCommit := make(chan struct{})
+	go func() {
+		defer close(committing)
+		for {
+			select {
+			case <-wake:
+				commit(work)
+			case <-stopCommit:
+				return
+			}
+		}
+	}()
+
+	batch := make([]kafka.Message, 0, rp.maxBatch)
+	out := make([]kafka.Message, 0, rp.maxBatch)
+	for m := range in {
+		batch = append(batch[:0], m)
+	fill:
+		for len(batch) < rp.maxBatch {
+			select {
+			case m, ok := <-in:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, m)
+			default:
+				break fill
+			}
+		}
+		out = out[:0]
+		for _, m := range batch {
+			out = append(out, rekey(m, rp.maxBytes))
+		}
+		if err := rp.write(work, out); err != nil {
+			break // work ended: what is not committed comes again
+		}
+		rp.forwarded.Add(float64(len(out)))
+		rp.count(len(out))
+		mu.Lock()
+		for _, m := range batch {
+			acked[m.Partition] = m // in offset order within a partition
+		}
+		mu.Unlock()
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	close(stopCommit)
+	<-committing
+	// The last commit outlives work, as the pipeline's own last one does.
+	final, cancel := context.WithTimeout(context.WithoutCancel(work), 5*time.Second)
+	commit(final)
+	cancel()
+	<-fetched
+	if err := rp.r.Close(); err != nil {
+		rp.log.Warn("repartition: close kafka reader", "error", err)
+	}
+	if err := rp.w.Close(); err != nil {
+		rp.log.Warn("repartition: close kafka writer", "error", err)
+	}
+}
+
+// write writes msgs until the broker acknowledges them all, or ctx ends.
+// A partial failure writes the whole batch again: order per key holds,
+// and the copies are no-ops.
+func (rp *repartitioner) write(ctx context.Context, msgs []kafka.Message) error {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.MaxInterval, b.MaxElapsedTime = 100*time.Millisecond, 5*time.Second, 0
+	for {
+		err := rp.w.WriteMessages(ctx, msgs...)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		d := b.NextBackOff()
+		rp.log.Warn("repartition: write to the repartition topic failed; retrying", "events", len(msgs), "in", d, "error", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d):
+		}
+	}
+}
+
+// newRepartitioner builds the repartitioner's reader and writer.
+func (p *Pipeline) newRepartitioner(d *kafka.Dialer, t *kafka.Transport) *repartitioner {
+	rc := p.readerConfig(d)
+	rc.GroupID = p.cfg.repartitionGroup()
+	rc.GroupTopics = []string{p.cfg.DishTopic}
+	rc.GroupBalancers = nil // kafka-go's range and round robin: any member may forward any partition
+	maxBytes := p.cfg.maxRepartitionMessage()
+	return &repartitioner{
+		log: p.log.With("component", "repartition"),
+		r:   p.newConsumer(rc),
+		w: &kafka.Writer{
+			Addr:         kafka.TCP(p.cfg.Brokers...),
+			Topic:        p.cfg.RepartitionTopic,
+			Balancer:     &kafka.Murmur2Balancer{},
+			RequiredAcks: kafka.RequireAll,
+			BatchSize:    1000,
+			BatchBytes:   int64(max(maxBytes, 1<<20)),
+			BatchTimeout: time.Millisecond,
+			MaxAttempts:  3,
+			Transport:    t,
+		},
+		maxBytes:  p.cfg.MaxEventBytes,
+		maxBatch:  1000,
+		forwarded: p.met.repartitioned,
+		count:     func(n int) { p.repartitioned.Add(int64(n)) },
+	}
+}
+
+// RepartitionTopicError is the refusal to start with --dish-key dish
+// when the repartition topic is missing and cannot be created, or exists
+// with another partition count than the restaurant topic's.
+type RepartitionTopicError struct {
+	Topic, RestaurantTopic string
+	// Partitions is the restaurant topic's partition count; Have the
+	// repartition topic's (0: missing).
+	Partitions, Have int
+	// Command is what an operator can run instead.
+	Command string
+	Err     error
+}
+
+func (e *RepartitionTopicError) Error() string {
+	if e.Have > 0 {
+		return fmt.Sprintf("pipeline: repartition topic %q has %d partitions, the restaurant topic %q has %d: dishes would not be in their restaurant's partition; %s",
+			e.Topic, e.Have, e.RestaurantTopic, e.Partitions, e.Command)
+	}
+	return fmt.Sprintf("pipeline: cannot create the repartition topic %q (%v); create it with the restaurant topic's %d partitions: %s",
+		e.Topic, e.Err, e.Partitions, e.Command)
+}
+
+func (e *RepartitionTopicError) Unwrap() error { return e.Err }
+
+// ensureRepartitionTopic creates the repartition topic, with the
+// restaurant topic's partition count, if it is missing, and refuses one
+// with another count (checkPartitions would too, without the remedy).
+func (p *Pipeline) ensureRepartitionTopic(ctx context.Context, t *kafka.Transport) error {
+	if p.cfg.DishKey != DishKeyDish {
+		return nil
+	}
+	client := &kafka.Client{Addr: kafka.TCP(p.cfg.Brokers...), Timeout: 10 * time.Second, Transport: t}
+	counts, err := partitionCounts(ctx, client, p.cfg.RestaurantTopic, p.cfg.RepartitionTopic)
+	if err != nil {
+		return fmt.Errorf("pipeline: read the partition counts of %q and %q: %w", p.cfg.RestaurantTopic, p.cfg.RepartitionTopic, err)
+	}
+	n := counts[p.cfg.RestaurantTopic]
+	if n == 0 {
+		return fmt.Errorf("pipeline: restaurant topic %q not found: the repartition topic %q takes its partition count", p.cfg.RestaurantTopic, p.cfg.RepartitionTopic)
+	}
+	bootstrap := strings.Join(p.cfg.Brokers, ",")
+	if have := counts[p.cfg.RepartitionTopic]; have > 0 {
+		if have == n {
+			return nil
+		}
+		fix := fmt.Sprintf("kafka-topics.sh --bootstrap-server %s --alter --topic %s --partitions %d", bootstrap, p.cfg.RepartitionTopic, n)
+		if have > n {
+			fix = fmt.Sprintf("a topic's partitions cannot be removed: stop ingest once group %q has no lag on it, then delete it (ingest creates it again): kafka-topics.sh --bootstrap-server %s --delete --topic %s",
+				p.cfg.Group, bootstrap, p.cfg.RepartitionTopic)
+		}
+		return &RepartitionTopicError{Topic: p.cfg.RepartitionTopic, RestaurantTopic: p.cfg.RestaurantTopic, Partitions: n, Have: have, Command: fix}
+	}
+	configs := []kafka.ConfigEntry{
+		{ConfigName: "cleanup.policy", ConfigValue: "delete"},
+		{ConfigName: "retention.ms", ConfigValue: strconv.FormatInt(p.cfg.RepartitionRetention.Milliseconds(), 10)},
+		{ConfigName: "max.message.bytes", ConfigValue: strconv.Itoa(max(p.cfg.maxRepartitionMessage(), 1<<20+12))},
+	}
+	command := fmt.Sprintf("kafka-topics.sh --bootstrap-server %s --create --topic %s --partitions %d", bootstrap, p.cfg.RepartitionTopic, n)
+	for _, c := range configs {
+		command += " --config " + c.ConfigName + "=" + c.ConfigValue
+	}
+	resp, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{
+		Topic: p.cfg.RepartitionTopic, NumPartitions: n, ReplicationFactor: -1, ConfigEntries: configs,
+	}}})
+	if err == nil {
+		err = resp.Errors[p.cfg.RepartitionTopic]
+	}
+	if err != nil && !errors.Is(err, kafka.TopicAlreadyExists) {
+		return &RepartitionTopicError{Topic: p.cfg.RepartitionTopic, RestaurantTopic: p.cfg.RestaurantTopic, Partitions: n, Command: command, Err: err}
+	}
+	if err == nil {
+		p.log.Info("created the repartition topic", "topic", p.cfg.RepartitionTopic, "partitions", n, "retention", p.cfg.RepartitionRetention)
+	}
+	// Created (by this instance or another): checkPartitions confirms its count.
+	return nil
+}
+
+// partitionCounts reads the topics' partition counts; a topic the broker
+// does not know is left out.
+func partitionCounts(ctx context.Context, client *kafka.Client, topics ...string) (map[string]int, error) {
+	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
+	if err != nil {
+		return nil, err
+	}
+	counts := map[string]int{}
+	for _, tp := range md.Topics {
+		if tp.Error == nil && len(tp.Partitions) > 0 {
+			counts[tp.Name] = len(tp.Partitions)
+		}
+	}
+	return counts, nil
+}
+
+// keyPlacement checks that restaurant events are where Kafka's default
+// partitioner puts their keys, the partition the repartitioner gives
+// their dishes.
+type keyPlacement struct {
+	parts []int
+}
+
+func newKeyPlacement(n int) *keyPlacement {
+	k := &keyPlacement{parts: make([]int, n)}
+	for i := range k.parts {
+		k.parts[i] = i
+	}
+	return k
+}
+
+// partition is the partition Kafka's default partitioner gives key.
+func (k *keyPlacement) partition(key []byte) int {
+	return kafka.Murmur2Balancer{}.Balance(kafka.Message{Key: key}, k.parts...)
+}
