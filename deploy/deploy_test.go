@@ -74,6 +74,7 @@ var configSettings = map[string]string{
 	"GEOSHARD_BROKERS":          "",
 	"GEOSHARD_RESTAURANT_TOPIC": "restaurants",
 	"GEOSHARD_DISH_TOPIC":       "dishes",
+	"GEOSHARD_DISH_KEY":         "restaurant",
 	"GEOSHARD_GROUP":            "geoshard-ingest",
 	"GEOSHARD_DLQ_TOPIC":        "geoshard.dlq",
 	"GEOSHARD_OPENSEARCH":       "https://opensearch:9200",

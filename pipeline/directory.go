@@ -125,6 +125,28 @@ func (d *directory) adopt(nd *directory) {
 	d.live.Store(nd.live.Load())
 }
 
+// replace sets restaurant id's entry to what nd, read from the index,
+// holds of it, keeping a delete newer than that (as adopt does, for one
+// restaurant): a restaurant nd lacks becomes unknown.
+func (d *directory) replace(id string, nd *directory) {
+	old, had := d.m[id]
+	n, found := nd.m[id]
+	if had && old.deleted && (!found || n.version < old.version) {
+		return
+	}
+	if had && !old.deleted {
+		d.live.Add(-1)
+	}
+	if !found {
+		delete(d.m, id)
+		return
+	}
+	d.m[id] = n
+	if !n.deleted {
+		d.live.Add(1)
+	}
+}
+
 // warmSlices is how many shards warm reads at once.
 const warmSlices = 4
 
@@ -218,7 +240,9 @@ func (ix *indexer) warmShard(ctx context.Context, t *target, routing string, add
 }
 
 // rewarm reads the directory again after the consumer group began a new
-// generation. Partitions may have moved: another instance may have
+// generation whose assignment could not be read (one that could marks
+// the partitions it gained cold instead: gained.go). Partitions may have
+// moved: another instance may have
 // created, moved or deleted restaurants of a partition that is ours now,
 // and our directory does not know. Everything in flight is answered first (quiesce), and
 // the index refreshed, so the scan sees every acknowledged write (ours and

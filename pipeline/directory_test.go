@@ -2,6 +2,9 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/golang/geo/s2"
@@ -57,9 +60,11 @@ func TestDirectory(t *testing.T) {
 	}
 }
 
-// A new generation reads the directory again only when the member gained
-// a partition; one that only lost partitions, or kept them all, keeps
-// what it knows. An assignment that cannot be read makes it read again.
+// A new generation never reads the whole directory again while the
+// member's assignment can be read: one that only lost partitions, or kept
+// them all, keeps what it knows, and one that gained partitions marks them
+// cold (their restaurants are looked up as they come, gained.go). An
+// assignment that cannot be read makes it read the directory again.
 func TestNewGenerationReadsOnlyForGainedPartitions(t *testing.T) {
 	e := newEnv(t, envOptions{partitions: 1})
 	p := offlinePipeline(t)
@@ -84,13 +89,16 @@ func TestNewGenerationReadsOnlyForGainedPartitions(t *testing.T) {
 	for i, step := range []struct {
 		owned []int // nil: the assignment cannot be read
 		read  bool
+		cold  string // the cold partitions after it
 	}{
-		{[]int{2, 3}, false},   // lost two
-		{[]int{2, 3}, false},   // kept both
-		{[]int{1, 2, 3}, true}, // gained one
-		{nil, true},            // unknown
-		{[]int{3}, true},       // nothing to compare with after an unknown
-		{[]int{3}, false},
+		{[]int{2, 3}, false, "[]"},          // lost two
+		{[]int{2, 3}, false, "[]"},          // kept both
+		{[]int{1, 2, 3}, false, "[1]"},      // gained one
+		{[]int{0, 1, 2, 3}, false, "[0 1]"}, // gained another
+		{[]int{0, 2, 3}, false, "[0]"},      // lost one of them
+		{nil, true, "[]"},                   // unknown
+		{[]int{3}, true, "[]"},              // nothing to compare with after an unknown
+		{[]int{3}, false, "[]"},
 	} {
 		next = nil
 		if step.owned != nil {
@@ -106,6 +114,9 @@ func TestNewGenerationReadsOnlyForGainedPartitions(t *testing.T) {
 		}
 		if p.ix.dirGen != gen {
 			t.Errorf("step %d: directory generation %d, want %d", i, p.ix.dirGen, gen)
+		}
+		if cold := fmt.Sprint(slices.Sorted(maps.Keys(p.ix.cold.parts))); cold != step.cold {
+			t.Errorf("step %d (owned %v): cold partitions %s, want %s", i, step.owned, cold, step.cold)
 		}
 	}
 }

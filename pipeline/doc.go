@@ -84,17 +84,21 @@
 // # Several instances in one group
 //
 // Each instance reads the directory from the index once it has joined its
-// consumer group, and again at a later generation that gave it a
-// partition it did not hold (pipeline.go, newGeneration): the previous
-// owner of that partition may have created, moved or deleted its
-// restaurants. The group's balancer gives partition N of every event
-// topic to one member (balancer.go), so the restaurants of a partition
-// it kept had no other writer. A directory read from the index knows no
+// consumer group. At a later generation it keeps what it knows of the
+// restaurants of the partitions it kept: the group's balancer gives
+// partition N of every event topic to one member (balancer.go), so they
+// had no other writer. The restaurants of a partition it gained, whose
+// previous owner may have created, moved or deleted them, are looked up
+// in the index at their first event there, in batches, while the events
+// of the other partitions flow on (gained.go); only a generation whose
+// assignment cannot be read makes it read the whole directory again
+// (pipeline.go, newGeneration). A directory read from the index knows no
 // delete made before the read, so a restaurant it does not know is taken
-// as live only once the index has taken its write (confirmRestaurant). Before the new read everything the
-// instance has in flight is answered and the index refreshed, so the read
-// sees every acknowledged write; what a previous owner had not
-// acknowledged it had not committed, so those events are delivered again.
+// as live only once the index has taken its write (confirmRestaurant).
+// Before the lookups (or the read) everything the instance has in flight
+// is answered and the index refreshed, so they see every acknowledged
+// write; what a previous owner had not acknowledged it had not committed,
+// so those events are delivered again.
 //
 // # Limits
 //

@@ -3,7 +3,9 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"sync"
 	"testing"
@@ -58,6 +60,12 @@ type member struct {
 
 // startMember starts an instance whose reader can be severed.
 func (e *testEnv) startMember(cfg Config, name string) *member {
+	return e.startMemberWith(cfg, name, nil)
+}
+
+// startMemberWith is startMember, letting setup adjust the pipeline
+// before it runs.
+func (e *testEnv) startMemberWith(cfg Config, name string, setup func(*Pipeline)) *member {
 	cfg.Instance, cfg.Registerer = name, prometheus.NewRegistry()
 	sev := &severable{}
 	r := e.startWith(cfg, func(p *Pipeline) {
@@ -66,6 +74,9 @@ func (e *testEnv) startMember(cfg Config, name string) *member {
 			d.DialFunc = sev.dial
 			rc.Dialer = &d
 			return kafka.NewReader(rc)
+		}
+		if setup != nil {
+			setup(p)
 		}
 	})
 	return &member{r: r, sev: sev}
@@ -201,6 +212,87 @@ func BenchmarkGroupRecovery(b *testing.B) {
 				}
 			}
 			b.ReportMetric(total.Seconds()/float64(b.N), "s_to_catch_up")
+		})
+	}
+}
+
+var pauseRestaurants = flag.Int("pause-restaurants", 200_000, "restaurants in the index for BenchmarkRebalancePause")
+
+// BenchmarkRebalancePause: two instances on four partitions, each with a
+// directory of -pause-restaurants restaurants; one stops (SIGTERM: it
+// leaves the group), and 4,000 dish events of random restaurants of every
+// partition are produced. The figure is the time until all are
+// committed: the rebalance, plus what the instance that gains the two
+// partitions does before their events flow. With directory=lookup it
+// looks each restaurant up in the index at its first event there
+// (gained.go); with directory=reread it reads the whole directory again
+// first, as a member does when it cannot read its assignment. stop=none
+// is the same events with no instance stopped.
+func BenchmarkRebalancePause(b *testing.B) {
+	for _, how := range []string{"none", "lookup", "reread"} {
+		name := "stop=none"
+		if how != "none" {
+			name = "stop=sigterm/directory=" + how
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			var total time.Duration
+			var lookups, reads int64
+			for range b.N {
+				b.StopTimer()
+				e := newEnv(b, envOptions{partitions: 4, inProcess: true})
+				ids := storeRestaurants(b, e, *pauseRestaurants)
+				cfg := e.config()
+				var group []*member
+				for i := range 2 {
+					var setup func(*Pipeline)
+					if how == "reread" && i == 0 {
+						setup = func(p *Pipeline) {
+							p.describeGroup = func(context.Context) (map[partKey]bool, bool, error) { return nil, false, nil }
+						}
+					}
+					group = append(group, e.startMemberWith(cfg, fmt.Sprintf("ingest-%d", i), setup))
+				}
+				ctx := context.Background()
+				rng := rand.New(rand.NewPCG(3, 4))
+				dishes := func(n int) []genEvent {
+					evs := make([]genEvent, n)
+					for i := range evs {
+						rid := ids[rng.IntN(len(ids))]
+						evs[i] = genEvent{dish: true, typ: TypeDish, op: OpUpsert, id: fmt.Sprintf("d%d-%d", rng.Int64(), i), rid: rid, version: 1,
+							doc: map[string]any{"name": "noodles", "price_cents": 1250}}
+					}
+					return encodeAll(evs)
+				}
+				e.produce(ctx, dishes(400))
+				e.waitCaughtUp(b, group[0].r, 120*time.Second)
+				waitJoined(b, group)
+				before := group[0].r.p.Stats()
+				b.StartTimer()
+				start := time.Now()
+				if how != "none" {
+					if err := group[1].r.stop(b); err != nil {
+						b.Fatal(err)
+					}
+				}
+				e.produce(ctx, dishes(4000))
+				e.waitCaughtUp(b, group[0].r, 120*time.Second)
+				total += time.Since(start)
+				b.StopTimer()
+				after := group[0].r.p.Stats()
+				lookups += after.Warm.Lookups - before.Warm.Lookups
+				reads += after.Warm.Reads - before.Warm.Reads
+				for i, m := range group {
+					if i != 1 || how == "none" {
+						if err := m.r.stop(b); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+			}
+			b.ReportMetric(total.Seconds()/float64(b.N), "s_to_catch_up")
+			b.ReportMetric(float64(lookups)/float64(b.N), "lookups")
+			b.ReportMetric(float64(reads)/float64(b.N), "directory_reads")
 		})
 	}
 }

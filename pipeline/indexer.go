@@ -91,8 +91,9 @@ type indexer struct {
 	dir     *directory
 	pend    *pendingSet
 	rests   map[string]*restState
-	parked  int   // events waiting in the queues of held restaurants
-	dirGen  int64 // the consumer-group generation the directory was read at
+	parked  int       // events waiting in the queues of held restaurants
+	dirGen  int64     // the consumer-group generation the directory follows
+	cold    coldState // partitions gained since the directory was read (gained.go)
 
 	flightMu   sync.Mutex
 	flights    map[string]int // per restaurant: events with writes not all answered
@@ -104,6 +105,7 @@ type indexer struct {
 	tasksOn    atomic.Int64 // tasks started whose end is not posted yet
 	getSlots   chan struct{}
 	moves      atomic.Int64
+	lookups    atomic.Int64 // restaurants of gained partitions looked up (gained.go)
 	warmStats  warmStats
 	searchSize int // dishes per page when moving or deleting a restaurant
 	warmSize   int // restaurants per page when warming the directory
@@ -165,6 +167,12 @@ func (ix *indexer) setTargets(targets []target) { ix.targets = targets }
 // restaurant that came before it if the restaurant is held. It returns
 // an error only when the pipeline cannot go on.
 func (ix *indexer) submit(ctx context.Context, ev *event) error {
+	if ix.needsLookup(ev) {
+		// The restaurant's first event in a partition gained since the
+		// directory was read: nothing of it is held (the generation began
+		// with quiesce, and its events are all in that partition).
+		ix.lookUp(ctx, ev.rid)
+	}
 	if rs := ix.rests[ev.rid]; rs != nil && rs.held {
 		rs.queue = append(rs.queue, ev)
 		ix.parked++

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -485,26 +486,60 @@ func (p *Pipeline) process(stop, work context.Context, r consumer, msgs <-chan f
 }
 
 // newGeneration follows the consumer group into generation gen. The
-// directory is read again only if the group gave this member a partition
-// it did not hold when the directory was last read: the restaurants of a
-// partition it kept had no other writer meanwhile (partition N of every
-// event topic is one member's, and both are keyed by restaurant), so what
-// it knows of them stands, and a member that only lost partitions (the
-// older members when one joins) pauses for nothing but the rebalance. An
-// assignment it cannot read makes it read the directory, as before.
+// restaurants of a partition the member kept had no other writer
+// meanwhile (partition N of every event topic is one member's, and both
+// are keyed by restaurant), so what it knows of them stands, and a member
+// that only lost partitions (the older members when one joins) pauses for
+// nothing but the rebalance. The restaurants of a partition it gained
+// are looked up in the index as their events come (gained.go). An
+// assignment it cannot read makes it read the whole directory again.
 func (p *Pipeline) newGeneration(ctx context.Context, gen int64) error {
 	owned := p.assignment(ctx)
-	if owned != nil && p.assigned != nil && subsetOf(owned, p.assigned) {
-		p.ix.dirGen = gen
+	if owned == nil || p.assigned == nil {
+		if err := p.ix.rewarm(ctx, gen); err != nil {
+			return err
+		}
+		p.ix.cold = coldState{} // every restaurant was read
 		p.assigned = owned
-		p.log.Info("consumer group rebalanced: no partition gained; the directory stands", "generation", gen, "partitions", len(owned))
 		return nil
 	}
-	if err := p.ix.rewarm(ctx, gen); err != nil {
-		return err
-	}
+	gained, lost := partitionChange(p.assigned, owned)
 	p.assigned = owned
-	return nil
+	if len(gained) == 0 {
+		for _, n := range lost {
+			delete(p.ix.cold.parts, n)
+		}
+		p.ix.dirGen = gen
+		p.log.Info("consumer group rebalanced: no partition gained; the directory stands", "generation", gen, "partitions", len(owned), "lost", lost)
+		return nil
+	}
+	return p.ix.gain(ctx, gen, gained, lost)
+}
+
+// partitionChange lists the partition numbers owned now and not before
+// (gained), and before and not now (lost).
+func partitionChange(before, now map[partKey]bool) (gained, lost []int) {
+	nums := func(m map[partKey]bool) map[int]bool {
+		out := map[int]bool{}
+		for k := range m {
+			out[k.partition] = true
+		}
+		return out
+	}
+	b, n := nums(before), nums(now)
+	for k := range n {
+		if !b[k] {
+			gained = append(gained, k)
+		}
+	}
+	for k := range b {
+		if !n[k] {
+			lost = append(lost, k)
+		}
+	}
+	slices.Sort(gained)
+	slices.Sort(lost)
+	return gained, lost
 }
 
 // assignment reads this member's partitions, or nil when they cannot be
@@ -520,15 +555,6 @@ func (p *Pipeline) assignment(ctx context.Context) map[partKey]bool {
 		return nil
 	}
 	return owned
-}
-
-func subsetOf(a, b map[partKey]bool) bool {
-	for k := range a {
-		if !b[k] {
-			return false
-		}
-	}
-	return true
 }
 
 // initialWarm waits for the reader to join its group, then reads the

@@ -23,9 +23,12 @@ type WarmProgress struct {
 	// Done is set once the whole index has been read.
 	Done bool
 	// Reads counts the directory's reads from the index: one at start, and
-	// one at each new consumer-group generation that gave this member a
-	// partition it did not hold.
+	// one at each new consumer-group generation whose assignment could not
+	// be read.
 	Reads int64
+	// Lookups counts the restaurants of partitions gained at a later
+	// generation that were looked up in the index, one search per batch.
+	Lookups int64
 }
 
 // TargetInfo names an index written to and the hash of its map.
@@ -111,7 +114,8 @@ func (p *Pipeline) Stats() Stats {
 		Partitions:    p.track.snapshot(),
 		Warm: WarmProgress{
 			Pages: p.ix.warmStats.pages.Load(), Restaurants: p.ix.warmStats.seen.Load(), Total: p.ix.warmStats.total.Load(), Done: p.ix.warmStats.done.Load(),
-			Reads: p.ix.warmStats.reads.Load(),
+			Reads:   p.ix.warmStats.reads.Load(),
+			Lookups: p.ix.lookups.Load(),
 		},
 	}
 	for _, ps := range s.Partitions {

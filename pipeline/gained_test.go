@@ -1,0 +1,126 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"testing"
+
+	"github.com/golang/geo/s2"
+)
+
+// TestGainedPartitionsAreLookedUp: after a generation that gained
+// partitions, a restaurant's first event there looks the restaurant up in
+// the index, batched, and the index's answer replaces what the directory
+// knew (another member owned the partition meanwhile): a newer copy wins,
+// a restaurant the index lacks becomes unknown, a delete newer than the
+// index's copy stands. A restaurant of a kept partition, or one already
+// looked up, is not looked up again; a lost partition is forgotten.
+func TestGainedPartitionsAreLookedUp(t *testing.T) {
+	e := newEnv(t, envOptions{partitions: 1})
+	p := offlinePipeline(t)
+	ix := p.ix
+	ix.admin = e.admin
+	ix.targets = []target{newTarget(testIndex, e.m, true)}
+	ctx := context.Background()
+	sf := s2.CellIDFromLatLng(s2.LatLngFromDegrees(37.7749, -122.4194))
+	ny := s2.CellIDFromLatLng(s2.LatLngFromDegrees(40.7128, -74.006))
+	lvl := e.m.Level()
+	store := func(rid string, v int64, c s2.CellID, lat, lon float64) {
+		t.Helper()
+		_, routing := ix.targets[0].routing(c)
+		u := fmt.Sprintf("%s/%s/_doc/restaurant:%s?routing=%s&refresh=true", e.url, testIndex, rid, url.QueryEscape(routing))
+		req, _ := http.NewRequest(http.MethodPut, u, bytes.NewReader(restaurantBody(nil, rid, v, c, lat, lon, lvl)))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			t.Fatalf("store %s: %s", rid, resp.Status)
+		}
+	}
+	// The directory as this member left it; the index as the partition's
+	// owner meanwhile left it.
+	ix.dir.set("moved", sf, 1)
+	store("moved", 3, ny, 40.7128, -74.006)
+	ix.dir.set("gone", sf, 1)
+	ix.dir.set("deleted", sf, 4)
+	ix.dir.remove("deleted", 9)
+	store("deleted", 5, sf, 37.7749, -122.4194)
+	store("new", 2, ny, 40.7128, -74.006)
+	ix.dir.set("kept", sf, 1)
+	store("kept", 7, ny, 40.7128, -74.006)
+
+	if err := ix.gain(ctx, 5, []int{0, 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if ix.dirGen != 5 {
+		t.Errorf("directory generation %d, want 5", ix.dirGen)
+	}
+	ev := func(part int, rid string) *event {
+		return &event{part: partKey{"events", part}, rid: rid}
+	}
+	var asked []string
+	for _, x := range []*event{ev(0, "moved"), ev(1, "gone"), ev(0, "deleted"), ev(1, "new"), ev(2, "kept"), ev(0, "moved")} {
+		if ix.needsLookup(x) {
+			asked = append(asked, x.rid)
+			ix.lookUp(ctx, x.rid)
+		}
+	}
+	if fmt.Sprint(asked) != "[moved gone deleted new]" {
+		t.Errorf("looked up %v, want the first event of each restaurant of a gained partition", asked)
+	}
+	if err := ix.quiesce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := ix.lookups.Load(); got != 4 {
+		t.Errorf("%d restaurants looked up, want 4", got)
+	}
+	if len(ix.rests) != 0 {
+		t.Errorf("restaurants still held after the lookups: %v", ix.rests)
+	}
+	check := func(rid string, live bool, c s2.CellID, v int64) {
+		t.Helper()
+		got, ok := ix.dir.get(rid)
+		if !live {
+			if ok && !got.deleted {
+				t.Errorf("%s: %+v, want it not live", rid, got)
+			}
+			return
+		}
+		if !ok || got.deleted || got.version != v || got.cell != c {
+			t.Errorf("%s: %+v (known %v), want live at %v v%d", rid, got, ok, c, v)
+		}
+	}
+	check("moved", true, ny, 3)
+	check("gone", false, 0, 0)
+	if _, ok := ix.dir.get("gone"); ok {
+		t.Error("gone: still in the directory, want unknown")
+	}
+	if d, _ := ix.dir.get("deleted"); !d.deleted || d.version != 9 {
+		t.Errorf("deleted: %+v, want the delete at v9 kept", d)
+	}
+	check("new", true, ny, 2)
+	check("kept", true, sf, 1) // partition 2 was kept: no lookup
+	if n := ix.dir.size(); n != 3 {
+		t.Errorf("%d live restaurants, want 3 (moved, new, kept)", n)
+	}
+
+	// Losing a partition forgets it; gaining it again looks up again.
+	if err := ix.gain(ctx, 6, nil, []int{0}); err != nil {
+		t.Fatal(err)
+	}
+	if ix.needsLookup(ev(0, "moved")) {
+		t.Error("a lost partition still asks for lookups")
+	}
+	if err := ix.gain(ctx, 7, []int{0}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !ix.needsLookup(ev(0, "moved")) {
+		t.Error("a partition gained again does not look its restaurants up again")
+	}
+}
