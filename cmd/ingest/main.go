@@ -5,8 +5,10 @@
 //	ingest --brokers kafka:9092 --opensearch https://search:9200 --alias menu
 //	ingest --embedded     # in-process broker and emulator, bundled data, a summary
 //
-// Every flag has a GEOSHARD_* environment variable (shown in --help);
-// secrets come only from the environment or files. Exit status: 0 after a
+// Every flag has a GEOSHARD_* environment variable (shown in --help),
+// parsed as the flag is: a value the flag refuses stops the command with
+// exit 2, naming the variable. Secrets come only from the environment or
+// files. Exit status: 0 after a
 // clean shutdown, 2 for bad flags, 1 for any other failure.
 package main
 
@@ -15,22 +17,23 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/geoshard/geoshard/cmd/internal/serve"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/geoshard/geoshard/bulk"
-	"github.com/geoshard/geoshard/pipeline"
-	"github.com/geoshard/geoshard/router"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/cmd/internal/envflag"
+	"github.com/geoshard/geoshard/cmd/internal/serve"
+	"github.com/geoshard/geoshard/pipeline"
+	"github.com/geoshard/geoshard/router"
 )
 
 func main() {
@@ -62,51 +65,32 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	o := &options{}
 	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	env := func(k, def string) string {
-		if v := getenv(k); v != "" {
-			return v
-		}
-		return def
-	}
-	envInt := func(k string, def int) int {
-		if v, err := strconv.Atoi(getenv(k)); err == nil {
-			return v
-		}
-		return def
-	}
-	envDur := func(k string, def time.Duration) time.Duration {
-		if v, err := time.ParseDuration(getenv(k)); err == nil {
-			return v
-		}
-		return def
-	}
-	brokers := fs.String("brokers", env("GEOSHARD_BROKERS", "127.0.0.1:9092"), "Kafka `brokers`, comma-separated (GEOSHARD_BROKERS)")
-	fs.StringVar(&o.pipe.RestaurantTopic, "restaurant-topic", env("GEOSHARD_RESTAURANT_TOPIC", "restaurants"), "topic of restaurant events (GEOSHARD_RESTAURANT_TOPIC)")
-	fs.StringVar(&o.pipe.DishTopic, "dish-topic", env("GEOSHARD_DISH_TOPIC", "dishes"), "topic of dish events; may equal --restaurant-topic (GEOSHARD_DISH_TOPIC)")
-	dishKey := fs.String("dish-key", env("GEOSHARD_DISH_KEY", string(pipeline.DishKeyRestaurant)), "how dish events are keyed: restaurant (by their restaurant's id) or dish (by their own id, as change-data-capture tools key rows: ingest re-keys them by restaurant into --repartition-topic and consumes that) (GEOSHARD_DISH_KEY)")
-	fs.StringVar(&o.pipe.RepartitionTopic, "repartition-topic", env("GEOSHARD_REPARTITION_TOPIC", ""), "with --dish-key dish: the topic of dish events re-keyed by restaurant, created with the restaurant topic's partition count if missing; default <group>.dishes-by-restaurant (GEOSHARD_REPARTITION_TOPIC)")
-	fs.DurationVar(&o.pipe.RepartitionRetention, "repartition-retention", envDur("GEOSHARD_REPARTITION_RETENTION", pipeline.DefaultRepartitionRetention), "with --dish-key dish: retention of the repartition topic when ingest creates it (GEOSHARD_REPARTITION_RETENTION)")
-	fs.StringVar(&o.pipe.Group, "group", env("GEOSHARD_GROUP", "geoshard-ingest"), "consumer group (GEOSHARD_GROUP)")
-	fs.StringVar(&o.pipe.DLQTopic, "dlq-topic", env("GEOSHARD_DLQ_TOPIC", "geoshard.dlq"), "dead-letter topic (GEOSHARD_DLQ_TOPIC)")
-	fs.StringVar(&o.pipe.Alias, "alias", env("GEOSHARD_ALIAS", "menu"), "alias to write through; the map comes from its write index (GEOSHARD_ALIAS)")
-	fs.StringVar(&o.mapFile, "map", env("GEOSHARD_MAP", ""), "optional map `file`: refuse to start unless the index was built with this map (GEOSHARD_MAP)")
-	fs.StringVar(&o.pipe.Kafka.SASLMechanism, "kafka-sasl-mechanism", env("GEOSHARD_KAFKA_SASL_MECHANISM", ""), "plain or scram-sha-512; password from GEOSHARD_KAFKA_SASL_PASSWORD (GEOSHARD_KAFKA_SASL_MECHANISM)")
-	fs.StringVar(&o.pipe.Kafka.Username, "kafka-sasl-username", env("GEOSHARD_KAFKA_SASL_USERNAME", ""), "SASL user (GEOSHARD_KAFKA_SASL_USERNAME)")
-	tlsDefault, _ := strconv.ParseBool(getenv("GEOSHARD_KAFKA_TLS"))
-	fs.BoolVar(&o.pipe.Kafka.TLS, "kafka-tls", tlsDefault, "connect to Kafka over TLS (GEOSHARD_KAFKA_TLS)")
-	fs.StringVar(&o.pipe.Kafka.CAFile, "kafka-ca", env("GEOSHARD_KAFKA_CA", ""), "PEM `file` of CAs for Kafka TLS (GEOSHARD_KAFKA_CA)")
-	fs.IntVar(&o.pipe.Bulk.Workers, "workers", envInt("GEOSHARD_WORKERS", bulk.DefaultWorkers), "bulk workers (GEOSHARD_WORKERS)")
-	fs.IntVar(&o.pipe.Bulk.FlushItems, "flush-items", envInt("GEOSHARD_FLUSH_ITEMS", bulk.DefaultFlushItems), "items per bulk request (GEOSHARD_FLUSH_ITEMS)")
-	fs.IntVar(&o.pipe.Bulk.FlushBytes, "flush-bytes", envInt("GEOSHARD_FLUSH_BYTES", bulk.DefaultFlushBytes), "bytes per bulk request (GEOSHARD_FLUSH_BYTES)")
-	fs.DurationVar(&o.pipe.Bulk.FlushInterval, "flush-interval", envDur("GEOSHARD_FLUSH_INTERVAL", bulk.DefaultFlushInterval), "longest wait before a partial batch is sent (GEOSHARD_FLUSH_INTERVAL)")
-	fs.DurationVar(&o.pipe.Kafka.SessionTimeout, "kafka-session-timeout", envDur("GEOSHARD_KAFKA_SESSION_TIMEOUT", 30*time.Second), "how long the group waits for a member that stopped heartbeating (killed, hung) before it gives its partitions to others: shorter recovers sooner from a lost instance, but a GC pause or a slow network longer than it costs a needless rebalance; within the broker's group.min/max.session.timeout.ms (GEOSHARD_KAFKA_SESSION_TIMEOUT)")
-	fs.DurationVar(&o.pipe.Kafka.HeartbeatInterval, "kafka-heartbeat-interval", envDur("GEOSHARD_KAFKA_HEARTBEAT_INTERVAL", 3*time.Second), "how often a member tells the group it is alive, and learns of a rebalance; at most a third of the session timeout (GEOSHARD_KAFKA_HEARTBEAT_INTERVAL)")
-	fs.DurationVar(&o.pipe.Kafka.RebalanceTimeout, "kafka-rebalance-timeout", envDur("GEOSHARD_KAFKA_REBALANCE_TIMEOUT", 30*time.Second), "how long the group waits for every member to rejoin during a rebalance; consumption stands still for up to this long when a member is slow to rejoin (GEOSHARD_KAFKA_REBALANCE_TIMEOUT)")
-	fs.DurationVar(&o.pipe.DrainTimeout, "drain-timeout", envDur("GEOSHARD_DRAIN_TIMEOUT", 20*time.Second), "on SIGTERM, finish in-flight work within this long (GEOSHARD_DRAIN_TIMEOUT)")
-	fs.StringVar(&o.pipe.Instance, "instance", env("GEOSHARD_INSTANCE", ""), "this instance's name in migration heartbeats; default host name and pid (GEOSHARD_INSTANCE)")
-	fs.DurationVar(&o.pipe.MigrationPollInterval, "migration-poll-interval", envDur("GEOSHARD_MIGRATION_POLL_INTERVAL", 5*time.Second), "how often to read the reshard migration state (GEOSHARD_MIGRATION_POLL_INTERVAL)")
-	fs.StringVar(&o.metricsAddr, "metrics-addr", env("GEOSHARD_METRICS_ADDR", ":9464"), "listen `address` of /metrics, /healthz and /readyz; empty disables (GEOSHARD_METRICS_ADDR)")
-	fs.StringVar(&o.logLevel, "log-level", env("GEOSHARD_LOG_LEVEL", "info"), "debug, info, warn or error (GEOSHARD_LOG_LEVEL)")
+	brokers := fs.String("brokers", "127.0.0.1:9092", "Kafka `brokers`, comma-separated (GEOSHARD_BROKERS)")
+	fs.StringVar(&o.pipe.RestaurantTopic, "restaurant-topic", "restaurants", "topic of restaurant events (GEOSHARD_RESTAURANT_TOPIC)")
+	fs.StringVar(&o.pipe.DishTopic, "dish-topic", "dishes", "topic of dish events; may equal --restaurant-topic (GEOSHARD_DISH_TOPIC)")
+	dishKey := fs.String("dish-key", string(pipeline.DishKeyRestaurant), "how dish events are keyed: restaurant (by their restaurant's id) or dish (by their own id, as change-data-capture tools key rows: ingest re-keys them by restaurant into --repartition-topic and consumes that) (GEOSHARD_DISH_KEY)")
+	fs.StringVar(&o.pipe.RepartitionTopic, "repartition-topic", "", "with --dish-key dish: the topic of dish events re-keyed by restaurant, created with the restaurant topic's partition count if missing; default <group>.dishes-by-restaurant (GEOSHARD_REPARTITION_TOPIC)")
+	fs.DurationVar(&o.pipe.RepartitionRetention, "repartition-retention", pipeline.DefaultRepartitionRetention, "with --dish-key dish: retention of the repartition topic when ingest creates it (GEOSHARD_REPARTITION_RETENTION)")
+	fs.StringVar(&o.pipe.Group, "group", "geoshard-ingest", "consumer group (GEOSHARD_GROUP)")
+	fs.StringVar(&o.pipe.DLQTopic, "dlq-topic", "geoshard.dlq", "dead-letter topic (GEOSHARD_DLQ_TOPIC)")
+	fs.StringVar(&o.pipe.Alias, "alias", "menu", "alias to write through; the map comes from its write index (GEOSHARD_ALIAS)")
+	fs.StringVar(&o.mapFile, "map", "", "optional map `file`: refuse to start unless the index was built with this map (GEOSHARD_MAP)")
+	fs.StringVar(&o.pipe.Kafka.SASLMechanism, "kafka-sasl-mechanism", "", "plain or scram-sha-512; password from GEOSHARD_KAFKA_SASL_PASSWORD (GEOSHARD_KAFKA_SASL_MECHANISM)")
+	fs.StringVar(&o.pipe.Kafka.Username, "kafka-sasl-username", "", "SASL user (GEOSHARD_KAFKA_SASL_USERNAME)")
+	fs.BoolVar(&o.pipe.Kafka.TLS, "kafka-tls", false, "connect to Kafka over TLS (GEOSHARD_KAFKA_TLS)")
+	fs.StringVar(&o.pipe.Kafka.CAFile, "kafka-ca", "", "PEM `file` of CAs for Kafka TLS (GEOSHARD_KAFKA_CA)")
+	fs.IntVar(&o.pipe.Bulk.Workers, "workers", bulk.DefaultWorkers, "bulk workers (GEOSHARD_WORKERS)")
+	fs.IntVar(&o.pipe.Bulk.FlushItems, "flush-items", bulk.DefaultFlushItems, "items per bulk request (GEOSHARD_FLUSH_ITEMS)")
+	fs.IntVar(&o.pipe.Bulk.FlushBytes, "flush-bytes", bulk.DefaultFlushBytes, "bytes per bulk request (GEOSHARD_FLUSH_BYTES)")
+	fs.DurationVar(&o.pipe.Bulk.FlushInterval, "flush-interval", bulk.DefaultFlushInterval, "longest wait before a partial batch is sent (GEOSHARD_FLUSH_INTERVAL)")
+	fs.DurationVar(&o.pipe.Kafka.SessionTimeout, "kafka-session-timeout", 30*time.Second, "how long the group waits for a member that stopped heartbeating (killed, hung) before it gives its partitions to others: shorter recovers sooner from a lost instance, but a GC pause or a slow network longer than it costs a needless rebalance; within the broker's group.min/max.session.timeout.ms (GEOSHARD_KAFKA_SESSION_TIMEOUT)")
+	fs.DurationVar(&o.pipe.Kafka.HeartbeatInterval, "kafka-heartbeat-interval", 3*time.Second, "how often a member tells the group it is alive, and learns of a rebalance; at most a third of the session timeout (GEOSHARD_KAFKA_HEARTBEAT_INTERVAL)")
+	fs.DurationVar(&o.pipe.Kafka.RebalanceTimeout, "kafka-rebalance-timeout", 30*time.Second, "how long the group waits for every member to rejoin during a rebalance; consumption stands still for up to this long when a member is slow to rejoin (GEOSHARD_KAFKA_REBALANCE_TIMEOUT)")
+	fs.DurationVar(&o.pipe.DrainTimeout, "drain-timeout", 20*time.Second, "on SIGTERM, finish in-flight work within this long (GEOSHARD_DRAIN_TIMEOUT)")
+	fs.StringVar(&o.pipe.Instance, "instance", "", "this instance's name in migration heartbeats; default host name and pid (GEOSHARD_INSTANCE)")
+	fs.DurationVar(&o.pipe.MigrationPollInterval, "migration-poll-interval", 5*time.Second, "how often to read the reshard migration state (GEOSHARD_MIGRATION_POLL_INTERVAL)")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", ":9464", "listen `address` of /metrics, /healthz and /readyz; empty disables (GEOSHARD_METRICS_ADDR)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error (GEOSHARD_LOG_LEVEL)")
 	cf := o.client.RegisterFlags(fs, getenv)
 
 	fs.BoolVar(&o.embedded, "embedded", false, "run with an in-process Kafka broker and OpenSearch emulator on bundled data, then print a summary")
@@ -116,6 +100,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.BoolVar(&o.serve, "serve", false, "with --embedded: keep running after the summary until interrupted")
 	fs.DurationVar(&o.summaryLimit, "embedded-timeout", 5*time.Minute, "with --embedded: give up if the events are not all processed by then")
 
+	if err := envflag.Apply(fs, getenv); err != nil {
+		return nil, usageError{err}
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err

@@ -35,6 +35,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/geoshard/geoshard/cmd/internal/envflag"
 )
 
 // usageError is bad flags or input: exit status 2.
@@ -137,6 +139,9 @@ func newFlags(name, synopsis string, stdout io.Writer) *flag.FlagSet {
 
 // parse parses flags and rejects positional arguments.
 func parse(fs *flag.FlagSet, args []string) error {
+	if err := envflag.Apply(fs, os.Getenv); err != nil {
+		return usageError{err}
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.Usage()

@@ -212,3 +212,13 @@ func TestHelp(t *testing.T) {
 		t.Errorf("reshard --help: exit %d, output %q", code, stderr)
 	}
 }
+
+// A GEOSHARD_* variable its flag refuses stops the verb at start with
+// exit 2, naming the variable, rather than falling back to the default.
+func TestBadEnvironmentExit2(t *testing.T) {
+	t.Setenv("GEOSHARD_OPENSEARCH_INSECURE", "yes")
+	code, _, stderr := runCLI(t, "status")
+	if code != 2 || !strings.Contains(stderr, `GEOSHARD_OPENSEARCH_INSECURE="yes": not a valid value for --opensearch-insecure`) {
+		t.Errorf("reshard status with GEOSHARD_OPENSEARCH_INSECURE=yes: exit %d, stderr %q; want 2 naming the variable", code, stderr)
+	}
+}
