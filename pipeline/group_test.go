@@ -166,13 +166,17 @@ func TestGroupThroughKillsAndRestarts(t *testing.T) {
 // commits, and leaves the group, which rebalances right away) or as
 // SIGKILL does (it falls silent, and the group waits out its session
 // timeout before it gives the instance's partitions away); "none" loses
-// no instance. It reports the time until the group has finished the
-// batch ("s_to_catch_up"), with the test configuration's group timings:
-// session timeout 3 s, heartbeat every 200 ms.
+// no instance; "rolling" restarts all three, one after another, as a
+// Deployment's rolling update does: each stopped as SIGTERM stops it,
+// then replaced, the next only once the replacement has partitions. It
+// reports the time until the group has finished the batch
+// ("s_to_catch_up"), with the test configuration's group timings
+// (session timeout 3 s, heartbeat every 200 ms) or those the flags give:
 //
 //	go test -run '^$' -bench GroupRecovery -benchtime 1x -count 3 ./pipeline/
+//	go test ./pipeline/ -run '^$' -bench GroupRecovery -benchtime 1x -recovery-session=30s -recovery-heartbeat=3s
 func BenchmarkGroupRecovery(b *testing.B) {
-	for _, how := range []string{"none", "sigterm", "sigkill"} {
+	for _, how := range []string{"none", "sigterm", "sigkill", "rolling"} {
 		b.Run("stop="+how, func(b *testing.B) {
 			b.ReportAllocs()
 			var total time.Duration
@@ -181,6 +185,9 @@ func BenchmarkGroupRecovery(b *testing.B) {
 				e := newEnv(b, envOptions{partitions: 6})
 				evs := benchEvents(12000)
 				cfg := e.config()
+				if *recoverySession > 0 {
+					cfg.Kafka.SessionTimeout, cfg.Kafka.HeartbeatInterval = *recoverySession, *recoveryHeartbeat
+				}
 				var group []*member
 				for i := range 3 {
 					group = append(group, e.startMember(cfg, fmt.Sprintf("ingest-%d", i)))
@@ -199,12 +206,20 @@ func BenchmarkGroupRecovery(b *testing.B) {
 					if err := group[1].r.stop(b); err != nil {
 						b.Fatal(err)
 					}
+				case "rolling":
+					for i := range group {
+						if err := group[i].r.stop(b); err != nil {
+							b.Fatal(err)
+						}
+						group[i] = e.startMember(cfg, fmt.Sprintf("ingest-%d-new", i))
+						waitJoined(b, group)
+					}
 				}
-				e.waitCaughtUp(b, group[0].r, 60*time.Second)
+				e.waitCaughtUp(b, group[0].r, 120*time.Second)
 				total += time.Since(start)
 				b.StopTimer()
 				for i, m := range group {
-					if i != 1 || how == "none" {
+					if i != 1 || how == "none" || how == "rolling" {
 						if err := m.r.stop(b); err != nil {
 							b.Fatal(err)
 						}
@@ -215,6 +230,11 @@ func BenchmarkGroupRecovery(b *testing.B) {
 		})
 	}
 }
+
+var (
+	recoverySession   = flag.Duration("recovery-session", 0, "consumer-group session timeout for BenchmarkGroupRecovery (0: the tests' 3s)")
+	recoveryHeartbeat = flag.Duration("recovery-heartbeat", 3*time.Second, "heartbeat interval for BenchmarkGroupRecovery with -recovery-session")
+)
 
 var pauseRestaurants = flag.Int("pause-restaurants", 200_000, "restaurants in the index for BenchmarkRebalancePause")
 
