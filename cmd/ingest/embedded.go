@@ -230,12 +230,15 @@ func runEmbedded(ctx context.Context, o *options, logger *slog.Logger, stdout io
 	}()
 	waitErr := waitDone(ctx, p, produced, o.summaryLimit)
 	ingestTime := time.Since(start)
-	cancel()
-	wg.Wait()
-	bar.finish()
-	if runErr != nil {
-		return runErr
+	if !o.serve || waitErr != nil {
+		cancel()
+		wg.Wait()
+		if runErr != nil {
+			bar.finish()
+			return runErr
+		}
 	}
+	bar.finish()
 	if waitErr != nil {
 		return waitErr
 	}
@@ -245,11 +248,26 @@ func runEmbedded(ctx context.Context, o *options, logger *slog.Logger, stdout io
 	if err := writeSummary(ctx, stdout, s, p, reg, kinds, produced, ingestTime); err != nil {
 		return err
 	}
-	if o.serve {
-		fmt.Fprintf(stdout, "\nserving until interrupted: Kafka %s, OpenSearch %s\n", s.kafka.Addrs()[0], s.osURL)
-		<-ctx.Done()
+	if !o.serve {
+		return nil
 	}
-	return nil
+	// The whole job keeps running: the pipeline consumes what is produced
+	// from now on, writes its heartbeat and serves its metrics, until
+	// interrupted.
+	fmt.Fprintf(stdout, "\nserving until interrupted: Kafka %s, OpenSearch %s; ingest keeps consuming %s and %s\n",
+		s.kafka.Addrs()[0], s.osURL, o.pipe.RestaurantTopic, o.pipe.DishTopic)
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-ctx.Done():
+	case <-done:
+	}
+	cancel()
+	<-done
+	return runErr
 }
 
 // waitDone waits until every produced event is finished and committed.

@@ -7,8 +7,11 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/segmentio/kafka-go"
 )
 
 func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -139,3 +142,75 @@ func TestHealthEndpoints(t *testing.T) {
 }
 
 func sprint(v any) string { return fmt.Sprintf("%+v %#v", v, v) }
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// With --serve the whole job keeps running after the summary: an event
+// produced afterwards is indexed.
+func TestEmbeddedServeKeepsIngesting(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the whole embedded job")
+	}
+	var out, errb syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"--embedded", "--demo-events", "300", "--serve", "--metrics-addr", ""}, envOf(nil), &out, &errb)
+	}()
+	addrs := regexp.MustCompile(`serving until interrupted: Kafka (\S+), OpenSearch (\S+);`)
+	var m []string
+	for deadline := time.Now().Add(90 * time.Second); m == nil; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no serving line:\n%s\n%s", out.String(), errb.String())
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("exit %d before serving: %s", code, errb.String())
+		default:
+		}
+		m = addrs.FindStringSubmatch(out.String())
+	}
+	broker, osURL := m[1], m[2]
+	w := &kafka.Writer{Addr: kafka.TCP(broker), Topic: "restaurants", Balancer: &kafka.Murmur2Balancer{}, RequiredAcks: kafka.RequireAll}
+	defer w.Close()
+	ev := `{"type":"restaurant","op":"upsert","id":"after-serve","version":1,"location":{"lat":37.77,"lon":-122.42},"doc":{"name":"late"}}`
+	if err := w.WriteMessages(ctx, kafka.Message{Key: []byte("after-serve"), Value: []byte(ev)}); err != nil {
+		t.Fatal(err)
+	}
+	query := `{"query":{"ids":{"values":["restaurant:after-serve"]}}}`
+	found := false
+	for deadline := time.Now().Add(60 * time.Second); !found && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		resp, err := http.Post(osURL+"/menu/_search", "application/json", strings.NewReader(query))
+		if err != nil {
+			continue
+		}
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		resp.Body.Close()
+		found = strings.Contains(b.String(), `"restaurant:after-serve"`)
+	}
+	if !found {
+		t.Error("an event produced after the summary was not indexed under --serve")
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Errorf("exit %d after the interrupt: %s", code, errb.String())
+	}
+}

@@ -19,6 +19,7 @@ type progressBar struct {
 	terminal bool
 	last     time.Time
 	drawn    bool
+	finished bool // set by finish: later updates are dropped (under --serve the pipeline runs on)
 }
 
 func newProgressBar(w io.Writer, total int) *progressBar {
@@ -28,6 +29,9 @@ func newProgressBar(w io.Writer, total int) *progressBar {
 func (b *progressBar) update(p pipeline.Progress) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.finished {
+		return
+	}
 	if !b.terminal && time.Since(b.last) < 2*time.Second {
 		return
 	}
@@ -52,6 +56,7 @@ func (b *progressBar) update(p pipeline.Progress) {
 func (b *progressBar) finish() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.finished = true
 	if b.drawn {
 		fmt.Fprintln(b.w)
 	}
