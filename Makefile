@@ -2,7 +2,7 @@
 GO ?= go
 REAL := deploy/local/real.sh
 
-.PHONY: build test test-fast test-real bench bench-real real-up real-down lint fixtures fuzz
+.PHONY: build test test-fast test-real bench bench-real real-up real-down lint fixtures fuzz image
 
 build:
 	$(GO) build ./...
@@ -47,6 +47,16 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags realcluster ./...
+
+# The ingest and reshard images (Dockerfile), tagged as the manifests'
+# kustomize component deploy/k8s/images gives: IMAGE_REPO prefixes them
+# (e.g. IMAGE_REPO=registry.example.com/geoshard).
+IMAGE_REPO ?= geoshard
+IMAGE_TAG := $(shell sed -n 's/^ *newTag: *"\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' deploy/k8s/images/kustomization.yaml | head -1)
+DOCKER ?= docker
+image:
+	$(DOCKER) build --target ingest -t $(IMAGE_REPO)/ingest:$(IMAGE_TAG) .
+	$(DOCKER) build --target reshard -t $(IMAGE_REPO)/reshard:$(IMAGE_TAG) .
 
 # Regenerate the derived fixtures under testdata/ from the bundled city data.
 fixtures:

@@ -37,6 +37,7 @@ var metricFamilies = map[string]string{
 	"geoshard_bulk_retries_total":                     "counter",
 	"geoshard_bulk_items_queued":                      "gauge",
 	"geoshard_bulk_items_in_flight":                   "gauge",
+	"geoshard_ingest_migration_phase":                 "gauge",
 	"geoshard_migration_phase":                        "gauge",
 	"geoshard_backfill_docs_total":                    "counter",
 	"up":                                              "gauge",
@@ -57,8 +58,10 @@ const (
 
 // Files in k8s/ that kustomization.yaml leaves out on purpose.
 var notInKustomization = map[string]string{
-	secretExample:      "placeholder credentials: the real Secret is created out of band",
-	"reshard-job.yaml": "a Job created once per reshard step with kubectl create",
+	secretExample:                    "placeholder credentials: the real Secret is created out of band",
+	"reshard/job.yaml":               "a Job created once per reshard step with kubectl create -k deploy/k8s/reshard",
+	"monitoring/servicemonitor.yaml": "needs the prometheus-operator's CRDs: kubectl apply -k deploy/k8s/monitoring",
+	"monitoring/podmonitor.yaml":     "needs the prometheus-operator's CRDs: kubectl apply -k deploy/k8s/monitoring",
 }
 
 // The keys of the credentials Secret, as the Deployment reads them.
@@ -71,18 +74,19 @@ var secretKeys = []string{
 
 // The ConfigMap's settings; an empty value means any non-empty value.
 var configSettings = map[string]string{
-	"GEOSHARD_BROKERS":          "",
-	"GEOSHARD_RESTAURANT_TOPIC": "restaurants",
-	"GEOSHARD_DISH_TOPIC":       "dishes",
-	"GEOSHARD_DISH_KEY":         "restaurant",
-	"GEOSHARD_GROUP":            "geoshard-ingest",
-	"GEOSHARD_DLQ_TOPIC":        "geoshard.dlq",
-	"GEOSHARD_OPENSEARCH":       "https://opensearch:9200",
-	"GEOSHARD_ALIAS":            "menu",
-	"GEOSHARD_WORKERS":          "",
-	"GEOSHARD_FLUSH_ITEMS":      "",
-	"GEOSHARD_METRICS_ADDR":     ":9464",
-	"GEOSHARD_LOG_LEVEL":        "",
+	"GEOSHARD_BROKERS":              "",
+	"GEOSHARD_RESTAURANT_TOPIC":     "restaurants",
+	"GEOSHARD_DISH_TOPIC":           "dishes",
+	"GEOSHARD_DISH_KEY":             "restaurant",
+	"GEOSHARD_KAFKA_SASL_MECHANISM": "scram-sha-512",
+	"GEOSHARD_GROUP":                "geoshard-ingest",
+	"GEOSHARD_DLQ_TOPIC":            "geoshard.dlq",
+	"GEOSHARD_OPENSEARCH":           "https://opensearch:9200",
+	"GEOSHARD_ALIAS":                "menu",
+	"GEOSHARD_WORKERS":              "",
+	"GEOSHARD_FLUSH_ITEMS":          "",
+	"GEOSHARD_METRICS_ADDR":         ":9464",
+	"GEOSHARD_LOG_LEVEL":            "",
 }
 
 var requiredAlerts = []string{
@@ -184,26 +188,33 @@ type object struct {
 	doc        doc
 }
 
-// manifests returns every Kubernetes object in k8s/ (the kustomization
-// file aside), by file.
+// manifests returns every Kubernetes object under k8s/ (the kustomization
+// files aside), by path relative to k8s/.
 func manifests(t *testing.T) map[string][]object {
 	t.Helper()
-	entries, err := os.ReadDir(k8sDir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string][]object{}
-	for _, e := range entries {
+	err := filepath.WalkDir(k8sDir, func(path string, e os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
 		name := e.Name()
 		if e.IsDir() || name == "kustomization.yaml" || !(strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml")) {
-			continue
+			return nil
 		}
-		for _, d := range readYAML(t, k8sDir+"/"+name) {
+		rel, err := filepath.Rel(k8sDir, path)
+		if err != nil {
+			return err
+		}
+		for _, d := range readYAML(t, path) {
 			var o object
 			d.decode(t, &o)
 			o.doc = d
-			out[name] = append(out[name], o)
+			out[filepath.ToSlash(rel)] = append(out[filepath.ToSlash(rel)], o)
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
@@ -767,13 +778,13 @@ func TestMetricsPortAgrees(t *testing.T) {
 func TestReshardJob(t *testing.T) {
 	all := manifests(t)
 	var jobs []object
-	for _, o := range all["reshard-job.yaml"] {
+	for _, o := range all["reshard/job.yaml"] {
 		if o.Kind == "Job" {
 			jobs = append(jobs, o)
 		}
 	}
 	if len(jobs) != 1 {
-		t.Fatalf("reshard-job.yaml: want one Job, have %d", len(jobs))
+		t.Fatalf("reshard/job.yaml: want one Job, have %d", len(jobs))
 	}
 	var j job
 	jobs[0].doc.decode(t, &j)
@@ -789,13 +800,13 @@ func TestReshardJob(t *testing.T) {
 	}
 	checkSecurity(t, "Job", spec)
 	checkResources(t, "Job", spec.Containers[0])
-	text, err := os.ReadFile(k8sDir + "/reshard-job.yaml")
+	text, err := os.ReadFile(k8sDir + "/reshard/job.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, w := range []string{"resumable", "idempotent"} {
 		if !bytes.Contains(text, []byte(w)) {
-			t.Errorf("reshard-job.yaml does not say the steps are %s", w)
+			t.Errorf("reshard/job.yaml does not say the steps are %s", w)
 		}
 	}
 }
@@ -1535,7 +1546,7 @@ func TestDashboardCoversMetrics(t *testing.T) {
 			t.Errorf("no dashboard panel shows %s", f)
 		}
 	}
-	for _, f := range []string{"geoshard_migration_phase", "geoshard_backfill_docs_total"} {
+	for _, f := range []string{"geoshard_ingest_migration_phase", "geoshard_migration_phase", "geoshard_backfill_docs_total"} {
 		if !inCollapsed[f] {
 			t.Errorf("%s is not shown in a collapsed row", f)
 		}
@@ -1562,7 +1573,7 @@ func TestCompose(t *testing.T) {
 		env                  map[string]string
 	}{
 		{"opensearch", "opensearchproject/opensearch:2.19.1", "9200", map[string]string{"discovery.type": "single-node", "DISABLE_SECURITY_PLUGIN": "true"}},
-		{"kafka", "apache/kafka:3.9.0", "9092", map[string]string{"KAFKA_PROCESS_ROLES": "broker,controller"}},
+		{"kafka", "apache/kafka:4.1.0", "9092", map[string]string{"KAFKA_PROCESS_ROLES": "broker,controller"}},
 	} {
 		s, ok := c.Services[want.service]
 		if !ok {
@@ -1599,5 +1610,148 @@ func TestCompose(t *testing.T) {
 		if !strings.Contains(src, w) {
 			t.Errorf("internal/osfake/realcluster_test.go lacks %q, which %s relies on", w, composeFile)
 		}
+	}
+}
+
+// --- images -------------------------------------------------------------------
+
+// kustomization is the part of a kustomization file the tests read.
+type kustomization struct {
+	Kind       string   `yaml:"kind"`
+	Resources  []string `yaml:"resources"`
+	Components []string `yaml:"components"`
+	Images     []struct {
+		Name   string `yaml:"name"`
+		NewTag string `yaml:"newTag"`
+	} `yaml:"images"`
+}
+
+func readKustomization(t *testing.T, file string) kustomization {
+	t.Helper()
+	docs := readYAML(t, file)
+	if len(docs) != 1 {
+		t.Fatalf("%s: want one document, have %d", file, len(docs))
+	}
+	var k kustomization
+	docs[0].decode(t, &k)
+	return k
+}
+
+// The image tags live in one place, the images component: the ingest
+// Deployment's and the reshard Job's kustomizations include it, their
+// manifests name the images without a tag, and make image tags what it
+// builds from it.
+func TestImageTagsComeFromOnePlace(t *testing.T) {
+	c := readKustomization(t, k8sDir+"/images/kustomization.yaml")
+	if c.Kind != "Component" {
+		t.Errorf("images/kustomization.yaml: kind %q, want Component", c.Kind)
+	}
+	tags := map[string]string{}
+	for _, im := range c.Images {
+		tags[im.Name] = im.NewTag
+	}
+	if tags["geoshard/ingest"] == "" || tags["geoshard/ingest"] != tags["geoshard/reshard"] || tags["geoshard/ingest"] == "latest" {
+		t.Errorf("images component tags %v: want one released tag for geoshard/ingest and geoshard/reshard", tags)
+	}
+	for file, want := range map[string]string{"kustomization.yaml": "images", "reshard/kustomization.yaml": "../images"} {
+		if k := readKustomization(t, k8sDir+"/"+file); !slices.Contains(k.Components, want) {
+			t.Errorf("%s components %v: want %s", file, k.Components, want)
+		}
+	}
+	all := manifests(t)
+	for file, image := range map[string]string{"deployment.yaml": "geoshard/ingest", "reshard/job.yaml": "geoshard/reshard"} {
+		text := string(mustRead(t, k8sDir+"/"+file))
+		if !strings.Contains(text, "image: "+image+"\n") {
+			t.Errorf("%s: want the image %s without a tag (the component sets it)", file, image)
+		}
+		if len(all[file]) == 0 {
+			t.Errorf("%s: no objects", file)
+		}
+	}
+	mk := string(mustRead(t, "../Makefile"))
+	if !strings.Contains(mk, "deploy/k8s/images/kustomization.yaml") || !strings.Contains(mk, "--target ingest") || !strings.Contains(mk, "--target reshard") {
+		t.Error("Makefile: want an image target that builds both targets, tagged from deploy/k8s/images/kustomization.yaml")
+	}
+}
+
+// The Dockerfile builds both commands as static binaries onto a base
+// that runs as the manifests' non-root user.
+func TestDockerfile(t *testing.T) {
+	text := string(mustRead(t, "../Dockerfile"))
+	for _, w := range []string{
+		"CGO_ENABLED=0", "./cmd/ingest", "./cmd/reshard", "AS ingest", "AS reshard",
+		"distroless/static", "USER 65532:65532", `ENTRYPOINT ["/ingest"]`, `ENTRYPOINT ["/reshard"]`,
+	} {
+		if !strings.Contains(text, w) {
+			t.Errorf("Dockerfile: want %q", w)
+		}
+	}
+	if !strings.Contains(text, "golang:"+goVersion(t)) {
+		t.Errorf("Dockerfile: want the builder golang:%s of go.mod", goVersion(t))
+	}
+}
+
+// goVersion is go.mod's language version, major.minor.
+func goVersion(t *testing.T) string {
+	for _, line := range strings.Split(string(mustRead(t, "../go.mod")), "\n") {
+		if v, ok := strings.CutPrefix(line, "go "); ok {
+			parts := strings.Split(strings.TrimSpace(v), ".")
+			return parts[0] + "." + parts[1]
+		}
+	}
+	t.Fatal("go.mod: no go line")
+	return ""
+}
+
+// The monitoring objects give the scraped series the job labels the
+// alerts and the dashboard select on.
+func TestMonitoringSetsTheJobLabels(t *testing.T) {
+	all := manifests(t)
+	sm := only(t, all, "ServiceMonitor", ingestName)
+	svc := only(t, all, "Service", ingestName)
+	var smSpec struct {
+		Spec struct {
+			Selector struct {
+				MatchLabels map[string]string `yaml:"matchLabels"`
+			} `yaml:"selector"`
+			JobLabel  string `yaml:"jobLabel"`
+			Endpoints []struct {
+				Port string `yaml:"port"`
+			} `yaml:"endpoints"`
+		} `yaml:"spec"`
+	}
+	sm.doc.decode(t, &smSpec)
+	var svcSpec struct {
+		Metadata struct {
+			Labels map[string]string `yaml:"labels"`
+		} `yaml:"metadata"`
+	}
+	svc.doc.decode(t, &svcSpec)
+	if !subset(smSpec.Spec.Selector.MatchLabels, svcSpec.Metadata.Labels) || smSpec.Spec.JobLabel != "" ||
+		len(smSpec.Spec.Endpoints) != 1 || smSpec.Spec.Endpoints[0].Port != "metrics" {
+		t.Errorf("ServiceMonitor %+v: want it to select the Service %s (whose name becomes the job) on port metrics", smSpec.Spec, ingestName)
+	}
+	pm := only(t, all, "PodMonitor", "geoshard-reshard")
+	var pmSpec struct {
+		Spec struct {
+			JobLabel string `yaml:"jobLabel"`
+			Selector struct {
+				MatchLabels map[string]string `yaml:"matchLabels"`
+			} `yaml:"selector"`
+		} `yaml:"spec"`
+	}
+	pm.doc.decode(t, &pmSpec)
+	var j job
+	only(t, all, "Job", "geoshard-reshard").doc.decode(t, &j)
+	labels := j.Spec.Template.Metadata.Labels
+	if pmSpec.Spec.JobLabel != "app.kubernetes.io/name" || labels["app.kubernetes.io/name"] != "geoshard-reshard" || !subset(pmSpec.Spec.Selector.MatchLabels, labels) {
+		t.Errorf("PodMonitor %+v: want it to select the reshard Job's pods, job label from app.kubernetes.io/name (%v)", pmSpec.Spec, labels)
+	}
+	if args := j.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--metrics-addr") {
+		t.Errorf("reshard Job args %v: want --metrics-addr, for the PodMonitor", args)
+	}
+	m := readKustomization(t, k8sDir+"/monitoring/kustomization.yaml")
+	if !slices.Contains(m.Resources, "servicemonitor.yaml") || !slices.Contains(m.Resources, "podmonitor.yaml") {
+		t.Errorf("monitoring/kustomization.yaml resources %v", m.Resources)
 	}
 }
