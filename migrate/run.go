@@ -91,27 +91,57 @@ func (m *Migrator) Run(ctx context.Context, cfg RunConfig) (*schema.Migration, e
 
 // Status is a migration as `reshard status` shows it.
 type Status struct {
+	// Alias is the alias the status is of.
+	Alias string `json:"alias"`
+	// Migration is the recorded migration; nil when none is.
 	Migration *schema.Migration `json:"migration"`
-	// Instances are the ingest instances with a heartbeat for the alias;
-	// Acked means the instance has applied the migration's current phase.
+	// Instances are the ingest instances with a heartbeat for the alias
+	// at most StaleAfter old; Acked means the instance has applied the
+	// migration's current phase (with no migration: that it writes with
+	// none).
 	Instances []Instance `json:"instances"`
+	// Stale counts the heartbeats older than StaleAfter, left out of
+	// Instances: instances stopped long ago (a replaced pod leaves its
+	// heartbeat behind).
+	Stale int `json:"stale"`
 }
+
+// StaleAfter is how old a heartbeat is before Status leaves its instance
+// out: far beyond any live window.
+const StaleAfter = time.Hour
 
 // Status reads the migration and the ingest instances' heartbeats.
 // An instance is live if its heartbeat is at most liveWindow old (0: the
-// default, 30s).
+// default, 30s). With no migration recorded it still lists the
+// instances, and Migration is nil.
 func (m *Migrator) Status(ctx context.Context, liveWindow time.Duration) (*Status, error) {
 	mig, err := m.Load(ctx)
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrNoMigration) {
 		return nil, err
+	}
+	if err != nil {
+		mig = nil
 	}
 	hbs, err := m.Heartbeats(ctx)
 	if err != nil {
 		return nil, err
 	}
+	now := m.cfg.Now()
+	kept := hbs[:0]
+	stale := 0
+	for _, hb := range hbs {
+		if now.Sub(hb.At) > StaleAfter {
+			stale++
+			continue
+		}
+		kept = append(kept, hb)
+	}
 	window := AckConfig{LiveWindow: liveWindow}.withDefaults().LiveWindow
-	in := m.instances(hbs, window, func(hb schema.Heartbeat) bool {
+	in := m.instances(kept, window, func(hb schema.Heartbeat) bool {
+		if mig == nil {
+			return hb.MigrationID == ""
+		}
 		return hb.MigrationID == mig.ID && hb.Applied == mig.Phase
 	})
-	return &Status{Migration: mig, Instances: in}, nil
+	return &Status{Alias: m.cfg.Alias, Migration: mig, Instances: in, Stale: stale}, nil
 }

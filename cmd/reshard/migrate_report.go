@@ -20,7 +20,7 @@ func writeAckReport(w io.Writer, rep *migrate.AckReport) {
 		fmt.Fprintf(w, "no live ingest instance (%d heartbeat(s), none recent): nothing to wait for; instances that start now read the phase before writing\n", len(rep.Instances))
 	}
 	if len(rep.Instances) > 0 {
-		writeInstances(w, rep.Instances)
+		writeInstances(w, rep.Instances, time.Time{})
 	}
 	if lag := rep.Laggards(); len(lag) > 0 {
 		fmt.Fprintf(w, "not acknowledged by: %s\n", strings.Join(lag, ", "))
@@ -29,14 +29,28 @@ func writeAckReport(w io.Writer, rep *migrate.AckReport) {
 	}
 }
 
-func writeInstances(w io.Writer, ins []migrate.Instance) {
+// writeInstances lists instances; an instance not acked whose heartbeat
+// predates changed (the phase's last change) has not read the state since,
+// and shows "not yet" rather than "no".
+func writeInstances(w io.Writer, ins []migrate.Instance, changed time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  instance\tlive\tmigration\tapplied\tacked\theartbeat")
 	for _, in := range ins {
+		acked := yesNo(in.Acked)
+		if !in.Acked && in.Live && in.At.Before(changed) {
+			acked = "not yet"
+		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", in.Instance, yesNo(in.Live), orDash(in.MigrationID), orDash(string(in.Applied)),
-			yesNo(in.Acked), in.At.UTC().Format(time.RFC3339))
+			acked, in.At.UTC().Format(time.RFC3339))
 	}
 	tw.Flush()
+}
+
+// writeStale says how many heartbeats status left out as stale.
+func writeStale(w io.Writer, n int) {
+	if n > 0 {
+		fmt.Fprintf(w, "  (%d more with no heartbeat for over %v: stopped instances, not shown)\n", n, migrate.StaleAfter)
+	}
 }
 
 func yesNo(b bool) string {
@@ -134,6 +148,17 @@ func idList(ids []string, n int64) string {
 // the last verification.
 func writeStatus(w io.Writer, st *migrate.Status) error {
 	m := st.Migration
+	if m == nil {
+		fmt.Fprintf(w, "no migration is recorded for alias %s\n", st.Alias)
+		if len(st.Instances) == 0 {
+			fmt.Fprintln(w, "ingest instances: no heartbeat")
+		} else {
+			fmt.Fprintln(w, "ingest instances (acked: writing with no migration):")
+			writeInstances(w, st.Instances, time.Time{})
+		}
+		writeStale(w, st.Stale)
+		return nil
+	}
 	fmt.Fprintf(w, "migration %s of alias %s: phase %s (updated %s)\n", m.ID, m.Alias, m.Phase, m.Updated.UTC().Format(time.RFC3339))
 	fmt.Fprintf(w, "  source %s  map %s\n  target %s  map %s\n", m.Source.Index, short(m.Source.MapHash), m.Target.Index, short(m.Target.MapHash))
 	if len(m.Backfill) > 0 {
@@ -157,8 +182,9 @@ func writeStatus(w io.Writer, st *migrate.Status) error {
 		fmt.Fprintln(w, "ingest instances: no heartbeat")
 	} else {
 		fmt.Fprintf(w, "ingest instances (acked: applied phase %s of this migration):\n", m.Phase)
-		writeInstances(w, st.Instances)
+		writeInstances(w, st.Instances, m.Updated)
 	}
+	writeStale(w, st.Stale)
 	if m.Verification == nil {
 		_, err := fmt.Fprintln(w, "verification: none yet")
 		return err

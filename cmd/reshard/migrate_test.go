@@ -275,11 +275,14 @@ func TestMigrationVerbsBadInput(t *testing.T) {
 			t.Errorf("reshard %v: exit %d (%s), want 2", args, code, stderr)
 		}
 	}
-	// No migration recorded: exit 1, said so (with the metrics served
-	// meanwhile, and stopped).
+	// No migration recorded: status says so and exits 0 (with the metrics
+	// served meanwhile, and stopped).
 	srvURL := openSearch(t)
-	if code, _, stderr := runCLI(t, "status", "--opensearch", srvURL, "--metrics-addr", "127.0.0.1:0"); code != 1 || !strings.Contains(stderr, "no migration is recorded") {
-		t.Errorf("status without a migration: exit %d, %s", code, stderr)
+	if code, stdout, stderr := runCLI(t, "status", "--opensearch", srvURL, "--metrics-addr", "127.0.0.1:0"); code != 0 || !strings.Contains(stdout, "no migration is recorded for alias menu") {
+		t.Errorf("status without a migration: exit %d, stdout %q, stderr %q; want 0 and the alias named", code, stdout, stderr)
+	}
+	if code, stdout, _ := runCLI(t, "status", "--opensearch", srvURL, "--json"); code != 0 || !strings.Contains(stdout, `"migration": null`) {
+		t.Errorf("status --json without a migration: exit %d, %s", code, stdout)
 	}
 	if code, _, stderr := runCLI(t, "status", "--opensearch", srvURL, "--metrics-addr", "no-such-host:x"); code != 2 {
 		t.Errorf("status --metrics-addr no-such-host:x: exit %d (%s), want 2", code, stderr)
