@@ -62,6 +62,13 @@ func (m *Migrator) Create(ctx context.Context, cfg CreateConfig) (*schema.Migrat
 	if cfg.Replicas != nil && *cfg.Replicas < 0 {
 		return nil, fmt.Errorf("migrate: create: replicas %d: must not be negative", *cfg.Replicas)
 	}
+	if cfg.Target != "" {
+		// Before anything is recorded: a migration to an index that can
+		// never be created could only be cancelled.
+		if err := schema.CheckIndexName(cfg.Target); err != nil {
+			return nil, fmt.Errorf("migrate: create: target: %w", err)
+		}
+	}
 	if err := m.store.ensureIndex(ctx); err != nil {
 		return nil, err
 	}

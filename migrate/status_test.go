@@ -2,6 +2,8 @@ package migrate
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,5 +47,22 @@ func TestStatusWithoutMigrationAndStaleHeartbeats(t *testing.T) {
 		if in.Acked {
 			t.Errorf("%s acked phase %s without having applied it", in.Instance, st.Migration.Phase)
 		}
+	}
+}
+
+// A target OpenSearch would refuse as an index name is refused before
+// anything is recorded: nothing to cancel, and create can be run again.
+func TestCreateRefusesABadTargetBeforeRecording(t *testing.T) {
+	realenv.Parallel(t)
+	e := newEnv(t, 20)
+	ctx := context.Background()
+	if _, err := e.m.Create(ctx, CreateConfig{Map: e.dst, Target: "BAD_NAME"}); err == nil || !strings.Contains(err.Error(), "must be lowercase") {
+		t.Fatalf("Create with target BAD_NAME = %v, want the name refused", err)
+	}
+	if _, err := e.m.Load(ctx); !errors.Is(err, ErrNoMigration) {
+		t.Errorf("Load after the refusal = %v, want ErrNoMigration", err)
+	}
+	if _, err := e.m.Create(ctx, CreateConfig{Map: e.dst, Target: "menu-next"}); err != nil {
+		t.Errorf("Create again with a good name = %v", err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/migrate"
+	"github.com/geoshard/geoshard/schema"
 )
 
 // now is the clock of the migration verbs; tests fix it so that golden
@@ -38,6 +39,18 @@ func addMigrationFlags(fs *flag.FlagSet) *migrationFlags {
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve geoshard_migration_phase and geoshard_backfill_docs_total on this `address` at /metrics; empty: off")
 	fs.StringVar(&f.logLevel, "log-level", envOr("GEOSHARD_LOG_LEVEL", "info"), "debug, info, warn or error (GEOSHARD_LOG_LEVEL)")
 	return f
+}
+
+// checkTarget refuses a --target that OpenSearch would refuse as an
+// index name, before anything is recorded.
+func checkTarget(target string) error {
+	if target == "" {
+		return nil
+	}
+	if err := schema.CheckIndexName(target); err != nil {
+		return badInput("--target: %v", err)
+	}
+	return nil
 }
 
 func envOr(key, def string) string {
@@ -154,6 +167,9 @@ func runCreate(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if err := required(fs, "map"); err != nil {
+		return err
+	}
+	if err := checkTarget(*target); err != nil {
 		return err
 	}
 	if *replicas < -1 {

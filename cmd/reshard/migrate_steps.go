@@ -134,6 +134,9 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if err := required(fs, "map"); err != nil {
 		return err
 	}
+	if err := checkTarget(*target); err != nil {
+		return err
+	}
 	for _, err := range []error{checkBackfill(bf), checkVerify(vf), checkAck(ack)} {
 		if err != nil {
 			return err

@@ -269,11 +269,16 @@ func TestMigrationVerbsBadInput(t *testing.T) {
 		{"dual-writes", "--ack-timeout", "0s"},
 		{"run"},
 		{"status", "--opensearch", "ftp://x"},
+		{"create", "--map", "x.json", "--target", "BAD_NAME"},
+		{"run", "--map", "x.json", "--target", "menu v2"},
 		{"cancel", "extra"},
 	} {
 		if code, _, stderr := runCLI(t, args...); code != 2 {
 			t.Errorf("reshard %v: exit %d (%s), want 2", args, code, stderr)
 		}
+	}
+	if code, _, stderr := runCLI(t, "create", "--map", "x.json", "--target", "BAD_NAME"); code != 2 || !strings.Contains(stderr, `--target: index name "BAD_NAME": must be lowercase`) {
+		t.Errorf("create --target BAD_NAME: exit %d, %s; want 2 and the rule", code, stderr)
 	}
 	// No migration recorded: status says so and exits 0 (with the metrics
 	// served meanwhile, and stopped).
