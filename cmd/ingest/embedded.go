@@ -228,24 +228,25 @@ func runEmbedded(ctx context.Context, o *options, logger *slog.Logger, stdout io
 		defer wg.Done()
 		runErr = p.Run(runCtx)
 	}()
-	waitErr := waitDone(ctx, p, produced, o.summaryLimit)
-	ingestTime := time.Since(start)
+	consuming := time.Now()
+	tl, waitErr := waitDone(ctx, p, produced, o.summaryLimit)
+	tl.start, tl.consuming = start, consuming
 	if !o.serve || waitErr != nil {
 		cancel()
 		wg.Wait()
 		if runErr != nil {
-			bar.finish()
+			bar.finish(p.Stats())
 			return runErr
 		}
 	}
-	bar.finish()
+	bar.finish(p.Stats())
 	if waitErr != nil {
 		return waitErr
 	}
 	if err := s.client.Refresh(ctx, embeddedIndex); err != nil {
 		return err
 	}
-	if err := writeSummary(ctx, stdout, s, p, reg, kinds, produced, ingestTime); err != nil {
+	if err := writeSummary(ctx, stdout, s, p, reg, kinds, produced, tl); err != nil {
 		return err
 	}
 	if !o.serve {
@@ -270,22 +271,47 @@ func runEmbedded(ctx context.Context, o *options, logger *slog.Logger, stdout io
 	return runErr
 }
 
-// waitDone waits until every produced event is finished and committed.
-func waitDone(ctx context.Context, p *pipeline.Pipeline, produced int, limit time.Duration) error {
+// timeline is when the embedded run reached each point.
+type timeline struct {
+	start     time.Time // the command started
+	consuming time.Time // the pipeline started (the events were produced)
+	first     time.Time // the first event finished
+	settled   time.Time // every event finished but the dishes still waiting for a restaurant
+	done      time.Time // every event finished and committed
+	waiting   int64     // dishes that were waiting at settled
+}
+
+// waitDone waits until every produced event is finished and committed,
+// and says when the run got where.
+func waitDone(ctx context.Context, p *pipeline.Pipeline, produced int, limit time.Duration) (timeline, error) {
+	var tl timeline
 	deadline := time.NewTimer(limit)
 	defer deadline.Stop()
-	tick := time.NewTicker(100 * time.Millisecond)
+	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		st := p.Stats()
+		st, now := p.Stats(), time.Now()
+		if tl.first.IsZero() && st.Finished > 0 {
+			tl.first = now
+		}
+		if tl.settled.IsZero() && st.Fetched >= int64(produced) && st.Finished+int64(st.Pending) >= int64(produced) {
+			tl.settled, tl.waiting = now, int64(st.Pending)
+		}
 		if st.Fetched >= int64(produced) && st.Lag == 0 && st.Pending == 0 && st.Finished >= st.Fetched {
-			return nil
+			tl.done = now
+			if tl.first.IsZero() {
+				tl.first = now
+			}
+			if tl.settled.IsZero() {
+				tl.settled = now
+			}
+			return tl, nil
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return tl, ctx.Err()
 		case <-deadline.C:
-			return errors.New("embedded: the events were not all processed in time (see --embedded-timeout)")
+			return tl, errors.New("embedded: the events were not all processed in time (see --embedded-timeout)")
 		case <-tick.C:
 		}
 	}

@@ -98,6 +98,14 @@ func TestEmbeddedRun(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, s)
 		}
 	}
+	// The progress ends at 100% with nothing uncommitted, and the summary
+	// says what its figures measure.
+	if !regexp.MustCompile(`100\.0%  (\d+)/(\d+) events  done  uncommitted 0  pending dishes 0`).MatchString(s) {
+		t.Errorf("no final progress line at 100%% with nothing uncommitted:\n%s", s)
+	}
+	if !regexp.MustCompile(`events produced before ingest started; ingest joined its group and read its directory in \S+;\nit indexed or dead-lettered \d+ of them`).MatchString(s) {
+		t.Errorf("the summary does not say what its rate measures:\n%s", s)
+	}
 	if strings.Contains(s, "  NO\n") || strings.Count(s, "  yes") != 3 {
 		t.Errorf("routed and all-shard searches disagree:\n%s", s)
 	}

@@ -36,15 +36,21 @@ func (b *progressBar) update(p pipeline.Progress) {
 		return
 	}
 	b.last = time.Now()
-	done := int(p.Finished)
+	b.draw(p.Finished, fmt.Sprintf("%.0f ev/s now", p.EventsPerSec), p.Lag, p.Pending, p.DeadLetters)
+}
+
+// draw writes one line: finished of the total, the rate, the events not
+// committed yet (fetched or not: the group's lag), the dishes waiting for
+// their restaurant and the dead letters.
+func (b *progressBar) draw(finished int64, rate string, uncommitted int64, pending int, dead int64) {
 	frac := 1.0
 	if b.total > 0 {
-		frac = min(1, float64(done)/float64(b.total))
+		frac = min(1, float64(finished)/float64(b.total))
 	}
 	const width = 30
 	filled := int(frac * width)
-	line := fmt.Sprintf("[%s%s] %6.1f%%  %d/%d events  %.0f ev/s  lag %d  pending dishes %d  dead letters %d",
-		strings.Repeat("#", filled), strings.Repeat(".", width-filled), 100*frac, done, b.total, p.EventsPerSec, p.Lag, p.Pending, p.DeadLetters)
+	line := fmt.Sprintf("[%s%s] %6.1f%%  %d/%d events  %s  uncommitted %d  pending dishes %d  dead letters %d",
+		strings.Repeat("#", filled), strings.Repeat(".", width-filled), 100*frac, finished, b.total, rate, uncommitted, pending, dead)
 	if b.terminal {
 		fmt.Fprintf(b.w, "\r%s\x1b[K", line)
 		b.drawn = true
@@ -53,10 +59,20 @@ func (b *progressBar) update(p pipeline.Progress) {
 	}
 }
 
-func (b *progressBar) finish() {
+// finish draws the final state once, on a terminal over the last line,
+// and drops later updates (under --serve the pipeline runs on).
+func (b *progressBar) finish(st pipeline.Stats) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.finished {
+		return
+	}
 	b.finished = true
+	var dead int64
+	for _, n := range st.DeadLetters {
+		dead += n
+	}
+	b.draw(st.Finished, "done", st.Lag, st.Pending, dead)
 	if b.drawn {
 		fmt.Fprintln(b.w)
 	}

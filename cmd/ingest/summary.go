@@ -30,13 +30,24 @@ var demoSearches = []demoSearch{
 }
 
 func writeSummary(ctx context.Context, w io.Writer, s *stack, p *pipeline.Pipeline, reg *prometheus.Registry,
-	kinds map[string]int, produced int, elapsed time.Duration) error {
+	kinds map[string]int, produced int, tl timeline) error {
 	st := p.Stats()
-	fmt.Fprintf(w, "\n%d events in %s: %.0f events/s", produced, elapsed.Round(time.Millisecond), float64(produced)/elapsed.Seconds())
-	if p50, p99, ok := quantiles(reg, "geoshard_ingest_end_to_end_seconds"); ok {
-		fmt.Fprintf(w, "; end-to-end latency p50 %s, p99 %s", p50, p99)
+	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
+	fmt.Fprintf(w, "\n%d events produced before ingest started; ingest joined its group and read its directory in %s;\n",
+		produced, ms(tl.first.Sub(tl.consuming)))
+	indexed := int64(produced) - tl.waiting
+	if d := tl.settled.Sub(tl.first); d > 0 {
+		fmt.Fprintf(w, "it indexed or dead-lettered %d of them in the next %s (%.0f events/s)", indexed, ms(d), float64(indexed)/d.Seconds())
+	} else {
+		fmt.Fprintf(w, "it indexed or dead-lettered %d of them at once", indexed)
 	}
-	fmt.Fprintln(w)
+	if tl.waiting > 0 {
+		fmt.Fprintf(w, "; the last %d, dishes whose restaurant never came, were dead-lettered after the pending wait (%s in all)", tl.waiting, ms(tl.done.Sub(tl.first)))
+	}
+	fmt.Fprintf(w, ". The whole run took %s.\n", ms(tl.done.Sub(tl.start)))
+	if p50, p99, ok := quantiles(reg, "geoshard_ingest_end_to_end_seconds"); ok {
+		fmt.Fprintf(w, "time from an event's Kafka timestamp to its writes acknowledged: p50 %s, p99 %s (how long the pre-produced backlog took to drain, not a live latency)\n", p50, p99)
+	}
 	if len(kinds) > 0 {
 		names := make([]string, 0, len(kinds))
 		for k := range kinds {
