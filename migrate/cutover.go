@@ -35,6 +35,10 @@ type SwitchConfig struct {
 	// DryRun, if set, receives the requests the step would send, and the
 	// step changes nothing.
 	DryRun io.Writer
+	// Verbose, with DryRun, prints the migration state document the step
+	// would write in full (both maps and every backfill slice); without
+	// it that request is one line.
+	Verbose bool
 	// HealthTimeout bounds the wait for the index to turn green. Default
 	// 5m.
 	HealthTimeout time.Duration
@@ -160,11 +164,13 @@ func (m *Migrator) switchAlias(ctx context.Context, dir Direction, cfg SwitchCon
 	reqs = append(reqs, health)
 	next := cloneMigration(mig)
 	next.Phase, next.Updated = p.phase, m.cfg.Now().UTC()
+	state := -1 // the index of the state write in reqs
 	if !resuming {
 		w, err := m.store.writeRequest(rec, next)
 		if err != nil {
 			return err
 		}
+		state = len(reqs)
 		reqs = append(reqs, w)
 	}
 	// The alias may be on p.to already although the phase says otherwise
@@ -182,7 +188,7 @@ func (m *Migrator) switchAlias(ctx context.Context, dir Direction, cfg SwitchCon
 	}
 
 	if cfg.DryRun != nil {
-		return writeDryRun(cfg.DryRun, p.step, m.cfg.Alias, p.from, p.to, reqs)
+		return writeDryRun(cfg.DryRun, p.step, m.cfg.Alias, p.from, p.to, reqs, state, p.phase, cfg.Verbose)
 	}
 	if p.settings != nil {
 		if err := m.admin.Send(ctx, reqs[0], nil); err != nil {
@@ -276,14 +282,20 @@ func formatTimeValue(d time.Duration) string {
 	return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
 }
 
-// writeDryRun prints the requests of a switch.
-func writeDryRun(w io.Writer, step, alias, from, to string, reqs []bulk.Request) error {
+// writeDryRun prints the requests of a switch, in the order they would be
+// sent. The state write (reqs[state], if state >= 0) is one line unless
+// verbose: its body is the whole migration document.
+func writeDryRun(w io.Writer, step, alias, from, to string, reqs []bulk.Request, state int, phase schema.Phase, verbose bool) error {
 	fmt.Fprintf(w, "# reshard %s --dry-run: alias %s from %s to %s; nothing was changed.\n", step, alias, from, to)
 	fmt.Fprintf(w, "# These %d requests would be sent, in order, each only if the one before succeeded.\n", len(reqs))
 	fmt.Fprintf(w, "# The _aliases call moves readers and writers at once. Dual writes go on, so this is not\n")
 	fmt.Fprintf(w, "# the point of no return: that is reshard complete.\n")
 	for i, r := range reqs {
-		if _, err := fmt.Fprintf(w, "\n# %d\n%s", i+1, r.String()); err != nil {
+		text := r.String()
+		if i == state && !verbose {
+			text = fmt.Sprintf("%s %s\n(the migration document with phase %s; --verbose prints it)\n", r.Method, r.Path, phase)
+		}
+		if _, err := fmt.Fprintf(w, "\n# %d\n%s", i+1, text); err != nil {
 			return err
 		}
 	}

@@ -248,8 +248,9 @@ func runRollback(args []string, stdout, stderr io.Writer) error {
 
 // runSwitch is cutover and rollback: one verb, two directions.
 func runSwitch(name string, dir migrate.Direction, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags(name, "[--dry-run] [--health-timeout 5m] [--alias menu] [--opensearch URLs]", stdout)
+	fs := newFlags(name, "[--dry-run [--verbose]] [--health-timeout 5m] [--alias menu] [--opensearch URLs]", stdout)
 	dry := fs.Bool("dry-run", false, "print the requests the step would send, and change nothing")
+	verbose := fs.Bool("verbose", false, "with --dry-run: print the migration state document the step would write in full")
 	health := fs.Duration("health-timeout", migrate.DefaultHealthTimeout, "how long to wait for the index to turn green")
 	mf := addMigrationFlags(fs)
 	if err := parse(fs, args); err != nil {
@@ -265,7 +266,7 @@ func runSwitch(name string, dir migrate.Direction, args []string, stdout, stderr
 	defer s.close()
 	cfg := migrate.SwitchConfig{HealthTimeout: *health}
 	if *dry {
-		cfg.DryRun = stdout
+		cfg.DryRun, cfg.Verbose = stdout, *verbose
 	}
 	if dir == migrate.Forward {
 		err = s.m.Cutover(s.ctx, cfg)

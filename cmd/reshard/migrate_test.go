@@ -152,6 +152,9 @@ func TestMigrationVerbs(t *testing.T) {
 	}
 
 	golden(t, "cutover-dry-run.txt", mustRun(t, with("cutover", "--dry-run")...))
+	if out := mustRun(t, with("cutover", "--dry-run", "--verbose")...); !strings.Contains(out, `"phase": "cut_over"`) || !strings.Contains(out, `"backfill"`) {
+		t.Errorf("cutover --dry-run --verbose does not print the state document:\n%.400s", out)
+	}
 	out = mustRun(t, with("cutover")...)
 	if !strings.Contains(out, "alias menu is on menu-v2; phase cut_over") {
 		t.Errorf("cutover:\n%s", out)
