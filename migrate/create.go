@@ -102,8 +102,12 @@ func (m *Migrator) Create(ctx context.Context, cfg CreateConfig) (*schema.Migrat
 func (m *Migrator) resumeCreate(ctx context.Context, rec *record, cfg CreateConfig) (*schema.Migration, error) {
 	mig := &rec.Migration
 	if mig.Target.MapHash != cfg.Map.Hash() || (cfg.Target != "" && cfg.Target != mig.Target.Index) {
-		return nil, fmt.Errorf("migrate: create: %w: %s to %s (map %s) is in phase %s; complete or cancel it first",
-			ErrBusy, mig.Source.Index, mig.Target.Index, short(mig.Target.MapHash), mig.Phase)
+		next := "complete or cancel it first"
+		if mig.Phase == schema.PhaseCutOver {
+			next = "complete it, or roll it back and cancel it, first"
+		}
+		return nil, fmt.Errorf("migrate: create: %w: %s to %s (map %s) is in phase %s; %s",
+			ErrBusy, mig.Source.Index, mig.Target.Index, short(mig.Target.MapHash), mig.Phase, next)
 	}
 	if mig.Phase != schema.PhaseCreated {
 		m.log.Info("migration already created", "step", "create", "index", mig.Target.Index, "phase", mig.Phase)

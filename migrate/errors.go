@@ -85,6 +85,9 @@ type StepError struct {
 }
 
 func (e *StepError) Error() string {
+	if e.Phase == "" {
+		return fmt.Sprintf("migrate: run stopped at step %s (no migration recorded yet): %v", e.Step, e.Err)
+	}
 	return fmt.Sprintf("migrate: run stopped at step %s (phase %s): %v", e.Step, e.Phase, e.Err)
 }
 

@@ -35,7 +35,7 @@ func ParseCellAt(tok string, level int) (s2.CellID, error) {
 		return 0, err
 	}
 	if id.Level() != level {
-		return 0, fmt.Errorf("cell %q is at level %d, want level %d", tok, id.Level(), level)
+		return 0, fmt.Errorf("%q is at level %d, want level %d", tok, id.Level(), level)
 	}
 	return id, nil
 }

@@ -3,6 +3,7 @@ package router
 import (
 	"fmt"
 	"math"
+	"sort"
 	"strings"
 
 	"github.com/golang/geo/earth"
@@ -18,11 +19,19 @@ var maxRadiusM = math.Pi * earth.Radius.Meters()
 // Coverage is what a search area asks of a map.
 type Coverage struct {
 	// Cells are the cells at the map's level that intersect the area, in
-	// curve (cell ID) order.
+	// curve (cell ID) order; nil for an area of more than MaxCoverCells
+	// of them (see Cover).
 	Cells []s2.CellID
+	// NumCells is the number of those cells: len(Cells), or for a larger
+	// area the cells at the map's level of a coarser covering.
+	NumCells int64
 	// Shards are the distinct shards owning those cells, ascending.
 	Shards []int
 }
+
+// MaxCoverCells bounds the cells Cover lists: a region that spans more
+// (a continent at level 10 is millions) is covered coarsely instead.
+const MaxCoverCells = 1 << 17
 
 // Circle returns the spherical cap of the given radius in metres around a
 // location, on a sphere of radius earth.Radius (6371.01 km).
@@ -65,8 +74,20 @@ func CoverCells(region s2.Region, level int) []s2.CellID {
 	return rc.Covering(region)
 }
 
-// Cover returns the cells and distinct shards of a region.
+// Cover returns the cells and distinct shards of a region. A region that
+// spans more than MaxCoverCells cells at the map's level is covered with
+// at most 64 cells of any level instead, and each shard whose range meets
+// one of their ranges is named: a superset of the exact shards, found
+// without listing millions of cells.
 func (m *Map) Cover(region s2.Region) Coverage {
+	// The bounding cap's area over a cell's average area: a cheap upper
+	// estimate, so that small regions (every search) go straight to the
+	// exact covering.
+	if est := region.CapBound().Area() / s2.AvgAreaMetric.Value(m.level); est > MaxCoverCells {
+		if cov, ok := m.coverCoarsely(region); ok {
+			return cov
+		}
+	}
 	cells := CoverCells(region, m.level)
 	var shards []int
 	for _, c := range cells {
@@ -76,7 +97,35 @@ func (m *Map) Cover(region s2.Region) Coverage {
 			shards = append(shards, i)
 		}
 	}
-	return Coverage{Cells: cells, Shards: shards}
+	return Coverage{Cells: cells, NumCells: int64(len(cells)), Shards: shards}
+}
+
+// coverCoarsely covers region with at most 64 cells; ok is false when
+// they span at most MaxCoverCells cells at the map's level (then the exact
+// covering is affordable).
+func (m *Map) coverCoarsely(region s2.Region) (Coverage, bool) {
+	coarse := (&s2.RegionCoverer{MaxLevel: m.level, MaxCells: 64}).Covering(region)
+	var n int64
+	for _, c := range coarse {
+		n += int64(1) << (2 * (m.level - c.Level()))
+	}
+	if n > MaxCoverCells {
+		seen := map[int]bool{}
+		var shards []int
+		for _, c := range coarse {
+			lo := m.LocateCell(c.ChildBeginAtLevel(m.level))
+			hi := m.LocateCell(c.ChildEndAtLevel(m.level).Prev())
+			for i := lo; i <= hi; i++ {
+				if !seen[i] {
+					seen[i] = true
+					shards = append(shards, i)
+				}
+			}
+		}
+		sort.Ints(shards)
+		return Coverage{NumCells: n, Shards: shards}, true
+	}
+	return Coverage{}, false
 }
 
 // CoverCircle covers a circle of radiusM metres around a location.

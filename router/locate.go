@@ -13,7 +13,7 @@ func CheckLatLng(lat, lng float64) error {
 	if math.IsNaN(lat) || math.IsNaN(lng) || lat < -90 || lat > 90 || lng < -180 || lng > 180 {
 		// The comparisons are false for NaN, hence the explicit test; ±Inf
 		// fails the range test.
-		return fmt.Errorf("router: lat %v, lng %v: %w", lat, lng, ErrBadCoordinate)
+		return fmt.Errorf("router: lat %v, lng %v: %w (want lat within [-90, 90] and lng within [-180, 180] degrees)", lat, lng, ErrBadCoordinate)
 	}
 	return nil
 }

@@ -73,6 +73,9 @@ func Parse(data []byte) (*Map, error) {
 	dec.DisallowUnknownFields()
 	var f File
 	if err := dec.Decode(&f); err != nil {
+		if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return nil, fmt.Errorf("router: map file: unknown field %s (a misspelt field? the fields are those of router.File)", field)
+		}
 		return nil, fmt.Errorf("router: map file is not valid JSON: %w", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {

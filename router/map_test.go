@@ -191,3 +191,12 @@ func FuzzParseToken(f *testing.F) {
 		}
 	})
 }
+
+// A map file that is valid JSON with a field the format does not have is
+// refused naming the field, not as invalid JSON.
+func TestParseNamesAnUnknownField(t *testing.T) {
+	_, err := Parse([]byte(`{"version":1,"levle":10}`))
+	if err == nil || !strings.Contains(err.Error(), `unknown field "levle"`) || strings.Contains(err.Error(), "not valid JSON") {
+		t.Errorf("Parse with a misspelt field = %v, want the field named", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 )
 
 // balanceWeight prices a cut's distance from its ideal cumulative load (k
@@ -101,8 +102,8 @@ func planOptimal(c *curve, w *Workload, k int, imb float64) ([]uint64, error) {
 		}
 	}
 	if last < 0 {
-		return nil, fmt.Errorf("router: %d shards with loads within ±%.0f%% of the mean %.0f: %w; allow more imbalance or choose another shard count",
-			k, imb*100, mean, ErrInfeasible)
+		return nil, fmt.Errorf("router: %d shards with loads within ±%s%% of the mean %.0f: %w; allow more imbalance or choose another shard count",
+			k, strconv.FormatFloat(imb*100, 'g', 3, 64), mean, ErrInfeasible)
 	}
 	starts := make([]uint64, k)
 	for s, j := k-1, last; s >= 1; s-- {

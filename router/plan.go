@@ -119,6 +119,9 @@ func (c PlanConfig) Validate() error {
 	return nil
 }
 
+// Defaults returns c with every zero field at its default.
+func (c PlanConfig) Defaults() PlanConfig { return c.withDefaults() }
+
 // ShardCount is the number of shards a plan of total documents gets: Shards
 // if set, else ⌈total / TargetDocsPerShard⌉ clamped to MinShards..MaxShards.
 func (c PlanConfig) ShardCount(total int64) int {

@@ -168,6 +168,7 @@ func TestBadInput(t *testing.T) {
 		{"no verb", nil, "usage"},
 		{"unknown verb", []string{"frobnicate"}, `unknown verb "frobnicate"`},
 		{"missing loads flag", []string{"plan"}, "missing --loads"},
+		{"both loads and index", []string{"plan", "--loads", "x.csv", "--from-index", "menu"}, "--loads and --from-index both given"},
 		{"missing file", []string{"plan", "--loads", filepath.Join(dir, "nope.csv")}, "no such file"},
 		{"malformed row", []string{"plan", "--loads", badRow}, "line 3: docs \"ten\""},
 		{"invalid token", []string{"plan", "--loads", badToken}, `line 3: cell "zz"`},
@@ -207,9 +208,17 @@ func TestHelp(t *testing.T) {
 			t.Errorf("reshard %s --help: exit %d, output %q", v, code, stdout)
 		}
 	}
-	code, _, stderr := runCLI(t, "--help")
-	if code != 0 || !strings.Contains(stderr, "plan") || !strings.Contains(stderr, "cover") {
-		t.Errorf("reshard --help: exit %d, output %q", code, stderr)
+	// Asked for, the usage goes to stdout, once; with no verb, to stderr
+	// with exit 2.
+	code, stdout, stderr := runCLI(t, "--help")
+	if code != 0 || !strings.Contains(stdout, "plan") || !strings.Contains(stdout, "cover") || stderr != "" {
+		t.Errorf("reshard --help: exit %d, stdout %q, stderr %q; want 0 and the verbs on stdout", code, stdout, stderr)
+	}
+	if code, stdout, _ := runCLI(t, "plan", "--help"); code != 0 || strings.Count(stdout, "usage: reshard plan") != 1 {
+		t.Errorf("reshard plan --help: exit %d, the usage %d times, want once", code, strings.Count(stdout, "usage: reshard plan"))
+	}
+	if code, _, stderr := runCLI(t); code != 2 || !strings.Contains(stderr, "usage: reshard") {
+		t.Errorf("reshard: exit %d, stderr %q; want 2 and the usage", code, stderr)
 	}
 }
 
@@ -220,5 +229,16 @@ func TestBadEnvironmentExit2(t *testing.T) {
 	code, _, stderr := runCLI(t, "status")
 	if code != 2 || !strings.Contains(stderr, `GEOSHARD_OPENSEARCH_INSECURE="yes": not a valid value for --opensearch-insecure`) {
 		t.Errorf("reshard status with GEOSHARD_OPENSEARCH_INSECURE=yes: exit %d, stderr %q; want 2 naming the variable", code, stderr)
+	}
+}
+
+// A shard count held to a bound says so, rather than clamping silently.
+func TestPlanSaysWhenTheShardCountIsHeld(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "plan", "--loads", "../../testdata/loads/world.csv", "--strategy", "greedy")
+	if code != 0 {
+		t.Fatalf("plan world: exit %d, %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "shards: 429,907,088 docs would take 135 shards at the target of 3,200,000 per shard; held to --max-shards 36") {
+		t.Errorf("plan of the world fixture does not say its count is held:\n%.600s", stdout)
 	}
 }

@@ -67,8 +67,11 @@ func runPlan(args []string, stdout io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if (*loadsPath == "") == (*fromIndex == "") {
+	switch {
+	case *loadsPath == "" && *fromIndex == "":
 		return badInput("missing --loads or --from-index: give exactly one (see --help)")
+	case *loadsPath != "" && *fromIndex != "":
+		return badInput("--loads and --from-index both given: give exactly one (see --help)")
 	}
 	cfg := router.PlanConfig{
 		Level: *level, Shards: *shards, MinShards: *minShards, MaxShards: *maxShards,
@@ -120,6 +123,18 @@ func runPlan(args []string, stdout io.Writer) error {
 	}
 
 	rep := planReport{Loads: source, Cells: len(loads), Docs: total, Workload: workDesc, Out: *out}
+	if d := cfg.Defaults(); cfg.Shards == 0 {
+		// Say when the count is a bound, not the target's.
+		want := (total + d.TargetDocsPerShard - 1) / d.TargetDocsPerShard
+		switch {
+		case want > int64(d.MaxShards):
+			rep.Note = fmt.Sprintf("%s docs would take %d shards at the target of %s per shard; held to --max-shards %d (%s per shard)",
+				commas(total), want, commas(d.TargetDocsPerShard), d.MaxShards, commas(total/int64(d.MaxShards)))
+		case want < int64(d.MinShards):
+			rep.Note = fmt.Sprintf("%s docs would take %d shards at the target of %s per shard; raised to --min-shards %d",
+				commas(total), want, commas(d.TargetDocsPerShard), d.MinShards)
+		}
+	}
 	for _, s := range []router.Strategy{cfg.Strategy, other(cfg.Strategy)} {
 		c := cfg
 		c.Strategy = s

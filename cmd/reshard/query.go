@@ -73,10 +73,10 @@ func runCover(args []string, stdout io.Writer) error {
 		return usageError{err}
 	}
 	out := struct {
-		Cells   int      `json:"cells"`
+		Cells   int64    `json:"cells"`
 		Shards  []string `json:"shards"`
 		Routing string   `json:"routing"`
-	}{len(cov.Cells), m.Names(cov.Shards), m.Routing(cov.Shards)}
+	}{cov.NumCells, m.Names(cov.Shards), m.Routing(cov.Shards)}
 	if *asJSON {
 		return writeJSON(stdout, out)
 	}

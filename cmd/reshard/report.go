@@ -24,7 +24,10 @@ type planReport struct {
 	Docs     int64
 	Workload string
 	Out      string
-	Plans    []planResult // the chosen strategy first
+	// Note says when the shard count was held to --min-shards or
+	// --max-shards rather than what the load asks.
+	Note  string
+	Plans []planResult // the chosen strategy first
 	// Diff compares the chosen map with the live one (--from-index).
 	Diff *migrate.Diff
 }
@@ -85,6 +88,9 @@ func (r *planReport) writeText(w io.Writer) {
 	fmt.Fprintf(w, "plan: %s, %d shards, level %d, routing_num_shards %d, map %s\n",
 		chosen.Strategy, m.NumShards(), m.Level(), m.RoutingNumShards(), m.ShortHash())
 	fmt.Fprintf(w, "loads: %s: %s cells, %s docs\n", r.Loads, commas(int64(r.Cells)), commas(r.Docs))
+	if r.Note != "" {
+		fmt.Fprintf(w, "shards: %s\n", r.Note)
+	}
 	fmt.Fprintf(w, "workload: %s\n\n", r.Workload)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -113,8 +119,13 @@ func (r *planReport) writeText(w io.Writer) {
 	tw.Flush()
 	if len(r.Plans) == 2 {
 		a, b := r.Plans[0].Metrics.Fanout-1, r.Plans[1].Metrics.Fanout-1
-		if b > 0 {
+		switch {
+		case b > 0 && a < b:
 			fmt.Fprintf(w, "\n%s asks %.1f%% fewer extra shards per search than %s\n", r.Plans[0].Strategy, 100*(1-a/b), r.Plans[1].Strategy)
+		case a > 0 && b < a:
+			fmt.Fprintf(w, "\n%s asks %.1f%% fewer extra shards per search than %s\n", r.Plans[1].Strategy, 100*(1-b/a), r.Plans[0].Strategy)
+		case a == b:
+			fmt.Fprintf(w, "\n%s and %s ask as many extra shards per search\n", r.Plans[0].Strategy, r.Plans[1].Strategy)
 		}
 	}
 	if r.Diff != nil {
