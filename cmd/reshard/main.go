@@ -70,6 +70,7 @@ var verbs = map[string]verb{
 	"dual-writes": {"migration 2: have ingest write both indexes, and wait until every instance does", runDualWrites},
 	"backfill":    {"migration 3: copy the old index into the new one (resumable)", runBackfill},
 	"verify":      {"migration 4: compare the indexes range by range", runVerify},
+	"repair":      {"copy the missing and delete the extra ids the last verify --ids listed (--dry-run)", runRepair},
 	"cutover":     {"migration 5: move the alias to the new index (atomic; --dry-run)", runCutover},
 	"rollback":    {"move the alias back to the old index after a cutover (--dry-run)", runRollback},
 	"complete":    {"end the migration: stop dual writes (the point of no return)", runComplete},

@@ -118,6 +118,46 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 	return err
 }
 
+func runRepair(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("repair", "[--dry-run] [--alias menu] [--opensearch URLs]", stdout)
+	dry := fs.Bool("dry-run", false, "print what would be copied and deleted, and change nothing")
+	mf := addMigrationFlags(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	s, err := mf.open(stderr)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	var cfg migrate.RepairConfig
+	if *dry {
+		cfg.DryRun = stdout
+	}
+	rep, err := s.m.Repair(s.ctx, cfg)
+	if err != nil {
+		return err
+	}
+	verb := "copied"
+	if *dry {
+		verb = "would copy"
+	}
+	del := "deleted"
+	if *dry {
+		del = "would delete"
+	}
+	fmt.Fprintf(stdout, "repair: %s %d documents (%d already as new on the target, %d refused by a delete's tombstone), %s %d extra copies (%d left: changed since read)\n",
+		verb, rep.Copied, rep.Stale, rep.Blocked, del, rep.Deleted, rep.Changed)
+	if rep.Unlisted > 0 {
+		fmt.Fprintf(stdout, "%d more differences were counted but not listed (--max-ids); the next verify --ids lists them\n", rep.Unlisted)
+	}
+	if *dry {
+		return nil
+	}
+	_, err = fmt.Fprintf(stdout, "next: reshard verify --ids --alias %s\n", mf.alias)
+	return err
+}
+
 func runRun(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("run", "--map new.json [create, backfill, verify and cutover flags] [--alias menu] [--opensearch URLs]", stdout)
 	mapPath := fs.String("map", "", "the new map `file` (required)")

@@ -151,6 +151,9 @@ func TestMigrationVerbs(t *testing.T) {
 		t.Errorf("verify: %v source documents over the ranges, want %d", total, docs)
 	}
 
+	if out := mustRun(t, with("repair")...); !strings.Contains(out, "repair: copied 0 documents") {
+		t.Errorf("repair after a passing verification:\n%s", out)
+	}
 	golden(t, "cutover-dry-run.txt", mustRun(t, with("cutover", "--dry-run")...))
 	if out := mustRun(t, with("cutover", "--dry-run", "--verbose")...); !strings.Contains(out, `"phase": "cut_over"`) || !strings.Contains(out, `"backfill"`) {
 		t.Errorf("cutover --dry-run --verbose does not print the state document:\n%.400s", out)
@@ -295,7 +298,7 @@ func TestMigrationVerbsBadInput(t *testing.T) {
 	if code, _, stderr := runCLI(t, "status", "--opensearch", srvURL, "--metrics-addr", "no-such-host:x"); code != 2 {
 		t.Errorf("status --metrics-addr no-such-host:x: exit %d (%s), want 2", code, stderr)
 	}
-	for _, v := range []string{"create", "dual-writes", "backfill", "verify", "cutover", "rollback", "complete", "cancel", "run", "status"} {
+	for _, v := range []string{"create", "dual-writes", "backfill", "verify", "repair", "cutover", "rollback", "complete", "cancel", "run", "status"} {
 		code, stdout, _ := runCLI(t, v, "--help")
 		if code != 0 || !strings.Contains(stdout, "usage: reshard "+v) || !strings.Contains(stdout, "-alias") || !strings.Contains(stdout, "-opensearch") {
 			t.Errorf("reshard %s --help: exit %d, output %q", v, code, stdout)
