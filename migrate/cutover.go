@@ -396,6 +396,11 @@ func (m *Migrator) Cancel(ctx context.Context, ack AckConfig) error {
 	return m.restoreGC(ctx, mig, "cancel")
 }
 
+// IndexExists reports whether the cluster has the index.
+func (m *Migrator) IndexExists(ctx context.Context, index string) (bool, error) {
+	return m.admin.IndexExists(ctx, index)
+}
+
 // retire deletes the index a finished migration left behind, once no
 // live ingest instance writes it any more (a write to a deleted index
 // would create it again, with default settings). It never deletes an

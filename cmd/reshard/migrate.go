@@ -327,13 +327,21 @@ func runCancel(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer s.close()
-	if err := s.m.Cancel(s.ctx, *ack); err != nil {
-		return err
-	}
 	mig, err := s.m.Load(s.ctx)
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, "migration %s cancelled: %s deleted; alias %s stays on %s\n", mig.ID, mig.Target.Index, mig.Alias, mig.Source.Index)
+	existed, err := s.m.IndexExists(s.ctx, mig.Target.Index)
+	if err != nil {
+		return err
+	}
+	if err := s.m.Cancel(s.ctx, *ack); err != nil {
+		return err
+	}
+	what := mig.Target.Index + " deleted"
+	if !existed {
+		what = mig.Target.Index + " was never created"
+	}
+	_, err = fmt.Fprintf(stdout, "migration %s cancelled: %s; alias %s stays on %s\n", mig.ID, what, mig.Alias, mig.Source.Index)
 	return err
 }
