@@ -1,7 +1,9 @@
 package osfake
 
 import (
+	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"time"
@@ -33,6 +35,18 @@ type aggSpec struct {
 	// composite
 	sources []compositeSource
 	after   map[string]any
+
+	// range
+	ranges []aggRange
+	keyed  bool
+}
+
+// aggRange is one range of a range aggregation: from inclusive, to
+// exclusive, either open.
+type aggRange struct {
+	key            string
+	from, to       float64
+	hasFrom, hasTo bool
 }
 
 type compositeSource struct {
@@ -46,7 +60,7 @@ type compositeSource struct {
 var notEmulatedAggs = map[string]bool{
 	"avg": true, "sum": true, "min": true, "max": true, "value_count": true, "cardinality": true,
 	"stats": true, "extended_stats": true, "percentiles": true, "percentile_ranks": true, "top_hits": true,
-	"histogram": true, "date_histogram": true, "auto_date_histogram": true, "range": true, "date_range": true,
+	"histogram": true, "date_histogram": true, "auto_date_histogram": true, "date_range": true,
 	"ip_range": true, "filter": true, "filters": true, "nested": true, "reverse_nested": true, "global": true,
 	"missing": true, "significant_terms": true, "significant_text": true, "geohash_grid": true,
 	"geotile_grid": true, "geo_bounds": true, "geo_centroid": true, "multi_terms": true, "rare_terms": true,
@@ -100,6 +114,8 @@ func parseAggsAt(v any, nested bool) ([]*aggSpec, *osError) {
 			err = illegalArgument("[composite] aggregation cannot be used with a parent aggregation of type: [" + name + "]")
 		case a.kind == "composite":
 			err = a.parseComposite(body)
+		case a.kind == "range":
+			err = a.parseRange(body)
 		case notEmulatedAggs[a.kind]:
 			err = notEmulated("the [" + a.kind + "] aggregation")
 		default:
@@ -219,7 +235,7 @@ func (a *aggSpec) parseComposite(body map[string]any) *osError {
 
 // fields lists the fields an aggregation reads.
 func (a *aggSpec) fields() []string {
-	if a.kind == "terms" {
+	if a.kind == "terms" || a.kind == "range" {
 		return []string{a.field}
 	}
 	out := make([]string, len(a.sources))
@@ -337,9 +353,12 @@ func (k *aggKeys) run(specs []*aggSpec, hits []*hit) map[string]any {
 	out := map[string]any{}
 	for _, a := range specs {
 		var r map[string]any
-		if a.kind == "terms" {
+		switch a.kind {
+		case "terms":
 			r = k.terms(a, hits)
-		} else {
+		case "range":
+			r = k.rangeAgg(a, hits)
+		default:
 			r = k.composite(a, hits)
 		}
 		if a.meta != nil {
@@ -543,4 +562,152 @@ func afterKeyLike(v any, f *fieldRef) sortKey {
 	}
 	s, _ := toKeyword(v)
 	return sortKey{kind: 's', s: s}
+}
+
+// --- range -------------------------------------------------------------------
+
+func (a *aggSpec) parseRange(body map[string]any) *osError {
+	for _, k := range sortedNames(body) {
+		v := body[k]
+		switch k {
+		case "field":
+			a.field, _ = v.(string)
+		case "keyed":
+			a.keyed = v == true
+		case "ranges":
+			list, ok := v.([]any)
+			if !ok {
+				return parsingException("[range] ranges must be an array")
+			}
+			for _, e := range list {
+				m, ok := e.(map[string]any)
+				if !ok {
+					return parsingException("[range] a range must be an object")
+				}
+				var r aggRange
+				for _, rk := range sortedNames(m) {
+					switch rk {
+					case "key":
+						r.key, _ = m[rk].(string)
+					case "from", "to":
+						if m[rk] == nil {
+							continue
+						}
+						n, ok := toNum(m[rk])
+						if !ok {
+							return parsingException("[range] [" + rk + "] must be a number")
+						}
+						if rk == "from" {
+							r.from, r.hasFrom = n.f, true
+						} else {
+							r.to, r.hasTo = n.f, true
+						}
+					default:
+						return parsingException("[range] unknown key [" + rk + "] in a range")
+					}
+				}
+				a.ranges = append(a.ranges, r)
+			}
+		case "format", "script", "missing":
+			return notEmulated("the [range] aggregation's [" + k + "]")
+		default:
+			return parsingException("[range] unknown key [" + k + "]")
+		}
+	}
+	if a.field == "" {
+		return illegalArgument("Required one of fields [field, script], but none were specified. ")
+	}
+	if len(a.ranges) == 0 {
+		return illegalArgument("No [ranges] specified for the [" + a.name + "] aggregation")
+	}
+	return nil
+}
+
+// rangeKey is the server's key of a range: "from-to" with Java's double
+// formatting and * for an open end.
+func (r aggRange) rangeKey() string {
+	if r.key != "" {
+		return r.key
+	}
+	from, to := "*", "*"
+	if r.hasFrom {
+		from = javaDouble(r.from)
+	}
+	if r.hasTo {
+		to = javaDouble(r.to)
+	}
+	return from + "-" + to
+}
+
+// rangeAgg counts the hits with a value in each range (a document with
+// several values in one range counts once there). Buckets come in the
+// order the server sorts the ranges: by from, then to.
+func (k *aggKeys) rangeAgg(a *aggSpec, hits []*hit) map[string]any {
+	ranges := append([]aggRange(nil), a.ranges...)
+	lo := func(r aggRange) float64 {
+		if r.hasFrom {
+			return r.from
+		}
+		return math.Inf(-1)
+	}
+	hi := func(r aggRange) float64 {
+		if r.hasTo {
+			return r.to
+		}
+		return math.Inf(1)
+	}
+	sort.SliceStable(ranges, func(i, j int) bool {
+		if lo(ranges[i]) != lo(ranges[j]) {
+			return lo(ranges[i]) < lo(ranges[j])
+		}
+		return hi(ranges[i]) < hi(ranges[j])
+	})
+	counts := make([]int, len(ranges))
+	members := make([][]*hit, len(ranges))
+	for _, h := range hits {
+		f := k.ref(k.reads[h.pos].ix, a.field)
+		var vals []float64
+		f.each(h.d, func(v any) bool {
+			if n, ok := f.docNum(v); ok {
+				vals = append(vals, n.f)
+			}
+			return true
+		})
+		for i, r := range ranges {
+			for _, v := range vals {
+				if v >= lo(r) && v < hi(r) {
+					counts[i]++
+					if len(a.subs) > 0 {
+						members[i] = append(members[i], h)
+					}
+					break
+				}
+			}
+		}
+	}
+	list := make([]any, 0, len(ranges))
+	keyed := map[string]any{}
+	for i, r := range ranges {
+		b := map[string]any{"key": r.rangeKey(), "doc_count": counts[i]}
+		// from and to as the server writes them: Java doubles (1000.0).
+		if r.hasFrom {
+			b["from"] = json.Number(javaDouble(r.from))
+		}
+		if r.hasTo {
+			b["to"] = json.Number(javaDouble(r.to))
+		}
+		for name, sub := range k.run(a.subs, members[i]) {
+			b[name] = sub
+		}
+		if a.keyed {
+			delete(b, "key")
+			keyed[r.rangeKey()] = b
+		} else {
+			list = append(list, b)
+		}
+	}
+	if a.keyed {
+		return map[string]any{"buckets": keyed}
+	}
+	return map[string]any{"buckets": list}
 }

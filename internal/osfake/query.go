@@ -44,8 +44,8 @@ func queryShardException(reason string) *osError {
 var notEmulatedQueries = map[string]bool{
 	"prefix": true, "wildcard": true, "regexp": true, "fuzzy": true, "match_phrase": true,
 	"match_phrase_prefix": true, "match_bool_prefix": true, "multi_match": true, "query_string": true,
-	"simple_query_string": true, "nested": true, "has_child": true, "has_parent": true,
-	"geo_bounding_box": true, "geo_polygon": true, "geo_shape": true, "script": true, "script_score": true,
+	"simple_query_string": true, "nested": true,
+	"geo_polygon": true, "geo_shape": true, "script": true, "script_score": true,
 	"function_score": true, "dis_max": true, "boosting": true, "more_like_this": true, "terms_set": true,
 	"wrapper": true, "distance_feature": true, "rank_feature": true, "intervals": true, "pinned": true,
 	"span_term": true, "span_near": true, "span_or": true, "span_not": true, "span_first": true,
@@ -106,6 +106,12 @@ func parseQuery(v any) (query, *osError) {
 		return parseGeoDistance(body)
 	case "parent_id":
 		return parseParentID(body)
+	case "has_parent":
+		return parseHasParent(body)
+	case "has_child":
+		return parseHasChild(body)
+	case "geo_bounding_box":
+		return parseGeoBox(body)
 	}
 	if notEmulatedQueries[name] {
 		return nil, &osError{Status: 501, Type: "osfake_not_implemented", Reason: "osfake does not emulate the [" + name + "] query"}

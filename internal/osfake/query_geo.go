@@ -232,3 +232,164 @@ func decodeGeohash(h string) (geoPoint, bool) {
 	}
 	return geoPoint{lat: (latLo + latHi) / 2, lon: (lonLo + lonHi) / 2}, true
 }
+
+// --- geo_bounding_box --------------------------------------------------------
+
+type geoBoxQuery struct {
+	field                    string
+	top, left, bottom, right float64
+	ignoreUnmapped           bool
+}
+
+// parseGeoBox reads {"<field>": {"top_left": P, "bottom_right": P}} (or
+// top_right/bottom_left, or "top", "left", "bottom", "right" numbers), P in
+// any geo point form. A box whose left edge is east of its right edge
+// crosses the antimeridian.
+func parseGeoBox(body any) (query, *osError) {
+	m, ok := body.(map[string]any)
+	if !ok {
+		return nil, parsingException("[geo_bounding_box] query malformed, no start_object after query name")
+	}
+	q := &geoBoxQuery{}
+	for _, k := range sortedNames(m) {
+		v := m[k]
+		switch k {
+		case "ignore_unmapped":
+			q.ignoreUnmapped = v == true
+		case "validation_method", "type", "_name", "boost":
+		default:
+			if q.field != "" {
+				return nil, parsingException("[geo_bounding_box] query doesn't support multiple fields, found [" + q.field + "] and [" + k + "]")
+			}
+			box, ok := v.(map[string]any)
+			if !ok {
+				return nil, parsingException("[geo_bounding_box] failed to parse bounding box of field [" + k + "]")
+			}
+			if err := q.parseCorners(box); err != nil {
+				return nil, err
+			}
+			q.field = k
+		}
+	}
+	if q.field == "" {
+		return nil, parsingException("no geo point field specified in [geo_bounding_box]")
+	}
+	if q.top < q.bottom {
+		return nil, &osError{Status: 400, Type: "illegal_argument_exception",
+			Reason: fmt.Sprintf("top is below bottom corner: %v vs. %v", q.top, q.bottom)}
+	}
+	for _, c := range []struct {
+		v, limit float64
+		name     string
+	}{{q.top, 90, "top"}, {q.bottom, 90, "bottom"}, {q.left, 180, "left"}, {q.right, 180, "right"}} {
+		if math.IsNaN(c.v) || math.Abs(c.v) > c.limit {
+			return nil, queryShardException(fmt.Sprintf("%s %v is out of range [-%v, %v]", c.name, c.v, c.limit, c.limit))
+		}
+	}
+	return q, nil
+}
+
+func (q *geoBoxQuery) parseCorners(box map[string]any) *osError {
+	set := map[string]bool{}
+	point := func(k string) (geoPoint, *osError) {
+		p, ok := parseGeoPoint(box[k])
+		if !ok {
+			return geoPoint{}, parsingException("[geo_bounding_box] failed to parse point [" + k + "]")
+		}
+		return p, nil
+	}
+	num := func(k string) (float64, *osError) {
+		n, ok := toNum(box[k])
+		if !ok {
+			return 0, parsingException("[geo_bounding_box] [" + k + "] must be a number")
+		}
+		return n.f, nil
+	}
+	for _, k := range sortedNames(box) {
+		var err *osError
+		switch k {
+		case "top_left":
+			var p geoPoint
+			if p, err = point(k); err == nil {
+				q.top, q.left = p.lat, p.lon
+				set["top"], set["left"] = true, true
+			}
+		case "bottom_right":
+			var p geoPoint
+			if p, err = point(k); err == nil {
+				q.bottom, q.right = p.lat, p.lon
+				set["bottom"], set["right"] = true, true
+			}
+		case "top_right":
+			var p geoPoint
+			if p, err = point(k); err == nil {
+				q.top, q.right = p.lat, p.lon
+				set["top"], set["right"] = true, true
+			}
+		case "bottom_left":
+			var p geoPoint
+			if p, err = point(k); err == nil {
+				q.bottom, q.left = p.lat, p.lon
+				set["bottom"], set["left"] = true, true
+			}
+		case "top":
+			q.top, err = num(k)
+			set[k] = true
+		case "bottom":
+			q.bottom, err = num(k)
+			set[k] = true
+		case "left":
+			q.left, err = num(k)
+			set[k] = true
+		case "right":
+			q.right, err = num(k)
+			set[k] = true
+		default:
+			return parsingException("[geo_bounding_box] unexpected field [" + k + "]")
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if len(set) != 4 {
+		return parsingException("[geo_bounding_box] failed to parse bounding box: top, left, bottom and right are all required")
+	}
+	return nil
+}
+
+func (q *geoBoxQuery) score() float64 { return 1 }
+
+func (q *geoBoxQuery) bind(ix *index) (matcher, *osError) {
+	f := resolveField(ix, q.field)
+	switch {
+	case f.kind == kindNone && q.ignoreUnmapped:
+		return matchNone, nil
+	case f.kind == kindNone:
+		return nil, queryShardException("failed to find geo field [" + q.field + "]")
+	case f.kind != kindGeo:
+		return nil, queryShardException("field [" + q.field + "] is of type [" + f.typ + "], but only geo_point fields are supported by [geo_bounding_box] query")
+	}
+	return func(d *doc) bool {
+		hit := false
+		walkPath(d.fields, f.path, func(v any) bool {
+			eachGeoPoint(v, func(p geoPoint) bool {
+				hit = q.contains(p)
+				return !hit
+			})
+			return !hit
+		})
+		return hit
+	}, nil
+}
+
+// contains reports whether p is in the box, edges included; a box whose
+// left is east of its right wraps across the antimeridian.
+func (q *geoBoxQuery) contains(p geoPoint) bool {
+	if p.lat < q.bottom || p.lat > q.top {
+		return false
+	}
+	if q.left <= q.right {
+		return p.lon >= q.left && p.lon <= q.right
+	}
+	return p.lon >= q.left || p.lon <= q.right
+}

@@ -2,6 +2,7 @@ package osfake
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -95,6 +96,24 @@ func TestQueryTypes(t *testing.T) {
 		{"match and", `{"match":{"name":{"query":"pizza gate","operator":"and"}}}`, []string{"restaurant:1"}},
 		{"match keyword is exact", `{"match":{"geo_cell":"c1"}}`, []string{"restaurant:1", "restaurant:4"}},
 		{"constant_score", `{"constant_score":{"filter":{"term":{"geo_cell":"c3"}}}}`, []string{"restaurant:3"}},
+		{"has_parent", `{"has_parent":{"parent_type":"restaurant","query":{"term":{"tags":"pizza"}}}}`, []string{"dish:1", "dish:2"}},
+		{"has_parent geo_distance", `{"has_parent":{"parent_type":"restaurant","query":{"geo_distance":{"distance":"15mi","location":` + sf + `}}}}`,
+			[]string{"dish:1", "dish:2", "dish:3"}},
+		{"has_parent no parent matches", `{"has_parent":{"parent_type":"restaurant","query":{"term":{"tags":"sushi"}}}}`, nil},
+		{"has_parent in bool with a child filter", `{"bool":{"filter":[{"has_parent":{"parent_type":"restaurant","query":{"match_all":{}}}},
+			{"match":{"name":"taco"}}]}}`, []string{"dish:3"}},
+		{"has_child", `{"has_child":{"type":"dish","query":{"match":{"name":"tiramisu"}}}}`, []string{"restaurant:1"}},
+		{"has_child any", `{"has_child":{"type":"dish","query":{"match_all":{}}}}`, []string{"restaurant:1", "restaurant:2"}},
+		{"has_child min_children", `{"has_child":{"type":"dish","query":{"match_all":{}},"min_children":2}}`, []string{"restaurant:1"}},
+		{"has_child max_children", `{"has_child":{"type":"dish","query":{"match_all":{}},"max_children":1}}`, []string{"restaurant:2"}},
+		{"geo_bounding_box", `{"geo_bounding_box":{"location":{"top_left":{"lat":37.9,"lon":-122.5},"bottom_right":{"lat":37.7,"lon":-122.2}}}}`,
+			[]string{"restaurant:1", "restaurant:2"}},
+		{"geo_bounding_box edges", `{"geo_bounding_box":{"location":{"top":37.990549,"left":-122.4194,"bottom":37.3382,"right":-121.8863}}}`,
+			[]string{"restaurant:1", "restaurant:2", "restaurant:3", "restaurant:4"}},
+		{"geo_bounding_box strings", `{"geo_bounding_box":{"location":{"top_left":"38.0,-122.5","bottom_right":"37.3,-121.8"}}}`,
+			[]string{"restaurant:1", "restaurant:2", "restaurant:3", "restaurant:4", "restaurant:5"}},
+		{"geo_bounding_box across the antimeridian", `{"geo_bounding_box":{"location":{"top_left":{"lat":40,"lon":170},"bottom_right":{"lat":30,"lon":-122.3}}}}`,
+			[]string{"restaurant:1", "restaurant:4", "restaurant:5"}},
 		{"nested bool", `{"bool":{"filter":[{"bool":{"should":[{"term":{"relation":"dish"}},{"term":{"tags":"grill"}}]}}],
 			"must_not":[{"parent_id":{"type":"dish","id":"restaurant:2"}}]}}`, []string{"dish:1", "dish:2", "restaurant:5"}},
 	}
@@ -321,5 +340,34 @@ func TestQueryBoostNotValidated(t *testing.T) {
 	name := seedIndex(tg, "boost", queryMapping, queryDocs...)
 	for _, q := range []string{`{"term":{"geo_cell":{"value":"c1","boost":"z"}}}`, `{"match_all":{"boost":"z"}}`} {
 		tg.mustDo(200, "POST", "/"+name+"/_search", `{"query":`+q+`}`)
+	}
+}
+
+// A _geo_distance sort orders by the arc distance from a point, in the
+// unit asked for; documents without a point come last.
+func TestGeoDistanceSort(t *testing.T) {
+	tg := newTarget(t)
+	name := seedIndex(tg, "geosort", queryMapping, queryDocs...)
+	out := tg.mustDo(200, "POST", "/"+name+"/_search", `{"size":10,"_source":false,"query":{"term":{"relation":"restaurant"}},
+		"sort":[{"_geo_distance":{"location":{"lat":37.7749,"lon":-122.4194},"order":"asc","unit":"km"}}]}`)
+	got := hitIDs(out)
+	want := []string{"restaurant:1", "restaurant:2", "restaurant:4", "restaurant:5", "restaurant:3"}
+	if !slices.Equal(got, want) {
+		t.Errorf("nearest first = %v, want %v", got, want)
+	}
+	hits, _ := dig(out, "hits", "hits").([]any)
+	if len(hits) == len(want) {
+		if d := str(dig(hits[0], "sort", 0)); d != "0.0" {
+			t.Errorf("distance of the point itself = %s km, want 0.0", d)
+		}
+		d, _ := strconv.ParseFloat(str(dig(hits[4], "sort", 0)), 64)
+		if d < 67 || d > 69 {
+			t.Errorf("San Jose from San Francisco = %v km, want about 68", d)
+		}
+	}
+	out = tg.mustDo(200, "POST", "/"+name+"/_search", `{"size":10,"_source":false,"query":{"match_all":{}},
+		"sort":[{"_geo_distance":{"location":"37.3382,-121.8863","order":"desc"}}]}`)
+	if got := hitIDs(out); len(got) != 8 || got[0] != "restaurant:5" || !strings.HasPrefix(got[5], "dish:") {
+		t.Errorf("farthest first = %v, want restaurant:5 first and the dishes (no location) last", got)
 	}
 }

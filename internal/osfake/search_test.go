@@ -880,6 +880,12 @@ func TestAggregationKeysByFieldType(t *testing.T) {
 		{"composite after as text", `{"a":{"composite":{"sources":[{"o":{"terms":{"field":"open"}}},{"d":{"terms":{"field":"opened"}}}],
 			"after":{"o":"false","d":"1610668800000"}}}}`, "a",
 			`{"after_key":{"d":1588291200000,"o":true},"buckets":[{"doc_count":1,"key":{"d":1575072000000,"o":true}},{"doc_count":1,"key":{"d":1588291200000,"o":true}}]}`},
+		{"range", `{"a":{"range":{"field":"price_cents","ranges":[{"from":2000},{"to":1000},{"from":1000,"to":2000}]}}}`, "a",
+			`{"buckets":[{"doc_count":1,"key":"*-1000.0","to":1000.0},{"doc_count":1,"from":1000.0,"key":"1000.0-2000.0","to":2000.0},{"doc_count":1,"from":2000.0,"key":"2000.0-*"}]}`},
+		{"range keyed with keys and a sub-aggregation", `{"a":{"range":{"field":"price_cents","keyed":true,"ranges":[{"key":"cheap","to":1000},{"key":"dear","from":1000}]},
+			"aggs":{"c":{"terms":{"field":"geo_cell"}}}}}`, "a",
+			`{"buckets":{"cheap":{"c":{"buckets":[{"doc_count":1,"key":"c2"}],"doc_count_error_upper_bound":0,"sum_other_doc_count":0},"doc_count":1,"to":1000.0},` +
+				`"dear":{"c":{"buckets":[{"doc_count":1,"key":"c1"},{"doc_count":1,"key":"c3"}],"doc_count_error_upper_bound":0,"sum_other_doc_count":0},"doc_count":2,"from":1000.0}}}`},
 		{"terms with a sub-aggregation", `{"a":{"terms":{"field":"open"},"aggs":{"c":{"terms":{"field":"geo_cell"}}}}}`, "a",
 			`{"buckets":[{"c":{"buckets":[{"doc_count":1,"key":"c1"},{"doc_count":1,"key":"c3"}],"doc_count_error_upper_bound":0,"sum_other_doc_count":0},"doc_count":2,"key":1,"key_as_string":"true"},` +
 				`{"c":{"buckets":[{"doc_count":1,"key":"c2"}],"doc_count_error_upper_bound":0,"sum_other_doc_count":0},"doc_count":1,"key":0,"key_as_string":"false"}],"doc_count_error_upper_bound":0,"sum_other_doc_count":0}`},

@@ -20,6 +20,12 @@ type sortClause struct {
 	missing      any // a replacement value, or nil
 	unmappedType string
 	mode         string // min, max or sum; "" is min ascending, max descending
+
+	// _geo_distance: the distance of the field's points from center, in
+	// units of unitM metres.
+	geoField string
+	center   geoPoint
+	unitM    float64
 }
 
 // sortKey is one sort value of a hit.
@@ -85,8 +91,11 @@ func parseSort(v any) ([]sortClause, *osError) {
 
 func parseSortClause(field string, spec any) (sortClause, *osError) {
 	c := sortClause{field: field, desc: field == "_score"}
-	if field == "_geo_distance" || field == "_script" {
+	if field == "_script" {
 		return c, notEmulated("[" + field + "] sort")
+	}
+	if field == "_geo_distance" {
+		return parseGeoDistanceSort(spec)
 	}
 	order := func(v any) *osError {
 		switch strings.ToLower(scalarString(v)) {
@@ -171,8 +180,92 @@ func (o *docOrdinals) of(r *shardRead, id string) int {
 	return m[id]
 }
 
+// parseGeoDistanceSort reads {"_geo_distance": {"<field>": point, "order",
+// "unit", "mode", "distance_type"}}: the arc distance of the field's
+// nearest point (mode min, the default ascending) or farthest (max), in
+// unit (default m). A document without a point sorts last.
+func parseGeoDistanceSort(spec any) (sortClause, *osError) {
+	c := sortClause{field: "_geo_distance", unitM: 1}
+	m, ok := spec.(map[string]any)
+	if !ok {
+		return c, parsingException("[_geo_distance] malformed sort")
+	}
+	for _, k := range sortedNames(m) {
+		v := m[k]
+		switch k {
+		case "order":
+			switch strings.ToLower(scalarString(v)) {
+			case "asc":
+			case "desc":
+				c.desc = true
+			default:
+				return c, illegalArgument("Unknown SortOrder [" + scalarString(v) + "]")
+			}
+		case "unit":
+			u := scalarString(v)
+			found := false
+			for _, du := range distanceUnits {
+				for _, name := range du.names {
+					if name == u {
+						c.unitM, found = du.meters, true
+					}
+				}
+			}
+			if !found {
+				return c, illegalArgument("No distance unit match [" + u + "]")
+			}
+		case "mode":
+			c.mode = scalarString(v)
+			if c.mode != "min" && c.mode != "max" {
+				return c, notEmulated("[_geo_distance] sort mode [" + c.mode + "]")
+			}
+		case "distance_type", "ignore_unmapped", "validation_method", "nested":
+		default:
+			if c.geoField != "" {
+				return c, parsingException("[_geo_distance] sort on more than one field: [" + c.geoField + "] and [" + k + "]")
+			}
+			p, ok := parseGeoPoint(v)
+			if !ok {
+				return c, parsingException("[_geo_distance] failed to parse the point of [" + k + "]")
+			}
+			c.geoField, c.center = k, p
+		}
+	}
+	if c.geoField == "" {
+		return c, illegalArgument("No geo points given for [_geo_distance] sort")
+	}
+	return c, nil
+}
+
 // bindSort resolves a sort clause against an index's mapping.
 func bindSort(c sortClause, ix *index, ord *docOrdinals) (sortFn, *osError) {
+	if c.field == "_geo_distance" {
+		f := resolveField(ix, c.geoField)
+		if f.kind != kindGeo {
+			return nil, illegalArgument("failed to find mapper for [" + c.geoField + "] for geo distance based sort")
+		}
+		useMax := c.mode == "max" || c.mode == "" && c.desc
+		return func(_ *shardRead, d *doc, _ float64) sortKey {
+			best, found := 0.0, false
+			walkPath(d.fields, f.path, func(v any) bool {
+				eachGeoPoint(v, func(p geoPoint) bool {
+					dist := arcDistance(c.center, p) / c.unitM
+					if !found || useMax && dist > best || !useMax && dist < best {
+						best, found = dist, true
+					}
+					return true
+				})
+				return true
+			})
+			if !found {
+				if c.desc {
+					return sortKey{kind: 'f', f: math.Inf(-1)}
+				}
+				return sortKey{kind: 'f', f: math.Inf(1)}
+			}
+			return sortKey{kind: 'f', f: best}
+		}, nil
+	}
 	switch c.field {
 	case "_score":
 		return func(_ *shardRead, _ *doc, score float64) sortKey { return sortKey{kind: 'f', f: score, single: true} }, nil
