@@ -319,7 +319,19 @@
 //     is not a letter or a digit: no stop words, no Unicode word rules.
 //     ignore_above is kept in the mapping but not applied.
 //   - terms aggregations count exactly: doc_count_error_upper_bound is
-//     always 0.
+//     always 0. range aggregations take field, ranges (from, to, key) and
+//     keyed; a range's from and to are written as Java doubles (1000.0).
+//   - has_parent and has_child join per shard, as the server does, but
+//     score a constant (score and score_mode are accepted and ignored; no
+//     inner_hits), and evaluate their inner query on the shards' refreshed
+//     documents even under a point in time (TestQueryTypes).
+//   - geo_bounding_box takes top_left/bottom_right (or the other two
+//     corners, or top, left, bottom and right) in any point form, edges
+//     included, and a box whose left is east of its right crosses the
+//     antimeridian; no wkt, no validation_method. The _geo_distance sort
+//     is the arc distance of a document's nearest point (farthest with
+//     mode max or a descending order) in its unit, missing last
+//     (TestGeoDistanceSort).
 //   - The server runs a can_match phase before the query phase, whose
 //     shard failures carry phase "can_match"; the emulator models it where
 //     it runs for a field sort (a primary sort on a field, more than one
