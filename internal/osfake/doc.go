@@ -327,10 +327,13 @@
 //     documents even under a point in time (TestQueryTypes).
 //   - geo_bounding_box takes top_left/bottom_right (or the other two
 //     corners, or top, left, bottom and right) in any point form, edges
-//     included, and a box whose left is east of its right crosses the
-//     antimeridian; no wkt, no validation_method. The _geo_distance sort
-//     is the arc distance of a document's nearest point (farthest with
-//     mode max or a descending order) in its unit, missing last
+//     included exactly (the server quantises indexed points and box edges
+//     to 32-bit integers, so a point on an edge may fall either side), and
+//     a box whose left is east of its right crosses the antimeridian; no
+//     wkt, no validation_method. The _geo_distance sort is the arc
+//     distance of a document's nearest point (farthest with mode max or a
+//     descending order) in its unit; a document without a point is
+//     +Infinity away, first in a descending sort as on the node
 //     (TestGeoDistanceSort).
 //   - The server runs a can_match phase before the query phase, whose
 //     shard failures carry phase "can_match"; the emulator models it where

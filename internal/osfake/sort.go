@@ -183,7 +183,8 @@ func (o *docOrdinals) of(r *shardRead, id string) int {
 // parseGeoDistanceSort reads {"_geo_distance": {"<field>": point, "order",
 // "unit", "mode", "distance_type"}}: the arc distance of the field's
 // nearest point (mode min, the default ascending) or farthest (max), in
-// unit (default m). A document without a point sorts last.
+// unit (default m). A document without a point is +Infinity away: last
+// ascending, first descending, as on the server.
 func parseGeoDistanceSort(spec any) (sortClause, *osError) {
 	c := sortClause{field: "_geo_distance", unitM: 1}
 	m, ok := spec.(map[string]any)
@@ -258,9 +259,8 @@ func bindSort(c sortClause, ix *index, ord *docOrdinals) (sortFn, *osError) {
 				return true
 			})
 			if !found {
-				if c.desc {
-					return sortKey{kind: 'f', f: math.Inf(-1)}
-				}
+				// The server's missing distance is +Infinity in either
+				// order: last ascending, first descending.
 				return sortKey{kind: 'f', f: math.Inf(1)}
 			}
 			return sortKey{kind: 'f', f: best}
