@@ -454,3 +454,62 @@ func TestPinnedMapAndAliasChanges(t *testing.T) {
 		t.Errorf("after the alias moved: searched %s (%d dishes), want the empty %s", r.Index, r.Total, other)
 	}
 }
+
+// A restaurant search finds the model's restaurants, nearest first; with
+// Serves, only those that serve a dish that passes it (has_child).
+func TestRestaurantSearch(t *testing.T) {
+	realenv.Parallel(t)
+	f := newFixture(t)
+	ctx := context.Background()
+	c, err := Open(ctx, f.client, Config{Alias: f.alias})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const radiusKM = 24.14 // 15 miles
+	for _, tc := range []struct {
+		name string
+		q    RestaurantQuery
+		keep func(r fRest) bool
+	}{
+		{"all", RestaurantQuery{}, func(fRest) bool { return true }},
+		{"thai", RestaurantQuery{Cuisines: []string{"thai"}}, func(r fRest) bool { return slices.Contains(r.cuisines, "thai") }},
+		{"serving vegan", RestaurantQuery{Serves: DishQuery{Diets: []string{"vegan"}}}, func(r fRest) bool {
+			for _, d := range f.dishes {
+				if d.rid == r.id && slices.Contains(d.diets, "vegan") {
+					return true
+				}
+			}
+			return false
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var want []string
+			for _, r := range f.rests {
+				if distKM(sfLat, sfLng, r.lat, r.lng) <= radiusKM && tc.keep(r) {
+					want = append(want, r.id)
+				}
+			}
+			sort.Strings(want)
+			q := tc.q
+			q.Area, q.Size = Circle(sfLat, sfLng, radiusKM*1000), 100
+			for _, all := range []bool{false, true} {
+				q.AllShards = all
+				res, err := c.Restaurants(ctx, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for i, r := range res.Restaurants {
+					got = append(got, r.ID)
+					if i > 0 && r.DistanceM < res.Restaurants[i-1].DistanceM {
+						t.Errorf("restaurant %d nearer than the one before", i)
+					}
+				}
+				sort.Strings(got)
+				if !slices.Equal(got, want) || res.Total != int64(len(want)) || res.AllShards != all {
+					t.Errorf("all shards %v: %v (total %d), want %v", all, got, res.Total, want)
+				}
+			}
+		})
+	}
+}
