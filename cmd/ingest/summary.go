@@ -13,6 +13,7 @@ import (
 
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/pipeline"
+	"github.com/geoshard/geoshard/search"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -120,7 +121,89 @@ func writeSummary(ctx context.Context, w io.Writer, s *stack, p *pipeline.Pipeli
 		}
 		fmt.Fprintf(tw, "%s\t%d %v\t%d\t%d\t%d\t%s\t\n", d.name, routed.Shards, s.m.Names(cov.Shards), all.Shards, routed.Total, all.Total, same)
 	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return writeDishSearches(ctx, w, s)
+}
+
+// dishSearches are the demo's dish searches: a plain one and one with the
+// sidebar's filters, in each city.
+var dishSearches = []struct {
+	name string
+	at   demoSearch
+	q    search.DishQuery
+}{
+	{"San Francisco 15 mi", demoSearches[0], search.DishQuery{}},
+	{"San Francisco 15 mi, vegan", demoSearches[0], search.DishQuery{Diets: []string{"vegan"}}},
+	{"New York 15 mi, peanut-free", demoSearches[1], search.DishQuery{AllergenFree: []string{"peanut"}}},
+	{"New York 50 mi, under $15", demoSearches[2], search.DishQuery{MaxPriceCents: 1500}},
+}
+
+// writeDishSearches runs the dish searches through the search package,
+// routed and of every shard, and compares the dishes and the counts.
+func writeDishSearches(ctx context.Context, w io.Writer, s *stack) error {
+	client, err := bulk.NewClient(bulk.ClientConfig{Addresses: []string{s.osURL}})
+	if err != nil {
+		return err
+	}
+	c, err := search.Open(ctx, client, search.Config{Alias: embeddedIndex})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\ndishes near a point (package search: has_parent on the restaurant's location), routed and of every shard:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "search\tshards asked (routed)\tall shards\tdishes (routed)\tdishes (all)\tnearest\tsame dishes and counts\t")
+	for _, d := range dishSearches {
+		q := d.q
+		q.Area, q.Size = search.Circle(d.at.lat, d.at.lng, d.at.radiusMi*1609.344), 100
+		routed, err := c.Dishes(ctx, q)
+		if err != nil {
+			return err
+		}
+		q.AllShards = true
+		all, err := c.Dishes(ctx, q)
+		if err != nil {
+			return err
+		}
+		same := "yes"
+		if !sameDishes(routed, all) {
+			same = "NO"
+		}
+		nearest := "-"
+		if len(routed.Dishes) > 0 {
+			n := routed.Dishes[0]
+			nearest = fmt.Sprintf("%s, %s (%.1f km)", n.Name, n.Restaurant, n.DistanceM/1000)
+		}
+		fmt.Fprintf(tw, "%s\t%d %v\t%d\t%d\t%d\t%s\t%s\t\n", d.name, len(routed.Shards), routed.Shards, len(all.Shards), routed.Total, all.Total, nearest, same)
+	}
 	return tw.Flush()
+}
+
+// sameDishes reports whether two searches found the same total, the same
+// page of dishes and the same facet counts.
+func sameDishes(a, b *search.DishResult) bool {
+	if a.Total != b.Total || len(a.Dishes) != len(b.Dishes) {
+		return false
+	}
+	for i := range a.Dishes {
+		if a.Dishes[i].ID != b.Dishes[i].ID {
+			return false
+		}
+	}
+	eq := func(x, y map[string]int64) bool {
+		if len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			if y[k] != v {
+				return false
+			}
+		}
+		return true
+	}
+	return eq(a.Facets.Allergens, b.Facets.Allergens) && eq(a.Facets.Diets, b.Facets.Diets) &&
+		eq(a.Facets.Cuisines, b.Facets.Cuisines) && eq(a.Facets.PriceBands, b.Facets.PriceBands)
 }
 
 // quantiles estimates the median and 99th percentile of a histogram in the
