@@ -2,68 +2,67 @@ package migrate
 
 import (
 	"context"
-	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
-// tokenBucket limits a rate of documents shared by every slice. A page
-// reserves its documents at once and waits until the bucket has refilled
-// the debt, so a page larger than the burst is allowed and simply waits
-// longer; waiters are served in the order they reserved.
+// tokenBucket limits a rate of documents shared by every slice: a
+// rate.Limiter whose burst is a page. A page reserves its documents at
+// once and waits until the limiter has refilled the debt (a page larger
+// than the burst reserves it burst by burst, so it is allowed and simply
+// waits longer); waiters are served in the order they reserved, and a
+// wait cut short by its context gives its tokens back.
 type tokenBucket struct {
-	rate  float64 // tokens per second
-	burst float64
-
-	mu     sync.Mutex
-	tokens float64
-	last   time.Time
-	now    func() time.Time
+	lim *rate.Limiter
+	now func() time.Time
 }
 
 // newTokenBucket returns a bucket of rate per second, or nil (no limit)
 // for a rate <= 0. The bucket starts full.
-func newTokenBucket(rate, burst float64) *tokenBucket {
-	if rate <= 0 {
+func newTokenBucket(perSecond, burst float64) *tokenBucket {
+	if perSecond <= 0 {
 		return nil
 	}
-	if burst < 1 {
-		burst = 1
+	return &tokenBucket{lim: rate.NewLimiter(rate.Limit(perSecond), max(1, int(burst))), now: time.Now}
+}
+
+// reserveAt takes n tokens and returns how long to wait before using
+// them, and the reservations to cancel if the wait is abandoned.
+func (b *tokenBucket) reserveAt(n int) (time.Duration, []*rate.Reservation) {
+	now := b.now()
+	var d time.Duration
+	var rs []*rate.Reservation
+	for burst := b.lim.Burst(); n > 0; n -= burst {
+		r := b.lim.ReserveN(now, min(n, burst))
+		rs = append(rs, r)
+		d = r.DelayFrom(now)
 	}
-	return &tokenBucket{rate: rate, burst: burst, tokens: burst, now: time.Now}
+	return d, rs
 }
 
 // reserve takes n tokens and returns how long to wait before using them.
 func (b *tokenBucket) reserve(n int) time.Duration {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	now := b.now()
-	if !b.last.IsZero() {
-		b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
-	}
-	b.last = now
-	b.tokens -= float64(n)
-	if b.tokens >= 0 {
-		return 0
-	}
-	return time.Duration(-b.tokens / b.rate * float64(time.Second))
+	d, _ := b.reserveAt(n)
+	return d
 }
 
-// wait blocks until n tokens are available, or ctx ends. A nil bucket
-// never waits.
+// wait blocks until n tokens are available, or ctx ends (then the tokens
+// go back). A nil bucket never waits.
 func (b *tokenBucket) wait(ctx context.Context, n int) error {
 	if b == nil || n <= 0 {
 		return nil
 	}
-	d := b.reserve(n)
+	d, rs := b.reserveAt(n)
 	if d <= 0 {
 		return nil
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
+	if err := sleep(ctx, d); err != nil {
+		now := b.now()
+		for _, r := range rs {
+			r.CancelAt(now)
+		}
+		return err
 	}
+	return nil
 }
