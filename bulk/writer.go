@@ -14,6 +14,62 @@ import (
 
 // Writer batches items per shard and writes them with _bulk. Its methods
 // are safe for concurrent use.
+//
+// # State and invariants
+//
+// Everything below mu is guarded by it. An entry (an added item, with the
+// older versions of its document coalesced into it as followers) is in
+// exactly one place at any moment:
+//
+//   - pending in its lane (queued, or back at the front for a retry), or
+//   - in flight, in the one batch its lane is sending, or
+//   - finished: removed by finishLocked, its result handed to deliver.
+//
+// The budgets conserve: bufItems and bufBytes are the sum over pending
+// and in-flight entries (followers included), raised by add and lowered
+// only by finishLocked; outstanding counts entries added whose result has
+// not been delivered, so it reaches zero only after the last OnResult.
+//
+// # A lane's states
+//
+//	idle      nothing pending, not in flight
+//	lingering pending, waiting for FlushInterval, FlushItems/FlushBytes,
+//	          a Do or Flush (urgent, flushing) or Close: timer armed
+//	backing   pending after a failed attempt, waiting until notBefore
+//	          (Backoff.Delay of its consecutive failures): timer armed
+//	ready     in w.ready (isReady), waiting for a worker
+//	sending   inflight: one batch cut from the front of pending
+//
+// schedule moves a lane from idle, lingering or backing to ready, or arms
+// its timer; it is called with mu held after anything that can change
+// the answer (an add, a settle, a Flush, Close, a timer firing). A lane
+// timer is a time.AfterFunc that takes mu itself, so it never runs with
+// mu held by its caller; an earlier timer already armed wins. Workers
+// wait on the work condition for a ready lane, cut a batch under mu, and
+// send it without mu; settle takes mu again, requeues what is retried at
+// the front (order per document holds: one batch per lane at a time),
+// finishes the rest and schedules the lane.
+//
+// # Waiting
+//
+// Add blocks while the budgets are full by waiting on space, a channel
+// closed and replaced (under mu) whenever finishLocked releases budget,
+// so every blocked Add wakes and re-checks. Flush records a waiter with
+// the sequence number of the last item added before it and the count of
+// those still outstanding; deliver decrements it, in sequence order, and
+// closes its channel at zero. Do waits on its own call, whose items are
+// urgent: their lanes send without lingering.
+//
+// # Close
+//
+// Close refuses further Adds, makes every lane ready, and waits for the
+// workers to drain. If its context ends first it aborts: the writer's
+// ctx is cancelled (requests in flight fail), every lane's pending
+// entries fail at once with ErrClosed, and a batch still in flight is
+// left to its settle, which, seeing aborted, fails what it would have
+// retried instead of requeueing it. Whichever of Close and settle takes
+// mu first, each entry is finished exactly once: Close takes only the
+// pending entries of lanes not in flight, and settle only its batch's.
 type Writer struct {
 	cfg     Config
 	client  *opensearch.Client
