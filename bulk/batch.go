@@ -5,12 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"sync"
 	"time"
-
-	"github.com/cenkalti/backoff/v4"
 )
 
 // batch is what one request carries: the surviving entries after
@@ -320,24 +317,9 @@ func (w *Writer) settle(l *lane, b *batch, vs []verdict, sent time.Time) {
 	w.deliver(results)
 }
 
-// backoffDelay is the full-jitter wait before attempt n+1: uniform in
-// [0, min(RetryMax, RetryInitial·2^(n−1))).
+// backoffDelay is the full-jitter wait before attempt n+1 (Backoff.Delay).
 func (w *Writer) backoffDelay(n int) time.Duration {
-	eb := backoff.NewExponentialBackOff(
-		backoff.WithInitialInterval(w.cfg.RetryInitial),
-		backoff.WithMultiplier(2),
-		backoff.WithRandomizationFactor(0),
-		backoff.WithMaxInterval(w.cfg.RetryMax),
-		backoff.WithMaxElapsedTime(0),
-	)
-	ceiling := eb.NextBackOff()
-	for i := 1; i < n && ceiling < w.cfg.RetryMax; i++ {
-		ceiling = eb.NextBackOff()
-	}
-	if ceiling <= 0 {
-		return 0
-	}
-	return time.Duration(rand.Int64N(int64(ceiling)))
+	return (&Backoff{Initial: w.cfg.RetryInitial, Max: w.cfg.RetryMax}).Delay(n)
 }
 
 // finishLocked ends entries (and their coalesced followers) with the

@@ -3,7 +3,6 @@ package migrate
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -215,32 +214,5 @@ func (b *backfill) item(h bulk.Hit) (bulk.Item, error) {
 // retryRead runs a read, retrying what a busy or restarting cluster
 // answers (429, 5xx, transport errors) up to 5 times with backoff.
 func retryRead(ctx context.Context, read func() error) error {
-	delay := 200 * time.Millisecond
-	var err error
-	for attempt := 0; attempt < 5; attempt++ {
-		if err = read(); err == nil || !retryable(err) || ctx.Err() != nil {
-			return err
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-		delay *= 2
-	}
-	return err
-}
-
-// retryable decides which failed reads are tried again.
-func retryable(err error) bool {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	var ae *bulk.APIError
-	if errors.As(err, &ae) {
-		return ae.Status == 429 || ae.Status >= 500
-	}
-	return true // transport
+	return bulk.Retry(ctx, bulk.Backoff{Initial: 200 * time.Millisecond, Max: 5 * time.Second, MaxRetries: 4}, bulk.Transient, nil, read)
 }

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/geoshard/geoshard/bulk"
 )
 
 // Dead-letter headers.
@@ -170,14 +171,17 @@ func (q *dlq) run(ctx context.Context) error {
 			continue
 		}
 		failures++
-		ceiling := min(100*time.Millisecond<<min(failures, 5), 2*time.Second)
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(time.Duration(rand.Int64N(int64(ceiling))) + 10*time.Millisecond):
+		case <-time.After(dlqBackoff.Delay(failures) + 10*time.Millisecond):
 		}
 	}
 }
+
+// dlqBackoff spaces the attempts at a batch of dead letters the broker
+// refused.
+var dlqBackoff = bulk.Backoff{Initial: 200 * time.Millisecond, Max: 2 * time.Second}
 
 // write sends one batch and returns the dead letters to retry.
 func (q *dlq) write(ctx context.Context, batch []*deadLetter) []*deadLetter {

@@ -3,14 +3,12 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
 	"strconv"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/golang/geo/s2"
 
 	"github.com/geoshard/geoshard/bulk"
@@ -392,42 +390,22 @@ func (ix *indexer) eachDish(ctx context.Context, index, rid, routing string, fn 
 	}
 }
 
-// retry runs an admin call until it succeeds, with exponential backoff and
-// jitter, for up to five minutes; a call that still fails stops the
-// pipeline. A missing index is not retried, nor an error f wraps in
-// backoff.Permanent.
+// retry runs an admin call until it succeeds, with the project's backoff
+// (bulk.Retry), for up to five minutes; a call that still fails stops the
+// pipeline. Only what bulk.Transient calls transient (no answer, 429,
+// 5xx) is retried, not an error f wraps in backoff.Permanent.
 func (p *Pipeline) retry(ctx context.Context, op string, f func() error) error {
 	return retry(ctx, p.log, op, f)
 }
 
 func retry(ctx context.Context, log *slog.Logger, op string, f func() error) error {
-	b := backoff.NewExponentialBackOff(
-		backoff.WithInitialInterval(100*time.Millisecond),
-		backoff.WithMaxInterval(5*time.Second),
-		backoff.WithMaxElapsedTime(5*time.Minute),
-	)
 	attempt := 0
-	err := backoff.Retry(func() error {
-		attempt++
-		err := f()
-		if err == nil {
-			return nil
-		}
-		var perm *backoff.PermanentError
-		if errors.As(err, &perm) {
-			return err // f says it is not worth retrying
-		}
-		if bulk.IsNotFound(err) || ctx.Err() != nil {
-			return backoff.Permanent(err)
-		}
-		log.Warn("opensearch call failed; retrying", "step", op, "attempt", attempt, "error", err)
-		return err
-	}, backoff.WithContext(b, ctx))
+	err := bulk.Retry(ctx, bulk.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second, MaxElapsed: 5 * time.Minute},
+		bulk.Transient, func(err error, wait time.Duration) {
+			attempt++
+			log.Warn("opensearch call failed; retrying", "step", op, "attempt", attempt, "in", wait, "error", err)
+		}, f)
 	if err != nil {
-		var perm *backoff.PermanentError
-		if errors.As(err, &perm) {
-			err = perm.Err
-		}
 		return fmt.Errorf("pipeline: %s: %w", op, err)
 	}
 	return nil

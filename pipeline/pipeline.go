@@ -342,6 +342,9 @@ func (p *Pipeline) fail(err error) {
 	}
 }
 
+// fetchBackoff spaces the fetches that kafka-go gave up on.
+var fetchBackoff = bulk.Backoff{Initial: 250 * time.Millisecond, Max: 2 * time.Second}
+
 // fetched is a message, decoded, and the number of consumer-group
 // generations the reader had begun when it was fetched.
 type fetched struct {
@@ -368,6 +371,7 @@ func (p *Pipeline) sampleReader(r consumer) int64 {
 // may carry a later count, which only makes the directory refresh early).
 func (p *Pipeline) fetch(ctx context.Context, r consumer, out chan<- fetched) {
 	defer close(out)
+	failures := 0
 	for {
 		m, err := r.FetchMessage(ctx)
 		if err != nil {
@@ -377,14 +381,17 @@ func (p *Pipeline) fetch(ctx context.Context, r consumer, out chan<- fetched) {
 			// kafka-go retries broker and group errors itself; what reaches
 			// here (a generation that failed MaxAttempts times) is retried
 			// after a pause.
-			p.log.Warn("kafka fetch failed; retrying", "error", err)
+			failures++
+			wait := fetchBackoff.Delay(failures)
+			p.log.Warn("kafka fetch failed; retrying", "in", wait, "error", err)
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(time.Second):
+			case <-time.After(wait):
 			}
 			continue
 		}
+		failures = 0
 		select {
 		case out <- fetched{msg: m, gen: p.sampleReader(r)}:
 		case <-ctx.Done():

@@ -48,9 +48,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
+
+	"github.com/geoshard/geoshard/bulk"
 )
 
 // DishKey says how the dish topic's events are keyed.
@@ -294,21 +295,9 @@ func (rp *repartitioner) run(stop, work context.Context) {
 // A partial failure writes the whole batch again: order per key holds,
 // and the copies are no-ops.
 func (rp *repartitioner) write(ctx context.Context, msgs []kafka.Message) error {
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval, b.MaxInterval, b.MaxElapsedTime = 100*time.Millisecond, 5*time.Second, 0
-	for {
-		err := rp.w.WriteMessages(ctx, msgs...)
-		if err == nil || ctx.Err() != nil {
-			return err
-		}
-		d := b.NextBackOff()
-		rp.log.Warn("repartition: write to the repartition topic failed; retrying", "events", len(msgs), "in", d, "error", err)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(d):
-		}
-	}
+	return bulk.Retry(ctx, bulk.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second}, nil, func(err error, wait time.Duration) {
+		rp.log.Warn("repartition: write to the repartition topic failed; retrying", "events", len(msgs), "in", wait, "error", err)
+	}, func() error { return rp.w.WriteMessages(ctx, msgs...) })
 }
 
 // newRepartitioner builds the repartitioner's reader and writer.

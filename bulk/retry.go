@@ -1,0 +1,89 @@
+package bulk
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+)
+
+// Transient reports whether a failed call is worth trying again as it
+// is: a transport error (no answer: refused, reset, timed out), 429, or
+// any 5xx. A cancelled or expired context is not, nor is any other
+// status: the same request would get the same answer. It is the
+// request-level counterpart of Classify, which judges one bulk item.
+func Transient(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var ae *APIError
+	if errors.As(err, &ae) {
+		return ae.Status == 429 || ae.Status >= 500
+	}
+	return true
+}
+
+// Backoff is the project's one retry schedule, a backoff.BackOff: the
+// ceiling doubles from Initial up to Max with each consecutive failure,
+// and each wait is drawn uniformly below it (full jitter), so clients
+// that failed together do not retry together.
+type Backoff struct {
+	Initial, Max time.Duration
+	// MaxElapsed stops the retries once this long has passed since the
+	// first attempt (0: no limit); MaxRetries after this many (0: no
+	// limit).
+	MaxElapsed time.Duration
+	MaxRetries int
+
+	failures int
+	start    time.Time
+}
+
+// Delay is the wait after the n-th consecutive failure (n >= 1): uniform
+// in [0, min(Max, Initial·2^(n−1))).
+func (b *Backoff) Delay(n int) time.Duration {
+	ceiling := b.Initial
+	for i := 1; i < n && ceiling < b.Max; i++ {
+		ceiling *= 2
+	}
+	ceiling = min(ceiling, b.Max)
+	if ceiling <= 0 {
+		return 0
+	}
+	return time.Duration(rand.Int64N(int64(ceiling)))
+}
+
+// NextBackOff implements backoff.BackOff.
+func (b *Backoff) NextBackOff() time.Duration {
+	if b.start.IsZero() {
+		b.start = time.Now()
+	}
+	b.failures++
+	if b.MaxRetries > 0 && b.failures > b.MaxRetries || b.MaxElapsed > 0 && time.Since(b.start) > b.MaxElapsed {
+		return backoff.Stop
+	}
+	return b.Delay(b.failures)
+}
+
+// Reset implements backoff.BackOff.
+func (b *Backoff) Reset() { b.failures, b.start = 0, time.Time{} }
+
+var _ backoff.BackOff = (*Backoff)(nil)
+
+// Retry calls f until it succeeds, fails with an error retryable refuses
+// (nil retries every error) or wrapped by backoff.Permanent, the schedule
+// gives up, or ctx ends; notify, if set, sees each failure that is
+// retried and the wait before the next attempt. It returns f's last error
+// (or ctx's).
+func Retry(ctx context.Context, b Backoff, retryable func(error) bool, notify func(err error, wait time.Duration), f func() error) error {
+	op := func() error {
+		err := f()
+		if err != nil && retryable != nil && !retryable(err) {
+			return backoff.Permanent(err)
+		}
+		return err
+	}
+	return backoff.RetryNotify(op, backoff.WithContext(&b, ctx), notify)
+}
