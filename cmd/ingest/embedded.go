@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -315,15 +314,4 @@ func waitDone(ctx context.Context, p *pipeline.Pipeline, produced int, limit tim
 		case <-tick.C:
 		}
 	}
-}
-
-// isTerminal reports whether w is a character device, where a progress
-// bar can redraw itself.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/geoshard/geoshard/cmd/internal/cli"
 	"github.com/geoshard/geoshard/pipeline"
 )
 
@@ -23,7 +24,7 @@ type progressBar struct {
 }
 
 func newProgressBar(w io.Writer, total int) *progressBar {
-	return &progressBar{w: w, total: total, terminal: isTerminal(w)}
+	return &progressBar{w: w, total: total, terminal: cli.IsTerminal(w)}
 }
 
 func (b *progressBar) update(p pipeline.Progress) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/geoshard/geoshard/cmd/internal/cli"
 	"github.com/geoshard/geoshard/router"
 )
 
@@ -40,7 +41,7 @@ func readWorkload(path string, loads []router.CellLoad, level int) (*router.Work
 		if err != nil {
 			return nil, "", err
 		}
-		return w, fmt.Sprintf("derived from the loads: %s searches (%s centres × 5 radii, repeats merged)", commas(int64(w.Len())), commas(router.DefaultDerivedCentres)), nil
+		return w, fmt.Sprintf("derived from the loads: %s searches (%s centres × 5 radii, repeats merged)", cli.Commas(int64(w.Len())), cli.Commas(router.DefaultDerivedCentres)), nil
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -55,5 +56,5 @@ func readWorkload(path string, loads []router.CellLoad, level int) (*router.Work
 	if err != nil {
 		return nil, "", badInput("--queries %s: %v", path, err)
 	}
-	return w, fmt.Sprintf("%s: %s searches", path, commas(int64(w.Len()))), nil
+	return w, fmt.Sprintf("%s: %s searches", path, cli.Commas(int64(w.Len()))), nil
 }

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
 
+	"github.com/geoshard/geoshard/cmd/internal/cli"
 	"github.com/geoshard/geoshard/migrate"
 	"github.com/geoshard/geoshard/schema"
 )
@@ -102,16 +102,16 @@ func writeVerification(w io.Writer, v *schema.Verification) error {
 	fmt.Fprintln(tw, "shard\tsource\ttarget\tout_of_range\tmissing\textra\tok\t")
 	var t verificationRow
 	for _, r := range v.Shards {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Shard, commas(r.Source), commas(r.Target), commas(r.OutOfRange),
-			commas(r.Missing), commas(r.Extra), okMark(r.OK))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Shard, cli.Commas(r.Source), cli.Commas(r.Target), cli.Commas(r.OutOfRange),
+			cli.Commas(r.Missing), cli.Commas(r.Extra), okMark(r.OK))
 		t.Source += r.Source
 		t.Target += r.Target
 		t.OutOfRange += r.OutOfRange
 		t.Missing += r.Missing
 		t.Extra += r.Extra
 	}
-	fmt.Fprintf(tw, "total\t%s\t%s\t%s\t%s\t%s\t%s\t\n", commas(t.Source), commas(t.Target), commas(t.OutOfRange),
-		commas(t.Missing), commas(t.Extra), okMark(v.OK))
+	fmt.Fprintf(tw, "total\t%s\t%s\t%s\t%s\t%s\t%s\t\n", cli.Commas(t.Source), cli.Commas(t.Target), cli.Commas(t.OutOfRange),
+		cli.Commas(t.Missing), cli.Commas(t.Extra), okMark(v.OK))
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -139,7 +139,7 @@ func okMark(ok bool) string {
 func idList(ids []string, n int64) string {
 	s := strings.Join(ids, ", ")
 	if more := n - int64(len(ids)); more > 0 {
-		s += fmt.Sprintf(" and %s more", commas(more))
+		s += fmt.Sprintf(" and %s more", cli.Commas(more))
 	}
 	return s
 }
@@ -170,11 +170,11 @@ func writeStatus(w io.Writer, st *migrate.Status) error {
 				done++
 			}
 		}
-		fmt.Fprintf(w, "backfill: %s documents copied; %d of %d slices done\n", commas(docs), done, len(m.Backfill))
+		fmt.Fprintf(w, "backfill: %s documents copied; %d of %d slices done\n", cli.Commas(docs), done, len(m.Backfill))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  slice\tsource shard\tdocs\tafter\tdone")
 		for _, s := range m.Backfill {
-			fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%s\n", s.Slice, s.SourceShard, commas(s.Docs), orDash(s.After), yesNo(s.Done))
+			fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%s\n", s.Slice, s.SourceShard, cli.Commas(s.Docs), orDash(s.After), yesNo(s.Done))
 		}
 		tw.Flush()
 	}
@@ -203,16 +203,7 @@ type progress struct {
 }
 
 func newProgress(w io.Writer, log *slog.Logger) *progress {
-	return &progress{w: w, log: log, terminal: isTerminal(w)}
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return &progress{w: w, log: log, terminal: cli.IsTerminal(w)}
 }
 
 func (p *progress) update(bp migrate.BackfillProgress) {
@@ -240,8 +231,8 @@ func (p *progress) update(bp migrate.BackfillProgress) {
 		eta = bp.ETA.Round(time.Second).String()
 	}
 	fmt.Fprintf(p.w, "\r[%s%s] %5.1f%%  %s/%s docs  %s docs/s  ETA %s  slices %d/%d\x1b[K",
-		strings.Repeat("#", filled), strings.Repeat(".", width-filled), 100*frac, commas(bp.Docs), commas(bp.Total),
-		commas(int64(bp.Rate)), eta, done, len(bp.Slices))
+		strings.Repeat("#", filled), strings.Repeat(".", width-filled), 100*frac, cli.Commas(bp.Docs), cli.Commas(bp.Total),
+		cli.Commas(int64(bp.Rate)), eta, done, len(bp.Slices))
 	p.drawn = true
 }
 

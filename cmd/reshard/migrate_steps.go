@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/geoshard/geoshard/cmd/internal/cli"
 	"github.com/geoshard/geoshard/migrate"
 	"github.com/geoshard/geoshard/schema"
 )
@@ -76,11 +77,11 @@ func runBackfill(args []string, stdout, stderr io.Writer) error {
 		return writeJSON(stdout, rep)
 	}
 	if rep.Already {
-		_, err = fmt.Fprintf(stdout, "backfill already done: %s documents copied\nnext: reshard verify --alias %s\n", commas(rep.Docs), mf.alias)
+		_, err = fmt.Fprintf(stdout, "backfill already done: %s documents copied\nnext: reshard verify --alias %s\n", cli.Commas(rep.Docs), mf.alias)
 		return err
 	}
 	_, err = fmt.Fprintf(stdout, "backfill done: %s documents in all; this run read %s, wrote %s, %s stale (a live write was newer) in %v\nnext: reshard verify --alias %s\n",
-		commas(rep.Docs), commas(rep.Read), commas(rep.Copied), commas(rep.Stale), rep.Elapsed.Round(time.Millisecond), mf.alias)
+		cli.Commas(rep.Docs), cli.Commas(rep.Read), cli.Commas(rep.Copied), cli.Commas(rep.Stale), rep.Elapsed.Round(time.Millisecond), mf.alias)
 	return err
 }
 

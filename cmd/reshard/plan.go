@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/cmd/internal/cli"
 	"github.com/geoshard/geoshard/migrate"
 	"github.com/geoshard/geoshard/router"
 	"github.com/geoshard/geoshard/schema"
@@ -129,10 +130,10 @@ func runPlan(args []string, stdout io.Writer) error {
 		switch {
 		case want > int64(d.MaxShards):
 			rep.Note = fmt.Sprintf("%s docs would take %d shards at the target of %s per shard; held to --max-shards %d (%s per shard)",
-				commas(total), want, commas(d.TargetDocsPerShard), d.MaxShards, commas(total/int64(d.MaxShards)))
+				cli.Commas(total), want, cli.Commas(d.TargetDocsPerShard), d.MaxShards, cli.Commas(total/int64(d.MaxShards)))
 		case want < int64(d.MinShards):
 			rep.Note = fmt.Sprintf("%s docs would take %d shards at the target of %s per shard; raised to --min-shards %d",
-				commas(total), want, commas(d.TargetDocsPerShard), d.MinShards)
+				cli.Commas(total), want, cli.Commas(d.TargetDocsPerShard), d.MinShards)
 		}
 	}
 	for _, s := range []router.Strategy{cfg.Strategy, other(cfg.Strategy)} {

@@ -3,9 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/geoshard/geoshard/cmd/internal/cli"
 	"github.com/geoshard/geoshard/migrate"
 	"github.com/geoshard/geoshard/router"
 )
@@ -87,7 +89,7 @@ func (r *planReport) writeText(w io.Writer) {
 	m := chosen.Map
 	fmt.Fprintf(w, "plan: %s, %d shards, level %d, routing_num_shards %d, map %s\n",
 		chosen.Strategy, m.NumShards(), m.Level(), m.RoutingNumShards(), m.ShortHash())
-	fmt.Fprintf(w, "loads: %s: %s cells, %s docs\n", r.Loads, commas(int64(r.Cells)), commas(r.Docs))
+	fmt.Fprintf(w, "loads: %s: %s cells, %s docs\n", r.Loads, cli.Commas(int64(r.Cells)), cli.Commas(r.Docs))
 	if r.Note != "" {
 		fmt.Fprintf(w, "shards: %s\n", r.Note)
 	}
@@ -97,7 +99,7 @@ func (r *planReport) writeText(w io.Writer) {
 	fmt.Fprintln(tw, "#\tshard\tstart\trouting\tdocs\t% of mean\t")
 	mean := float64(r.Docs) / float64(m.NumShards())
 	for i, s := range m.Shards() {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%.1f%%\t\n", i, s.Name, s.Start, s.Routing, commas(s.Docs), 100*float64(s.Docs)/mean)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%.1f%%\t\n", i, s.Name, s.Start, s.Routing, cli.Commas(s.Docs), 100*float64(s.Docs)/mean)
 	}
 	tw.Flush()
 
@@ -162,7 +164,7 @@ func writeDiff(w io.Writer, d *migrate.Diff) {
 			return s
 		}
 		for _, c := range d.Resized {
-			fmt.Fprintf(tw, "    %s\t%s-%s\t%s-%s\t%s\t%s\t\n", c.Name, c.OldStart, end(c.OldEnd), c.NewStart, end(c.NewEnd), commas(c.OldDocs), commas(c.NewDocs))
+			fmt.Fprintf(tw, "    %s\t%s-%s\t%s-%s\t%s\t%s\t\n", c.Name, c.OldStart, end(c.OldEnd), c.NewStart, end(c.NewEnd), cli.Commas(c.OldDocs), cli.Commas(c.NewDocs))
 		}
 		tw.Flush()
 	}
@@ -170,34 +172,11 @@ func writeDiff(w io.Writer, d *migrate.Diff) {
 	if d.Docs > 0 {
 		pct = 100 * float64(d.Moved) / float64(d.Docs)
 	}
-	fmt.Fprintf(w, "  documents that change shard: %s of %s (%.1f%%); every document is copied to the new index\n", commas(d.Moved), commas(d.Docs), pct)
+	fmt.Fprintf(w, "  documents that change shard: %s of %s (%.1f%%); every document is copied to the new index\n", cli.Commas(d.Moved), cli.Commas(d.Docs), pct)
 }
 
-// commas formats 55912345 as 55,912,345.
-func commas(v int64) string {
-	s := fmt.Sprint(v)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
-
+// round rounds x to digits decimal places, for the JSON reports.
 func round(x float64, digits int) float64 {
-	p := 1.0
-	for range digits {
-		p *= 10
-	}
-	if x < 0 {
-		return -float64(int64(-x*p+0.5)) / p
-	}
-	return float64(int64(x*p+0.5)) / p
+	p := math.Pow10(digits)
+	return math.Round(x*p) / p
 }

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"text/template"
 
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
 	"github.com/geoshard/geoshard/router"
 )
 
@@ -203,19 +206,6 @@ var readmeTemplate = template.Must(template.New("readme").Funcs(template.FuncMap
 }).Parse(readmeText))
 
 // groupDigits formats an integer with thousands separators: 1234567 → "1,234,567".
-func groupDigits(v any) string {
-	s := fmt.Sprint(v)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
+func groupDigits(v any) string { return english.Sprintf("%d", v) }
+
+var english = message.NewPrinter(language.English)
