@@ -50,8 +50,9 @@ const DefaultHealthTimeout = 5 * time.Minute
 // Cutover moves the alias, readers and writers, to the target: it
 // restores the target's replicas and refresh interval, waits for green,
 // records phase cut_over and moves the alias in one atomic _aliases call.
-// It needs a passed verification. Ingest keeps writing both indexes, the
-// target first, so Rollback stays possible until Complete.
+// It needs a passed verification. Ingest keeps writing both indexes (by
+// the dual-write rules in package pipeline's doc), so Rollback stays
+// possible until Complete.
 func (m *Migrator) Cutover(ctx context.Context, cfg SwitchConfig) error {
 	return m.switchAlias(ctx, Forward, cfg)
 }

@@ -9,13 +9,8 @@ import (
 	"github.com/geoshard/geoshard/schema"
 )
 
-// Phases lists every phase, in the order of a migration that goes
-// forward, then the ways back.
-var Phases = []schema.Phase{
-	schema.PhaseCreated, schema.PhaseDualWrites, schema.PhaseBackfilling, schema.PhaseBackfilled,
-	schema.PhaseVerified, schema.PhaseCutOver, schema.PhaseCompleted,
-	schema.PhaseRolledBack, schema.PhaseCancelled,
-}
+// Phases lists every phase (schema.Phases, where the contract lives).
+var Phases = schema.Phases
 
 // metrics are the job's Prometheus metrics. The names are fixed: the
 // dashboard in deploy/ reads them.

@@ -119,17 +119,11 @@ func (m *Migrator) Load(ctx context.Context) (*schema.Migration, error) {
 
 // sideMap parses and checks the map recorded for one side of a migration.
 func sideMap(s schema.Side) (*router.Map, error) {
-	if len(s.Map) == 0 {
-		return nil, fmt.Errorf("migrate: the migration records no map for index %s", s.Index)
-	}
-	mp, err := router.Parse(s.Map)
+	m, err := s.ParseMap()
 	if err != nil {
-		return nil, fmt.Errorf("migrate: the map recorded for index %s: %w", s.Index, err)
+		return nil, fmt.Errorf("migrate: %w", err)
 	}
-	if mp.Hash() != s.MapHash {
-		return nil, fmt.Errorf("migrate: the map recorded for index %s hashes to %s, not the recorded %s", s.Index, mp.ShortHash(), s.MapHash)
-	}
-	return mp, nil
+	return m, nil
 }
 
 // mapJSON is a map in compact JSON, as a migration records it.

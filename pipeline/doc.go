@@ -51,7 +51,12 @@
 //
 // During a migration's dual writes (migration.go, moves.go):
 //
-//   - An event's write goes to the migration's source first, and to the
+// These rules are stated here once; the code that enforces them, and the
+// job's and schema's comments, point here.
+//
+//   - In every phase with dual writes, cut_over included, an event's write
+//     goes to the migration's source first (only the source holds every
+//     delete's tombstone, those made before dual writes began), and to the
 //     target only after the source's answer, which the target side
 //     mirrors: a change the source refuses as stale (its tombstone of a
 //     delete made before dual writes began, or a newer version) is

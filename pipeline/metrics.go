@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/geoshard/geoshard/schema"
 )
 
 // Event results, the result label of geoshard_ingest_events_total.
@@ -98,7 +100,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 // setPhase sets the phase gauge to 1 for label and 0 for every other.
 func (m *metrics) setPhase(label string) {
 	m.phase.WithLabelValues(phaseNone).Set(0)
-	for _, ph := range knownPhases {
+	for _, ph := range schema.Phases {
 		m.phase.WithLabelValues(string(ph)).Set(0)
 	}
 	m.phase.WithLabelValues(label).Set(1)

@@ -43,18 +43,9 @@ import (
 //
 // Every change goes to every target, routed from the restaurant's cell
 // under that target's map, so a dish shares its restaurant's shard in
-// both. An event's write goes to the source first, in every phase with
-// dual writes (cut_over included), and to the target only once the
-// source has answered, mirroring its outcome: the source holds every
-// delete's tombstone, those made before dual writes began included, so
-// an upsert the source refuses as stale is finished as stale on the
-// target without writing it (a replay older than a delete cannot
-// resurrect the document there). Two exceptions keep a redelivery able
-// to repair an event cut short between the indexes: an upsert the source
-// holds live at exactly its version goes to the target too (external
-// versioning makes it stale there if the target has it), and so does a
-// delete (deleting what the source no longer holds cannot make the
-// target hold more). An event is finished, and its offset may be
+// both. Which index an event's write goes to first, what the other
+// mirrors, and the exceptions that let a redelivery repair an event cut
+// short between the two are the dual-write rules (doc.go). An event is finished, and its offset may be
 // committed, only when both sides are settled: its writes to every
 // target acknowledged, or mirrored from the source's outcome. A restaurant move or
 // delete runs its steps per target: a location change can change the
@@ -143,21 +134,6 @@ func (m mode) info() []TargetInfo {
 
 const phaseNone = "none"
 
-// knownPhases are the phases this pipeline knows how to apply.
-var knownPhases = []schema.Phase{
-	schema.PhaseCreated, schema.PhaseDualWrites, schema.PhaseBackfilling, schema.PhaseBackfilled,
-	schema.PhaseVerified, schema.PhaseCutOver, schema.PhaseRolledBack, schema.PhaseCompleted, schema.PhaseCancelled,
-}
-
-func knownPhase(ph schema.Phase) bool {
-	for _, k := range knownPhases {
-		if ph == k {
-			return true
-		}
-	}
-	return false
-}
-
 // errBadMigration marks a migration document that cannot be applied as
 // it is; reading it again does not help until the job rewrites it.
 var errBadMigration = errors.New("migration state cannot be applied")
@@ -179,7 +155,7 @@ func (p *Pipeline) readMigration(ctx context.Context) (*schema.Migration, error)
 	switch {
 	case mig.Alias != "" && mig.Alias != p.cfg.Alias:
 		return nil, fmt.Errorf("pipeline: %w: the document of alias %q names alias %q", errBadMigration, p.cfg.Alias, mig.Alias)
-	case !knownPhase(mig.Phase):
+	case !mig.Phase.Valid():
 		return nil, fmt.Errorf("pipeline: %w: migration %q: unknown phase %q", errBadMigration, mig.ID, mig.Phase)
 	}
 	return &mig, nil
@@ -244,15 +220,9 @@ func (p *Pipeline) resolveMode(ctx context.Context, mig *schema.Migration) (mode
 // document holds, checked against the document's hash and against the
 // map the index recorded in its _meta.
 func (p *Pipeline) sideMap(ctx context.Context, role string, s schema.Side) (*router.Map, error) {
-	if s.Index == "" {
-		return nil, fmt.Errorf("pipeline: %w: the %s names no index", errBadMigration, role)
-	}
-	m, err := router.Parse(s.Map)
+	m, err := s.ParseMap()
 	if err != nil {
-		return nil, fmt.Errorf("pipeline: %w: the %s's map (%s): %w", errBadMigration, role, s.Index, err)
-	}
-	if m.Hash() != s.MapHash {
-		return nil, fmt.Errorf("pipeline: %w: the %s's map (%s) hashes to %s, not the recorded %s", errBadMigration, role, s.Index, m.Hash(), s.MapHash)
+		return nil, fmt.Errorf("pipeline: %w: the %s: %w", errBadMigration, role, err)
 	}
 	meta, err := p.admin.Meta(ctx, s.Index)
 	if err != nil {

@@ -88,9 +88,8 @@ type docWrite struct {
 // each target's map. The event counts one outstanding write per target,
 // and flies (indexer.go) until all are answered.
 //
-// During dual writes an event's write goes to the source first, and to
-// the other index only once the source has answered, mirroring its
-// outcome (sourceAnswered).
+// During dual writes the other index's write follows the source's
+// answer (sourceAnswered), by the dual-write rules (doc.go).
 func (ix *indexer) emit(ctx context.Context, targets []target, ev *event, w docWrite) error {
 	ev.expect(len(targets))
 	ix.fly(ev)

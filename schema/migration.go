@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/geoshard/geoshard/router"
 )
 
 // MigrationsIndex holds the state of reshard migrations and the heartbeats
@@ -40,9 +42,8 @@ const (
 	// PhaseVerified: the last verification passed; cutover is allowed.
 	PhaseVerified Phase = "verified"
 	// PhaseCutOver: the alias and its write index point at the target;
-	// ingest still writes both (the source first, whose outcome the target
-	// mirrors, in every dual-write phase), so the source stays a
-	// current rollback target.
+	// ingest still writes both (package pipeline's dual-write rules), so
+	// the source stays a current rollback target.
 	PhaseCutOver Phase = "cut_over"
 	// PhaseRolledBack: the alias is back on the source; dual writes go on.
 	PhaseRolledBack Phase = "rolled_back"
@@ -52,6 +53,24 @@ const (
 	// deleted; the source is the only index.
 	PhaseCancelled Phase = "cancelled"
 )
+
+// Phases lists every phase: the order of a migration that goes forward,
+// then the ways back. The job's and ingest's metrics label by it.
+var Phases = []Phase{
+	PhaseCreated, PhaseDualWrites, PhaseBackfilling, PhaseBackfilled, PhaseVerified, PhaseCutOver, PhaseCompleted,
+	PhaseRolledBack, PhaseCancelled,
+}
+
+// Valid reports whether p is one of Phases: a migration document in any
+// other phase was written by something that does not know this contract.
+func (p Phase) Valid() bool {
+	for _, q := range Phases {
+		if p == q {
+			return true
+		}
+	}
+	return false
+}
 
 // DualWrites reports whether ingest writes both indexes in this phase.
 func (p Phase) DualWrites() bool {
@@ -63,10 +82,9 @@ func (p Phase) DualWrites() bool {
 }
 
 // TargetIsPrimary reports whether the target is the primary index in this
-// phase: the one the alias reads and whose map ingest is pinned to. (In
-// every dual-write phase ingest writes the source first and mirrors its
-// outcome to the target, because only the source has every delete's
-// tombstone.)
+// phase: the one the alias reads and whose map ingest is pinned to. (Which
+// index ingest writes first is another matter: the dual-write rules in
+// package pipeline's doc.)
 func (p Phase) TargetIsPrimary() bool { return p == PhaseCutOver || p == PhaseCompleted }
 
 // Done reports a finished migration: completed or cancelled.
@@ -78,6 +96,25 @@ type Side struct {
 	MapHash string `json:"map_hash"`
 	// Map is the map file, so ingest can route without reading the index.
 	Map json.RawMessage `json:"map,omitempty"`
+}
+
+// ParseMap reads the map a side records, checked against the side's
+// hash: the map both the job and ingest route that index's documents by.
+func (s Side) ParseMap() (*router.Map, error) {
+	if s.Index == "" {
+		return nil, fmt.Errorf("a side names no index")
+	}
+	if len(s.Map) == 0 {
+		return nil, fmt.Errorf("no map recorded for index %s", s.Index)
+	}
+	m, err := router.Parse(s.Map)
+	if err != nil {
+		return nil, fmt.Errorf("the map recorded for index %s: %w", s.Index, err)
+	}
+	if m.Hash() != s.MapHash {
+		return nil, fmt.Errorf("the map recorded for index %s hashes to %s, not the recorded %s", s.Index, m.ShortHash(), s.MapHash)
+	}
+	return m, nil
 }
 
 // Migration is the state of one alias's migration: document _id

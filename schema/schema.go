@@ -1,10 +1,3 @@
-// Package schema is the shape of the menu index: its document ids, the
-// fields every document carries, the mappings and settings an index is
-// created with, and the map an index records in its mapping _meta.
-//
-// Ingest (pipeline) writes documents in this shape and reshard (migrate)
-// creates indexes and copies documents in it, so both import this package;
-// it imports only router.
 package schema
 
 import (
