@@ -112,7 +112,7 @@ type indexer struct {
 	// stepHook, if set, runs after each step of a move or delete, on the
 	// task's goroutine; an error stops the pipeline there (tests use it to
 	// crash mid-move).
-	stepHook func(step string) error
+	stepHook func(step moveStep) error
 }
 
 // maxParked bounds the events held in the queues of held restaurants:

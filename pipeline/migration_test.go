@@ -671,11 +671,11 @@ func TestMigrationCutShort(t *testing.T) {
 		name   string
 		phase  schema.Phase
 		change genEvent
-		step   string // the step after which the other index is blocked
+		step   moveStep // the step after which the other index is blocked
 	}{
-		{"move", schema.PhaseDualWrites, moveToNY, "delete old restaurant copy"},
-		{"move/old copy/target primary", schema.PhaseCutOver, moveToNY, "delete old dish copies"},
-		{"delete", schema.PhaseDualWrites, remove, "delete dishes"},
+		{"move", schema.PhaseDualWrites, moveToNY, stepDeleteOldCopy},
+		{"move/old copy/target primary", schema.PhaseCutOver, moveToNY, stepDeleteOldDishes},
+		{"delete", schema.PhaseDualWrites, remove, stepDeleteDishes},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			realenv.Parallel(t)
@@ -702,7 +702,7 @@ func TestMigrationCutShort(t *testing.T) {
 			e.produce(ctx, change)
 			blocked := false
 			r = e.startWith(e.config(), func(p *Pipeline) {
-				p.ix.stepHook = func(step string) error {
+				p.ix.stepHook = func(step moveStep) error {
 					if step == tc.step && !blocked {
 						blocked = true
 						return e.os.SetFaults(osfake.Faults{WriteBlock: []string{other}})

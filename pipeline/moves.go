@@ -85,12 +85,43 @@ import (
 // answers it Stale but holds it live at that very version, so the other
 // index is written too (targets.go, emitSourceFirst).
 
+// moveStep is one step of a move or a delete with its dishes, in the
+// order they run.
+type moveStep int
+
+const (
+	stepCopyDishes            moveStep = iota + 1 // a move: the dishes' copies on the new shard
+	stepDeleteOldDishes                           // a move: the dishes' old copies
+	stepDeleteOtherOldCopy                        // a move during dual writes: the restaurant's old copy in the other index
+	stepDeleteOldCopy                             // a move: the restaurant's old copy
+	stepDeleteDishes                              // a delete: the restaurant's dishes
+	stepDeleteRestaurantOther                     // a delete during dual writes: the restaurant in the other index
+)
+
+func (s moveStep) String() string {
+	switch s {
+	case stepCopyDishes:
+		return "copy dishes"
+	case stepDeleteOldDishes:
+		return "delete old dish copies"
+	case stepDeleteOtherOldCopy:
+		return "delete old restaurant copy from the other index"
+	case stepDeleteOldCopy:
+		return "delete old restaurant copy"
+	case stepDeleteDishes:
+		return "delete dishes"
+	case stepDeleteRestaurantOther:
+		return "delete restaurant from the other index"
+	}
+	return fmt.Sprintf("step %d", int(s))
+}
+
 // step writes one step's items and waits for their answers, and for
 // none other (Writer.Do). rej is the first rejection, prefixed with the
 // step: the event is dead-lettered and the change stops where it is (the
 // index stays consistent: every step leaves each document in one place or
 // duplicated, never lost). A write that failed for good is an error.
-func (ix *indexer) step(ctx context.Context, ev *event, name string, items []bulk.Item) (rej, err error) {
+func (ix *indexer) step(ctx context.Context, ev *event, name moveStep, items []bulk.Item) (rej, err error) {
 	rs, err := ix.writer.Do(ctx, items...)
 	if err != nil {
 		return nil, err
@@ -184,7 +215,7 @@ func (ix *indexer) relocate(ctx context.Context, targets []target, ev *event, fr
 			oldRestaurants = append(oldRestaurants, oldCopy{t.index, schema.RestaurantID(rid), fromRouting, t.labels[fromShard], ev.change.Version})
 		}
 	}
-	if rej, err := ix.step(ctx, ev, "copy dishes", copies); rej != nil || err != nil {
+	if rej, err := ix.step(ctx, ev, stepCopyDishes, copies); rej != nil || err != nil {
 		return rej, err
 	}
 	if len(oldRestaurants) == 0 {
@@ -201,15 +232,15 @@ func (ix *indexer) relocate(ctx context.Context, targets []target, ev *event, fr
 		}
 	}
 	for _, st := range []struct {
-		name   string
+		name   moveStep
 		copies []oldCopy
 		vtype  bulk.VersionType
 	}{
-		{"delete old dish copies", olds, bulk.ExternalGTE},
-		{"delete old restaurant copy from the other index", otherRestaurants, bulk.External},
-		{"delete old restaurant copy", primaryRestaurants, bulk.External},
+		{stepDeleteOldDishes, olds, bulk.ExternalGTE},
+		{stepDeleteOtherOldCopy, otherRestaurants, bulk.External},
+		{stepDeleteOldCopy, primaryRestaurants, bulk.External},
 	} {
-		if len(st.copies) == 0 && st.name == "delete old restaurant copy from the other index" {
+		if len(st.copies) == 0 && st.name == stepDeleteOtherOldCopy {
 			continue
 		}
 		items := make([]bulk.Item, len(st.copies))
@@ -262,7 +293,7 @@ func (ix *indexer) deleteDependents(ctx context.Context, targets []target, ev *e
 			})
 		}
 	}
-	if rej, err := ix.step(ctx, ev, "delete dishes", items); rej != nil || err != nil || len(targets) < 2 {
+	if rej, err := ix.step(ctx, ev, stepDeleteDishes, items); rej != nil || err != nil || len(targets) < 2 {
 		return rej, err
 	}
 	items = items[:0]
@@ -274,7 +305,7 @@ func (ix *indexer) deleteDependents(ctx context.Context, targets []target, ev *e
 			VersionType: bulk.External, Shard: t.labels[shard],
 		})
 	}
-	return ix.step(ctx, ev, "delete restaurant from the other index", items)
+	return ix.step(ctx, ev, stepDeleteRestaurantOther, items)
 }
 
 // storedDish is a dish as an index stores it, with its version.

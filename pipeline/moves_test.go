@@ -56,14 +56,14 @@ func TestCrashMidMove(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		change []genEvent
-		step   string
+		step   moveStep
 	}{
-		{"move/copy", []genEvent{moveToNY}, "copy dishes"},
-		{"move/delete dishes", []genEvent{moveToNY}, "delete old dish copies"},
-		{"move/delete restaurant", []genEvent{moveToNY}, "delete old restaurant copy"},
-		{"move and back", []genEvent{moveToNY, back}, "delete old restaurant copy"},
-		{"new cell same shard", []genEvent{nearby}, "copy dishes"},
-		{"delete", []genEvent{remove}, "delete dishes"},
+		{"move/copy", []genEvent{moveToNY}, stepCopyDishes},
+		{"move/delete dishes", []genEvent{moveToNY}, stepDeleteOldDishes},
+		{"move/delete restaurant", []genEvent{moveToNY}, stepDeleteOldCopy},
+		{"move and back", []genEvent{moveToNY, back}, stepDeleteOldCopy},
+		{"new cell same shard", []genEvent{nearby}, stepCopyDishes},
+		{"delete", []genEvent{remove}, stepDeleteDishes},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			realenv.Parallel(t)
@@ -83,7 +83,7 @@ func TestCrashMidMove(t *testing.T) {
 			crashes := 0
 			r = e.startWith(e.config(), func(p *Pipeline) {
 				p.ix.searchSize = 7 // several pages
-				p.ix.stepHook = func(step string) error {
+				p.ix.stepHook = func(step moveStep) error {
 					if step == tc.step && crashes == 0 {
 						crashes++
 						return errCrash
@@ -176,8 +176,8 @@ func TestSlowMoveHoldsOnlyItsRestaurant(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	r := e.startWith(e.config(), func(p *Pipeline) {
-		p.ix.stepHook = func(step string) error {
-			if step == "copy dishes" {
+		p.ix.stepHook = func(step moveStep) error {
+			if step == stepCopyDishes {
 				once.Do(func() {
 					close(entered)
 					<-release
