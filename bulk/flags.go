@@ -4,12 +4,13 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 )
 
-// RegisterFlags defines the flags of a ClientConfig on fs, each defaulting
-// to its GEOSHARD_* environment variable (getenv, usually os.Getenv):
+// RegisterFlags defines the flags of a ClientConfig on fs. Each names its
+// GEOSHARD_* environment variable in its usage, which the commands apply
+// with the flag's own parsing (cmd/internal/envflag); getenv (usually
+// os.Getenv) is read for the password only:
 //
 //	--opensearch           GEOSHARD_OPENSEARCH            comma-separated node URLs
 //	--opensearch-username  GEOSHARD_OPENSEARCH_USERNAME
@@ -21,12 +22,11 @@ import (
 // list. Call Resolve after fs.Parse.
 func (c *ClientConfig) RegisterFlags(fs *flag.FlagSet, getenv func(string) string) *ClientFlags {
 	cf := &ClientFlags{c: c, getenv: getenv}
-	fs.StringVar(&cf.addrs, "opensearch", envOr(getenv, "GEOSHARD_OPENSEARCH", "http://127.0.0.1:9200"), "OpenSearch node `URLs`, comma-separated (GEOSHARD_OPENSEARCH)")
-	fs.StringVar(&c.Username, "opensearch-username", getenv("GEOSHARD_OPENSEARCH_USERNAME"), "basic-auth user (GEOSHARD_OPENSEARCH_USERNAME); the password comes from GEOSHARD_OPENSEARCH_PASSWORD or --opensearch-password-file")
+	fs.StringVar(&cf.addrs, "opensearch", "http://127.0.0.1:9200", "OpenSearch node `URLs`, comma-separated (GEOSHARD_OPENSEARCH)")
+	fs.StringVar(&c.Username, "opensearch-username", "", "basic-auth user (GEOSHARD_OPENSEARCH_USERNAME); the password comes from GEOSHARD_OPENSEARCH_PASSWORD or --opensearch-password-file")
 	fs.StringVar(&cf.passwordFile, "opensearch-password-file", "", "read the basic-auth password from this `file`")
-	fs.StringVar(&c.CACertFile, "opensearch-ca", getenv("GEOSHARD_OPENSEARCH_CA"), "PEM `file` of CA certificates to trust (GEOSHARD_OPENSEARCH_CA)")
-	insecure, _ := strconv.ParseBool(getenv("GEOSHARD_OPENSEARCH_INSECURE"))
-	fs.BoolVar(&c.InsecureSkipVerify, "opensearch-insecure", insecure, "skip TLS certificate verification; for test clusters only (GEOSHARD_OPENSEARCH_INSECURE)")
+	fs.StringVar(&c.CACertFile, "opensearch-ca", "", "PEM `file` of CA certificates to trust (GEOSHARD_OPENSEARCH_CA)")
+	fs.BoolVar(&c.InsecureSkipVerify, "opensearch-insecure", false, "skip TLS certificate verification; for test clusters only (GEOSHARD_OPENSEARCH_INSECURE)")
 	return cf
 }
 
@@ -55,11 +55,4 @@ func (cf *ClientFlags) Resolve() error {
 		cf.c.Password = NewSecret(strings.TrimRight(string(b), "\r\n"))
 	}
 	return cf.c.Validate()
-}
-
-func envOr(getenv func(string) string, key, def string) string {
-	if v := getenv(key); v != "" {
-		return v
-	}
-	return def
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/cmd/internal/cli"
 	"github.com/geoshard/geoshard/internal/datagen"
 	"github.com/geoshard/geoshard/internal/kafkatest"
 	"github.com/geoshard/geoshard/internal/osfake"
@@ -42,10 +43,10 @@ type stack struct {
 func loopback(flagName, addr string) (string, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return "", usageError{fmt.Errorf("%s %q: want host:port", flagName, addr)}
+		return "", cli.UsageError{Err: fmt.Errorf("%s %q: want host:port", flagName, addr)}
 	}
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return "", usageError{fmt.Errorf("%s %q: the embedded servers listen on loopback addresses only", flagName, addr)}
+		return "", cli.UsageError{Err: fmt.Errorf("%s %q: the embedded servers listen on loopback addresses only", flagName, addr)}
 	}
 	return addr, nil
 }
@@ -62,7 +63,7 @@ func startStack(ctx context.Context, o *options, logger *slog.Logger) (*stack, e
 	_, kPort, _ := net.SplitHostPort(kAddr)
 	port, err := strconv.Atoi(kPort)
 	if err != nil {
-		return nil, usageError{fmt.Errorf("--embedded-kafka %q: bad port", kAddr)}
+		return nil, cli.UsageError{Err: fmt.Errorf("--embedded-kafka %q: bad port", kAddr)}
 	}
 
 	s := &stack{osDone: make(chan struct{})}

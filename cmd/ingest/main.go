@@ -30,6 +30,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/cmd/internal/cli"
 	"github.com/geoshard/geoshard/cmd/internal/envflag"
 	"github.com/geoshard/geoshard/cmd/internal/serve"
 	"github.com/geoshard/geoshard/pipeline"
@@ -41,9 +42,6 @@ func main() {
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 }
-
-// usageError is bad flags: exit status 2.
-type usageError struct{ error }
 
 // options are the parsed flags.
 type options struct {
@@ -101,20 +99,20 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.DurationVar(&o.summaryLimit, "embedded-timeout", 5*time.Minute, "with --embedded: give up if the events are not all processed by then")
 
 	if err := envflag.Apply(fs, getenv); err != nil {
-		return nil, usageError{err}
+		return nil, cli.UsageError{Err: err}
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
 		}
-		return nil, usageError{err}
+		return nil, cli.UsageError{Err: err}
 	}
 	if fs.NArg() > 0 {
-		return nil, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+		return nil, cli.UsageError{Err: fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
 	o.pipe.DishKey = pipeline.DishKey(*dishKey)
 	if !o.pipe.DishKey.Valid() {
-		return nil, usageError{fmt.Errorf("--dish-key %q: want restaurant or dish", *dishKey)}
+		return nil, cli.UsageError{Err: fmt.Errorf("--dish-key %q: want restaurant or dish", *dishKey)}
 	}
 	for _, b := range strings.Split(*brokers, ",") {
 		if b = strings.TrimSpace(b); b != "" {
@@ -123,14 +121,14 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	}
 	o.pipe.Kafka.Password = bulk.NewSecret(getenv("GEOSHARD_KAFKA_SASL_PASSWORD"))
 	if o.demoEvents < 0 {
-		return nil, usageError{fmt.Errorf("--demo-events %d: must not be negative", o.demoEvents)}
+		return nil, cli.UsageError{Err: fmt.Errorf("--demo-events %d: must not be negative", o.demoEvents)}
 	}
 	if _, err := parseLevel(o.logLevel); err != nil {
-		return nil, usageError{err}
+		return nil, cli.UsageError{Err: err}
 	}
 	if !o.embedded {
 		if err := cf.Resolve(); err != nil {
-			return nil, usageError{err}
+			return nil, cli.UsageError{Err: err}
 		}
 	}
 	return o, nil
@@ -166,7 +164,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	} else {
 		err = runConsumer(ctx, o, logger)
 	}
-	var ue usageError
+	var ue cli.UsageError
 	switch {
 	case err == nil:
 		return 0
@@ -183,24 +181,24 @@ func runConsumer(ctx context.Context, o *options, logger *slog.Logger) error {
 	if o.mapFile != "" {
 		data, err := os.ReadFile(o.mapFile)
 		if err != nil {
-			return usageError{fmt.Errorf("--map: %w", err)}
+			return cli.UsageError{Err: fmt.Errorf("--map: %w", err)}
 		}
 		m, err := router.Parse(data)
 		if err != nil {
-			return usageError{fmt.Errorf("--map %s: %w", o.mapFile, err)}
+			return cli.UsageError{Err: fmt.Errorf("--map %s: %w", o.mapFile, err)}
 		}
 		o.pipe.MapHash = m.Hash()
 	}
 	client, err := bulk.NewClient(o.client)
 	if err != nil {
-		return usageError{err}
+		return cli.UsageError{Err: err}
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	o.pipe.Logger, o.pipe.Registerer = logger, reg
 	p, err := pipeline.New(o.pipe, client)
 	if err != nil {
-		return usageError{err}
+		return cli.UsageError{Err: err}
 	}
 	stopHTTP, err := serveHTTP(o.metricsAddr, reg, p, logger)
 	if err != nil {

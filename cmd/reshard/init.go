@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/cmd/internal/cli"
 	"github.com/geoshard/geoshard/migrate"
 )
 
@@ -38,7 +39,7 @@ func runInit(args []string, stdout io.Writer) error {
 		replicas = &n
 	}
 	if err := cf.Resolve(); err != nil {
-		return usageError{err}
+		return cli.UsageError{Err: err}
 	}
 	m, err := readMap(*mapPath)
 	if err != nil {
@@ -46,7 +47,7 @@ func runInit(args []string, stdout io.Writer) error {
 	}
 	client, err := bulk.NewClient(cc)
 	if err != nil {
-		return usageError{err}
+		return cli.UsageError{Err: err}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -36,17 +36,12 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/geoshard/geoshard/cmd/internal/cli"
 	"github.com/geoshard/geoshard/cmd/internal/envflag"
 )
 
-// usageError is bad flags or input: exit status 2.
-type usageError struct{ err error }
-
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
-
 func badInput(format string, args ...any) error {
-	return usageError{fmt.Errorf(format, args...)}
+	return cli.UsageError{Err: fmt.Errorf(format, args...)}
 }
 
 type verb struct {
@@ -106,7 +101,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	fmt.Fprintf(stderr, "reshard %s: %v\n", args[0], err)
-	var ue usageError
+	var ue cli.UsageError
 	if errors.As(err, &ue) {
 		return 2
 	}
@@ -142,13 +137,13 @@ func newFlags(name, synopsis string, stdout io.Writer) *flag.FlagSet {
 // parse parses flags and rejects positional arguments.
 func parse(fs *flag.FlagSet, args []string) error {
 	if err := envflag.Apply(fs, os.Getenv); err != nil {
-		return usageError{err}
+		return cli.UsageError{Err: err}
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err // the flag package has printed fs.Usage
 		}
-		return usageError{err}
+		return cli.UsageError{Err: err}
 	}
 	if fs.NArg() > 0 {
 		return badInput("unexpected argument %q (flags come as --name value)", fs.Arg(0))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/geoshard/geoshard/cmd/internal/cli"
 	"github.com/geoshard/geoshard/cmd/internal/serve"
 	"io"
 	"log/slog"
@@ -35,9 +36,9 @@ type migrationFlags struct {
 func addMigrationFlags(fs *flag.FlagSet) *migrationFlags {
 	f := &migrationFlags{}
 	f.cf = f.cc.RegisterFlags(fs, os.Getenv)
-	fs.StringVar(&f.alias, "alias", envOr("GEOSHARD_ALIAS", "menu"), "alias whose index is migrated (GEOSHARD_ALIAS)")
+	fs.StringVar(&f.alias, "alias", "menu", "alias whose index is migrated (GEOSHARD_ALIAS)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve geoshard_migration_phase and geoshard_backfill_docs_total on this `address` at /metrics; empty: off")
-	fs.StringVar(&f.logLevel, "log-level", envOr("GEOSHARD_LOG_LEVEL", "info"), "debug, info, warn or error (GEOSHARD_LOG_LEVEL)")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error (GEOSHARD_LOG_LEVEL)")
 	return f
 }
 
@@ -51,13 +52,6 @@ func checkTarget(target string) error {
 		return badInput("--target: %v", err)
 	}
 	return nil
-}
-
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
 }
 
 // session is an opened migration: the Migrator, a context cancelled by
@@ -78,7 +72,7 @@ func (s *session) close() {
 // open checks the common flags and connects.
 func (f *migrationFlags) open(stderr io.Writer) (*session, error) {
 	if err := f.cf.Resolve(); err != nil {
-		return nil, usageError{err}
+		return nil, cli.UsageError{Err: err}
 	}
 	if f.alias == "" {
 		return nil, badInput("--alias: empty")
@@ -90,7 +84,7 @@ func (f *migrationFlags) open(stderr io.Writer) (*session, error) {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	client, err := bulk.NewClient(f.cc)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, cli.UsageError{Err: err}
 	}
 	s := &session{log: log}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -80,7 +80,7 @@ func runPlan(args []string, stdout io.Writer) error {
 		RoutingNumShards: rns.n,
 	}
 	if err := cfg.Validate(); err != nil {
-		return usageError{err}
+		return cli.UsageError{Err: err}
 	}
 	var loads []router.CellLoad
 	var live *router.Map
@@ -88,7 +88,7 @@ func runPlan(args []string, stdout io.Writer) error {
 	var err error
 	if *fromIndex != "" {
 		if err := cf.Resolve(); err != nil {
-			return usageError{err}
+			return cli.UsageError{Err: err}
 		}
 		var index string
 		if live, index, loads, err = liveLoads(&cc, *fromIndex); err != nil {
@@ -180,7 +180,7 @@ func other(s router.Strategy) router.Strategy {
 func liveLoads(cc *bulk.ClientConfig, alias string) (*router.Map, string, []router.CellLoad, error) {
 	client, err := bulk.NewClient(*cc)
 	if err != nil {
-		return nil, "", nil, usageError{err}
+		return nil, "", nil, cli.UsageError{Err: err}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

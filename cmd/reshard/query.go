@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/geoshard/geoshard/cmd/internal/cli"
 	"github.com/geoshard/geoshard/router"
 )
 
@@ -32,7 +33,7 @@ func runRoute(args []string, stdout io.Writer) error {
 	}
 	cell, err := m.Cell(*lat, *lng)
 	if err != nil {
-		return usageError{err}
+		return cli.UsageError{Err: err}
 	}
 	s := m.Shard(m.LocateCell(cell))
 	out := struct {
@@ -70,7 +71,7 @@ func runCover(args []string, stdout io.Writer) error {
 	}
 	cov, err := m.CoverCircle(*lat, *lng, r)
 	if err != nil {
-		return usageError{err}
+		return cli.UsageError{Err: err}
 	}
 	out := struct {
 		Cells   int64    `json:"cells"`

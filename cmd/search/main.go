@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/cmd/internal/cli"
 	"github.com/geoshard/geoshard/cmd/internal/envflag"
 	"github.com/geoshard/geoshard/router"
 	"github.com/geoshard/geoshard/search"
@@ -37,8 +38,6 @@ func main() {
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 }
-
-type usageError struct{ error }
 
 // list is a repeatable flag whose values may also be comma-separated.
 type list []string
@@ -91,70 +90,70 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.BoolVar(&o.restaurts, "restaurants", false, "search restaurants (that serve a dish passing the dish filters) instead of dishes")
 	fs.BoolVar(&o.asJSON, "json", false, "print the result as JSON")
 	if err := envflag.Apply(fs, getenv); err != nil {
-		return nil, usageError{err}
+		return nil, cli.UsageError{Err: err}
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
 		}
-		return nil, usageError{err}
+		return nil, cli.UsageError{Err: err}
 	}
 	if fs.NArg() > 0 {
-		return nil, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+		return nil, cli.UsageError{Err: fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
 	if err := cf.Resolve(); err != nil {
-		return nil, usageError{err}
+		return nil, cli.UsageError{Err: err}
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	circle := set["lat"] || set["lng"] || set["radius"]
 	switch {
 	case circle && o.rect != "":
-		return nil, usageError{errors.New("give --lat, --lng and --radius, or --rect, not both")}
+		return nil, cli.UsageError{Err: errors.New("give --lat, --lng and --radius, or --rect, not both")}
 	case circle:
 		if !set["lat"] || !set["lng"] || !set["radius"] {
-			return nil, usageError{errors.New("a circle needs --lat, --lng and --radius")}
+			return nil, cli.UsageError{Err: errors.New("a circle needs --lat, --lng and --radius")}
 		}
 		r, err := router.ParseDistance(o.radius)
 		if err != nil {
-			return nil, usageError{fmt.Errorf("--radius: %w", err)}
+			return nil, cli.UsageError{Err: fmt.Errorf("--radius: %w", err)}
 		}
 		if _, err := router.Circle(o.lat, o.lng, r); err != nil {
-			return nil, usageError{err}
+			return nil, cli.UsageError{Err: err}
 		}
 		o.area = search.Circle(o.lat, o.lng, r)
 	case o.rect != "":
 		parts := strings.Split(o.rect, ",")
 		if len(parts) != 4 {
-			return nil, usageError{fmt.Errorf("--rect %q: want south,west,north,east", o.rect)}
+			return nil, cli.UsageError{Err: fmt.Errorf("--rect %q: want south,west,north,east", o.rect)}
 		}
 		var v [4]float64
 		for i, p := range parts {
 			f, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
 			if err != nil {
-				return nil, usageError{fmt.Errorf("--rect %q: %q is not a number", o.rect, p)}
+				return nil, cli.UsageError{Err: fmt.Errorf("--rect %q: %q is not a number", o.rect, p)}
 			}
 			v[i] = f
 		}
 		if _, err := router.Rect(v[0], v[1], v[2], v[3]); err != nil {
-			return nil, usageError{fmt.Errorf("--rect: %w", err)}
+			return nil, cli.UsageError{Err: fmt.Errorf("--rect: %w", err)}
 		}
 		o.area = search.Rect(v[0], v[1], v[2], v[3])
 	}
 	if o.size < 1 || o.size > 100 {
-		return nil, usageError{fmt.Errorf("--size %d: want 1 to 100", o.size)}
+		return nil, cli.UsageError{Err: fmt.Errorf("--size %d: want 1 to 100", o.size)}
 	}
 	if o.minPrice < 0 || o.maxPrice < 0 || o.maxPrice > 0 && o.maxPrice < o.minPrice {
-		return nil, usageError{fmt.Errorf("--min-price %v, --max-price %v: want 0 <= min <= max", o.minPrice, o.maxPrice)}
+		return nil, cli.UsageError{Err: fmt.Errorf("--min-price %v, --max-price %v: want 0 <= min <= max", o.minPrice, o.maxPrice)}
 	}
 	if o.mapFile != "" {
 		data, err := os.ReadFile(o.mapFile)
 		if err != nil {
-			return nil, usageError{fmt.Errorf("--map: %w", err)}
+			return nil, cli.UsageError{Err: fmt.Errorf("--map: %w", err)}
 		}
 		m, err := router.Parse(data)
 		if err != nil {
-			return nil, usageError{fmt.Errorf("--map %s: %w", o.mapFile, err)}
+			return nil, cli.UsageError{Err: fmt.Errorf("--map %s: %w", o.mapFile, err)}
 		}
 		o.mapHash = m.Hash()
 	}

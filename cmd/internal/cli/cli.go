@@ -23,3 +23,10 @@ var english = message.NewPrinter(language.English)
 
 // Commas formats an integer with thousands separators: 55,912,345.
 func Commas(v int64) string { return english.Sprintf("%d", v) }
+
+// UsageError is bad flags or input, which the commands exit with
+// status 2 for; anything else is status 1.
+type UsageError struct{ Err error }
+
+func (e UsageError) Error() string { return e.Err.Error() }
+func (e UsageError) Unwrap() error { return e.Err }
