@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -127,7 +126,7 @@ func (m mode) same(o mode) bool {
 func (m mode) info() []TargetInfo {
 	out := make([]TargetInfo, len(m.targets))
 	for i, t := range m.targets {
-		out[i] = TargetInfo{Index: t.index, MapHash: t.m.Hash(), Role: t.role}
+		out[i] = TargetInfo{Index: t.index, MapHash: t.m.Hash(), Role: t.role.String()}
 	}
 	return out
 }
@@ -161,13 +160,21 @@ func (p *Pipeline) readMigration(ctx context.Context) (*schema.Migration, error)
 	return &mig, nil
 }
 
-// migrationKey identifies what of a migration decides the writes: its id,
-// phase and sides. Backfill progress and verifications change nothing.
-func migrationKey(mig *schema.Migration) string {
+// migKey identifies what of a migration decides the writes: its id, phase
+// and sides. Backfill progress and verifications change nothing. The zero
+// migKey is no migration.
+type migKey struct {
+	id                   string
+	phase                schema.Phase
+	source, target       string // indexes
+	sourceMap, targetMap string // map hashes
+}
+
+func migrationKey(mig *schema.Migration) migKey {
 	if mig == nil {
-		return ""
+		return migKey{}
 	}
-	return strings.Join([]string{mig.ID, string(mig.Phase), mig.Source.Index, mig.Source.MapHash, mig.Target.Index, mig.Target.MapHash}, "\x00")
+	return migKey{mig.ID, mig.Phase, mig.Source.Index, mig.Target.Index, mig.Source.MapHash, mig.Target.MapHash}
 }
 
 // resolveMode computes the mode a migration state asks for (nil: no
@@ -219,7 +226,7 @@ func (p *Pipeline) resolveMode(ctx context.Context, mig *schema.Migration) (mode
 // sideMap returns the map of one side of a migration: the map file the
 // document holds, checked against the document's hash and against the
 // map the index recorded in its _meta.
-func (p *Pipeline) sideMap(ctx context.Context, role string, s schema.Side) (*router.Map, error) {
+func (p *Pipeline) sideMap(ctx context.Context, role role, s schema.Side) (*router.Map, error) {
 	m, err := s.ParseMap()
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: %w: the %s: %w", errBadMigration, role, err)
@@ -241,7 +248,7 @@ func (p *Pipeline) sideMap(ctx context.Context, role string, s schema.Side) (*ro
 // initialMode reads the migration state, retrying what fails for a
 // while, and resolves the mode to start in. It returns the state's key
 // too.
-func (p *Pipeline) initialMode(ctx context.Context) (mode, string, error) {
+func (p *Pipeline) initialMode(ctx context.Context) (mode, migKey, error) {
 	var mig *schema.Migration
 	err := p.retry(ctx, "read the migration state", func() error {
 		var err error
@@ -252,11 +259,11 @@ func (p *Pipeline) initialMode(ctx context.Context) (mode, string, error) {
 		return err
 	})
 	if err != nil {
-		return mode{}, "", err
+		return mode{}, migKey{}, err
 	}
 	m, err := p.resolveMode(ctx, mig)
 	if err != nil {
-		return mode{}, "", err
+		return mode{}, migKey{}, err
 	}
 	return m, migrationKey(mig), nil
 }
@@ -266,10 +273,11 @@ func (p *Pipeline) initialMode(ctx context.Context) (mode, string, error) {
 type watcher struct {
 	// key is the migrationKey of the state last resolved; req the mode
 	// last asked of the processing goroutine (or started in).
-	key string
+	key migKey
 	req mode
-	// bad is the key of a state that could not be applied, logged once.
-	bad string
+	// bad is the key of a state that could not be applied, logged once
+	// (zero: none; a state that exists is never the zero key).
+	bad migKey
 }
 
 // watch reads the migration state every MigrationPollInterval and the
@@ -335,7 +343,7 @@ func (p *Pipeline) pollMigration(ctx context.Context, w *watcher) bool {
 		lvl("cannot apply the migration state; writes go on as they are", "migration", mig.ID, "phase", mig.Phase, "error", err)
 		return true
 	}
-	w.key, w.req, w.bad = key, m, ""
+	w.key, w.req, w.bad = key, m, migKey{}
 	p.request(m)
 	return true
 }
@@ -429,7 +437,7 @@ func (p *Pipeline) logMode(msg string, m mode, extra ...any) {
 	args := []any{"phase", m.phaseLabel(), "migration", m.migID, "index", t.index, "map_hash", t.m.Hash(), "shards", t.m.NumShards()}
 	if len(m.targets) > 1 {
 		o := m.targets[1]
-		args = append(args, "primary", t.role, "other_index", o.index, "other_map_hash", o.m.Hash(), "other_shards", o.m.NumShards())
+		args = append(args, "primary", t.role.String(), "other_index", o.index, "other_map_hash", o.m.Hash(), "other_shards", o.m.NumShards())
 	}
 	p.log.Info(msg, append(args, extra...)...)
 }

@@ -241,15 +241,15 @@ func (t *tracker) owns(k partKey) bool {
 }
 
 // snapshot returns the figures of every partition this member owns.
-func (t *tracker) snapshot() map[string]PartitionStats {
+func (t *tracker) snapshot() map[partKey]PartitionStats {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make(map[string]PartitionStats, len(t.parts))
+	out := make(map[partKey]PartitionStats, len(t.parts))
 	for k, p := range t.parts {
 		if p.lost {
 			continue
 		}
-		out[k.String()] = PartitionStats{
+		out[k] = PartitionStats{
 			Committed: p.committed, Ready: p.ready, HighWatermark: p.hwm,
 			Lag: p.lag(), Tracked: len(p.entries) - p.head, Restarts: p.restarts,
 		}

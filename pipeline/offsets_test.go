@@ -47,7 +47,7 @@ func TestTrackerContiguousCommit(t *testing.T) {
 		t.Fatalf("due = %v, want %v", due, want)
 	}
 	tr.committed(want)
-	if s := tr.snapshot()[k.String()]; s.Lag != 5 || s.Committed != 15 || s.Tracked != 0 {
+	if s := tr.snapshot()[k]; s.Lag != 5 || s.Committed != 15 || s.Tracked != 0 {
 		t.Errorf("snapshot = %+v, want lag 5 (hwm 20 − 15), committed 15, nothing tracked", s)
 	}
 	if tr.finish(es[3]) {
@@ -121,7 +121,7 @@ func TestTrackerRedelivery(t *testing.T) {
 	if due := tr.due(); !reflect.DeepEqual(due, []commitPoint{{k, 21}}) {
 		t.Fatalf("due = %v, want 21", due)
 	}
-	if s := tr.snapshot()[k.String()]; s.Restarts != 1 {
+	if s := tr.snapshot()[k]; s.Restarts != 1 {
 		t.Errorf("restarts = %d, want 1", s.Restarts)
 	}
 }
@@ -179,7 +179,7 @@ func TestTrackerRandom(t *testing.T) {
 			}
 			want = x + 1
 		}
-		got := tr.snapshot()[k.String()].Ready
+		got := tr.snapshot()[k].Ready
 		if got != want {
 			t.Fatalf("ready = %d, want %d", got, want)
 		}
@@ -199,7 +199,7 @@ func TestTrackerLostPartitions(t *testing.T) {
 	if lost := tr.retain(map[partKey]bool{a: true}); len(lost) != 0 {
 		t.Errorf("retain again = %v, want nothing newly lost", lost)
 	}
-	if s := tr.snapshot(); len(s) != 1 || s["t/0"].HighWatermark != 10 {
+	if s := tr.snapshot(); len(s) != 1 || s[partKey{"t", 0}].HighWatermark != 10 {
 		t.Errorf("snapshot = %v, want only t/0", s)
 	}
 	if tr.owns(b) || !tr.owns(a) {

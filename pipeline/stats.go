@@ -3,7 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"strings"
+	"strconv"
 	"time"
 
 	"github.com/geoshard/geoshard/bulk"
@@ -111,7 +111,7 @@ func (p *Pipeline) Stats() Stats {
 		Moves:         p.ix.moves.Load(),
 		Repartitioned: p.repartitioned.Load(),
 		Misplaced:     p.misplaced.Load(),
-		Partitions:    p.track.snapshot(),
+		Partitions:    byName(p.track.snapshot()),
 		Warm: WarmProgress{
 			Pages: p.ix.warmStats.pages.Load(), Restaurants: p.ix.warmStats.seen.Load(), Total: p.ix.warmStats.total.Load(), Done: p.ix.warmStats.done.Load(),
 			Reads:   p.ix.warmStats.reads.Load(),
@@ -216,12 +216,19 @@ func (p *Pipeline) publishGauges() {
 	p.met.directory.Set(float64(p.ix.dir.size()))
 	p.met.lastProgress.Set(float64(p.lastProgress.Load()) / 1e9)
 	for k, ps := range p.track.snapshot() {
-		// k is "topic/partition"; Kafka topic names cannot hold a '/'.
-		i := strings.LastIndexByte(k, '/')
-		topic, part := k[:i], k[i+1:]
+		topic, part := k.topic, strconv.Itoa(k.partition)
 		p.met.lag.WithLabelValues(topic, part).Set(float64(ps.Lag))
 		if ps.Committed >= 0 {
 			p.met.committed.WithLabelValues(topic, part).Set(float64(ps.Committed))
 		}
 	}
+}
+
+// byName keys partition stats by "topic/partition", as Stats shows them.
+func byName(parts map[partKey]PartitionStats) map[string]PartitionStats {
+	out := make(map[string]PartitionStats, len(parts))
+	for k, ps := range parts {
+		out[k.String()] = ps
+	}
+	return out
 }

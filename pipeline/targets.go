@@ -24,18 +24,33 @@ import (
 type target struct {
 	index string
 	m     *router.Map
-	// role is the target's side of a migration, roleSource or roleTarget,
-	// during dual writes; "" otherwise.
-	role string
+	// role is the target's side of a migration during dual writes;
+	// roleNone otherwise.
+	role role
 	// labels are the bulk queue keys (and metric labels) of the shards.
 	labels []string
 }
 
-// Roles of a target during dual writes.
+// role is a target's side of a migration.
+type role uint8
+
 const (
-	roleSource = "source"
-	roleTarget = "target"
+	roleNone role = iota
+	roleSource
+	roleTarget
 )
+
+// String is the role as Stats and the logs spell it: "source", "target",
+// or "" outside a migration.
+func (r role) String() string {
+	switch r {
+	case roleSource:
+		return "source"
+	case roleTarget:
+		return "target"
+	}
+	return ""
+}
 
 func newTarget(index string, m *router.Map, primary bool) target {
 	t := target{index: index, m: m, labels: make([]string, m.NumShards())}
