@@ -157,10 +157,10 @@ func (m *Migrator) Backfill(ctx context.Context, cfg BackfillConfig) (*BackfillR
 			return &BackfillReport{Already: true, Docs: sliceDocs(mig.Backfill), Slices: mig.Backfill}, nil
 		}
 	case schema.PhaseCreated:
-		return nil, &PhaseError{Step: "backfill", Alias: m.cfg.Alias, Phase: mig.Phase, Hint: "run dual-writes first"}
+		return nil, &PhaseError{Step: StepBackfill, Alias: m.cfg.Alias, Phase: mig.Phase, Hint: "run dual-writes first"}
 	default:
 		if cfg.Restart || !mig.Phase.DualWrites() {
-			return nil, &PhaseError{Step: "backfill", Alias: m.cfg.Alias, Phase: mig.Phase, Hint: "the backfill is over"}
+			return nil, &PhaseError{Step: StepBackfill, Alias: m.cfg.Alias, Phase: mig.Phase, Hint: "the backfill is over"}
 		}
 		return &BackfillReport{Already: true, Docs: sliceDocs(mig.Backfill), Slices: mig.Backfill}, nil
 	}
@@ -188,7 +188,7 @@ func (m *Migrator) Backfill(ctx context.Context, cfg BackfillConfig) (*BackfillR
 		case x.Phase == schema.PhaseDualWrites, x.Phase == schema.PhaseBackfilled && cfg.Restart:
 			x.Phase = schema.PhaseBackfilling
 		case x.Phase != schema.PhaseBackfilling:
-			return &PhaseError{Step: "backfill", Alias: m.cfg.Alias, Phase: x.Phase}
+			return &PhaseError{Step: StepBackfill, Alias: m.cfg.Alias, Phase: x.Phase}
 		}
 		if len(x.Backfill) != srcMap.NumShards() || cfg.Restart {
 			x.Backfill = make([]schema.SliceState, srcMap.NumShards())
@@ -213,12 +213,12 @@ func (m *Migrator) Backfill(ctx context.Context, cfg BackfillConfig) (*BackfillR
 	if runErr != nil {
 		return rep, runErr
 	}
-	rec, err = m.store.setPhase(ctx, "backfill", schema.PhaseBackfilled, "", schema.PhaseBackfilling)
+	rec, err = m.store.setPhase(ctx, StepBackfill, schema.PhaseBackfilled, "", schema.PhaseBackfilling)
 	if err != nil {
 		return rep, err
 	}
 	m.met.setPhase(rec.Migration.Phase)
-	m.log.Info("backfill finished", "step", "backfill", "docs", rep.Docs, "read", rep.Read, "copied", rep.Copied, "stale", rep.Stale,
+	m.log.Info("backfill finished", "step", StepBackfill, "docs", rep.Docs, "read", rep.Read, "copied", rep.Copied, "stale", rep.Stale,
 		"elapsed", rep.Elapsed.Round(time.Millisecond))
 	return rep, nil
 }
@@ -293,7 +293,7 @@ func (b *backfill) run(ctx context.Context) error {
 		}
 	}
 	close(todo)
-	b.m.log.Info("backfill started", "step", "backfill", "source", b.mig.Source.Index, "index", b.mig.Target.Index,
+	b.m.log.Info("backfill started", "step", StepBackfill, "source", b.mig.Source.Index, "index", b.mig.Target.Index,
 		"slices", len(b.slices), "parallel", b.cfg.Slices, "docs", b.total, "page", b.cfg.Page)
 
 	stopProgress := b.startProgress()
@@ -318,7 +318,7 @@ func (b *backfill) run(ctx context.Context) error {
 func (b *backfill) checkpoint(ctx context.Context, st schema.SliceState) error {
 	_, err := b.m.store.Update(ctx, func(x *schema.Migration) error {
 		if x.Phase != schema.PhaseBackfilling {
-			return &PhaseError{Step: "backfill", Alias: b.m.cfg.Alias, Phase: x.Phase, Hint: "the migration moved on while the backfill ran"}
+			return &PhaseError{Step: StepBackfill, Alias: b.m.cfg.Alias, Phase: x.Phase, Hint: "the migration moved on while the backfill ran"}
 		}
 		if st.Slice >= len(x.Backfill) {
 			return fmt.Errorf("migrate: backfill: the migration has %d slices, not %d", len(x.Backfill), st.Slice+1)
@@ -396,7 +396,7 @@ func (b *backfill) emit(p BackfillProgress) {
 		b.cfg.Progress(p)
 		return
 	}
-	b.m.log.Info("backfill progress", "step", "backfill", "docs", p.Docs, "total", p.Total,
+	b.m.log.Info("backfill progress", "step", StepBackfill, "docs", p.Docs, "total", p.Total,
 		"docs_per_second", int64(p.Rate), "eta", p.ETA.Round(time.Second), "done", p.Done)
 }
 

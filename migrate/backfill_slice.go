@@ -92,7 +92,7 @@ func (b *backfill) copySlice(ctx context.Context, st schema.SliceState) error {
 		st = next
 		b.m.met.docs.Add(float64(n))
 		if p.last {
-			b.m.log.Debug("slice done", "step", "backfill", "slice", st.Slice, "docs", st.Docs)
+			b.m.log.Debug("slice done", "step", StepBackfill, "slice", st.Slice, "docs", st.Docs)
 			return nil
 		}
 	}

@@ -91,7 +91,7 @@ func (m *Migrator) Create(ctx context.Context, cfg CreateConfig) (*schema.Migrat
 		if err != nil {
 			return nil, fmt.Errorf("migrate: create: record the migration: %w", err)
 		}
-		m.log.Info("migration recorded", "step", "create", "index", mig.Target.Index, "map_hash", mig.Target.MapHash, "phase", mig.Phase)
+		m.log.Info("migration recorded", "step", StepCreate, "index", mig.Target.Index, "map_hash", mig.Target.MapHash, "phase", mig.Phase)
 		return m.finishCreate(ctx, rec, cfg)
 	}
 	return nil, fmt.Errorf("migrate: create: %w", ErrConflict)
@@ -110,7 +110,7 @@ func (m *Migrator) resumeCreate(ctx context.Context, rec *record, cfg CreateConf
 			ErrBusy, mig.Source.Index, mig.Target.Index, short(mig.Target.MapHash), mig.Phase, next)
 	}
 	if mig.Phase != schema.PhaseCreated {
-		m.log.Info("migration already created", "step", "create", "index", mig.Target.Index, "phase", mig.Phase)
+		m.log.Info("migration already created", "step", StepCreate, "index", mig.Target.Index, "phase", mig.Phase)
 		m.met.setPhase(mig.Phase)
 		return mig, nil
 	}
@@ -245,7 +245,7 @@ func (m *Migrator) finishCreate(ctx context.Context, rec *record, cfg CreateConf
 		if err != nil && !bulk.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("migrate: create index %s: %w", mig.Target.Index, err)
 		}
-		m.log.Info("target index created", "step", "create", "index", mig.Target.Index, "shards", tm.NumShards(), "map_hash", tm.Hash())
+		m.log.Info("target index created", "step", StepCreate, "index", mig.Target.Index, "shards", tm.NumShards(), "map_hash", tm.Hash())
 	}
 	// An index of that name that someone else made with another map is
 	// never adopted.
@@ -258,7 +258,7 @@ func (m *Migrator) finishCreate(ctx context.Context, rec *record, cfg CreateConf
 			return nil, fmt.Errorf("migrate: create: raise gc_deletes of %s: %w", index, err)
 		}
 	}
-	m.log.Info("migration created", "step", "create", "index", mig.Target.Index, "gc_deletes", gc,
+	m.log.Info("migration created", "step", StepCreate, "index", mig.Target.Index, "gc_deletes", gc,
 		"source", mig.Source.Index, "phase", mig.Phase)
 	m.met.setPhase(mig.Phase)
 	return mig, nil

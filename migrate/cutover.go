@@ -66,7 +66,7 @@ func (m *Migrator) Rollback(ctx context.Context, cfg SwitchConfig) error {
 
 // switchPlan is what a switch in one direction does.
 type switchPlan struct {
-	step     string
+	step     Step
 	from, to string
 	// phase is the phase recorded, and ready the phases it may start
 	// from (besides phase itself, which resumes a switch cut short).
@@ -79,14 +79,14 @@ type switchPlan struct {
 
 func planSwitch(mig *schema.Migration, dir Direction) switchPlan {
 	if dir == Reverse {
-		return switchPlan{step: "rollback", from: mig.Target.Index, to: mig.Source.Index,
+		return switchPlan{step: StepRollback, from: mig.Target.Index, to: mig.Source.Index,
 			phase: schema.PhaseRolledBack, ready: []schema.Phase{schema.PhaseCutOver}}
 	}
 	replicas, refresh := mig.Restore.TargetReplicas, mig.Restore.TargetRefreshInterval
 	if refresh == "" { // never recorded: OpenSearch's defaults
 		replicas, refresh = defaultReplicas, defaultRefreshInterval
 	}
-	return switchPlan{step: "cutover", from: mig.Source.Index, to: mig.Target.Index,
+	return switchPlan{step: StepCutover, from: mig.Source.Index, to: mig.Target.Index,
 		phase: schema.PhaseCutOver, ready: []schema.Phase{schema.PhaseVerified},
 		settings: map[string]any{"number_of_replicas": replicas, "refresh_interval": refresh}}
 }
@@ -286,7 +286,7 @@ func formatTimeValue(d time.Duration) string {
 // writeDryRun prints the requests of a switch, in the order they would be
 // sent. The state write (reqs[state], if state >= 0) is one line unless
 // verbose: its body is the whole migration document.
-func writeDryRun(w io.Writer, step, alias, from, to string, reqs []bulk.Request, state int, phase schema.Phase, verbose bool) error {
+func writeDryRun(w io.Writer, step Step, alias, from, to string, reqs []bulk.Request, state int, phase schema.Phase, verbose bool) error {
 	fmt.Fprintf(w, "# reshard %s --dry-run: alias %s from %s to %s; nothing was changed.\n", step, alias, from, to)
 	fmt.Fprintf(w, "# These %d requests would be sent, in order, each only if the one before succeeded.\n", len(reqs))
 	fmt.Fprintf(w, "# The _aliases call moves readers and writers at once. Dual writes go on, so this is not\n")
@@ -336,15 +336,15 @@ func (m *Migrator) Complete(ctx context.Context, cfg CompleteConfig) error {
 		// changes: a rollback would serve stale data, so none is offered
 		// after this write. Everything before it (create, dual writes,
 		// backfill, verify, cutover, rollback) can be undone.
-		rec, err = m.store.setPhase(ctx, "complete", schema.PhaseCompleted, "complete follows a cutover", schema.PhaseCutOver)
+		rec, err = m.store.setPhase(ctx, StepComplete, schema.PhaseCompleted, "complete follows a cutover", schema.PhaseCutOver)
 		if err != nil {
 			return err
 		}
 		mig = &rec.Migration
-		m.log.Info("migration completed: dual writes stop", "step", "complete", "index", mig.Target.Index, "phase", mig.Phase)
+		m.log.Info("migration completed: dual writes stop", "step", StepComplete, "index", mig.Target.Index, "phase", mig.Phase)
 	case schema.PhaseCompleted:
 	default:
-		return &PhaseError{Step: "complete", Alias: m.cfg.Alias, Phase: mig.Phase, Hint: "complete follows a cutover"}
+		return &PhaseError{Step: StepComplete, Alias: m.cfg.Alias, Phase: mig.Phase, Hint: "complete follows a cutover"}
 	}
 	m.met.setPhase(mig.Phase)
 	if cfg.DeleteOld {
@@ -352,7 +352,7 @@ func (m *Migrator) Complete(ctx context.Context, cfg CompleteConfig) error {
 			return fmt.Errorf("migrate: complete: %w", err)
 		}
 	}
-	return m.restoreGC(ctx, mig, "complete")
+	return m.restoreGC(ctx, mig, StepComplete)
 }
 
 // Cancel abandons a migration before cutover (or after a rollback):
@@ -368,7 +368,7 @@ func (m *Migrator) Cancel(ctx context.Context, ack AckConfig) error {
 	switch mig.Phase {
 	case schema.PhaseCancelled:
 	case schema.PhaseCutOver, schema.PhaseCompleted:
-		return &PhaseError{Step: "cancel", Alias: m.cfg.Alias, Phase: mig.Phase, Hint: "cancel is for before cutover; roll back first"}
+		return &PhaseError{Step: StepCancel, Alias: m.cfg.Alias, Phase: mig.Phase, Hint: "cancel is for before cutover; roll back first"}
 	default:
 		back, err := m.aliasAt(ctx, mig.Target.Index, mig.Source.Index)
 		if err != nil {
@@ -379,7 +379,7 @@ func (m *Migrator) Cancel(ctx context.Context, ack AckConfig) error {
 		}
 		rec, err = m.store.Update(ctx, func(x *schema.Migration) error {
 			if x.Phase == schema.PhaseCutOver || x.Phase.Done() {
-				return &PhaseError{Step: "cancel", Alias: m.cfg.Alias, Phase: x.Phase, Hint: "the migration changed meanwhile"}
+				return &PhaseError{Step: StepCancel, Alias: m.cfg.Alias, Phase: x.Phase, Hint: "the migration changed meanwhile"}
 			}
 			x.Phase = schema.PhaseCancelled
 			return nil
@@ -388,13 +388,13 @@ func (m *Migrator) Cancel(ctx context.Context, ack AckConfig) error {
 			return err
 		}
 		mig = &rec.Migration
-		m.log.Info("migration cancelled: dual writes stop", "step", "cancel", "index", mig.Target.Index, "phase", mig.Phase)
+		m.log.Info("migration cancelled: dual writes stop", "step", StepCancel, "index", mig.Target.Index, "phase", mig.Phase)
 	}
 	m.met.setPhase(mig.Phase)
 	if err := m.retire(ctx, mig, mig.Target.Index, ack); err != nil {
 		return fmt.Errorf("migrate: cancel: %w", err)
 	}
-	return m.restoreGC(ctx, mig, "cancel")
+	return m.restoreGC(ctx, mig, StepCancel)
 }
 
 // IndexExists reports whether the cluster has the index.
@@ -427,12 +427,12 @@ func (m *Migrator) retire(ctx context.Context, mig *schema.Migration, index stri
 	if err := m.admin.Send(ctx, bulk.DeleteIndexRequest(index), nil); err != nil && !bulk.IsNotFound(err) {
 		return fmt.Errorf("delete %s: %w", index, err)
 	}
-	m.log.Info("index deleted", "step", "retire", "index", index)
+	m.log.Info("index deleted", "step", StepRetire, "index", index)
 	return nil
 }
 
 // restoreGC puts gc_deletes back on the indexes that remain.
-func (m *Migrator) restoreGC(ctx context.Context, mig *schema.Migration, step string) error {
+func (m *Migrator) restoreGC(ctx context.Context, mig *schema.Migration, step Step) error {
 	for _, s := range []struct{ index, value string }{
 		{mig.Source.Index, mig.Restore.SourceGCDeletes},
 		{mig.Target.Index, mig.Restore.TargetGCDeletes},

@@ -190,14 +190,14 @@ func (m *Migrator) DualWrites(ctx context.Context, cfg AckConfig) (*AckReport, e
 		if err := m.checkIndexMap(ctx, mig.Target.Index, mig.Target.MapHash); err != nil {
 			return nil, fmt.Errorf("%w (run create again)", err)
 		}
-		rec, err = m.store.setPhase(ctx, "dual-writes", schema.PhaseDualWrites, "", schema.PhaseCreated)
+		rec, err = m.store.setPhase(ctx, StepDualWrites, schema.PhaseDualWrites, "", schema.PhaseCreated)
 		if err != nil {
 			return nil, err
 		}
 		mig = &rec.Migration
-		m.log.Info("dual writes announced", "step", "dual-writes", "phase", mig.Phase, "index", mig.Target.Index)
+		m.log.Info("dual writes announced", "step", StepDualWrites, "phase", mig.Phase, "index", mig.Target.Index)
 	case !mig.Phase.DualWrites():
-		return nil, &PhaseError{Step: "dual-writes", Alias: m.cfg.Alias, Phase: mig.Phase, Hint: "dual writes apply from create to complete"}
+		return nil, &PhaseError{Step: StepDualWrites, Alias: m.cfg.Alias, Phase: mig.Phase, Hint: "dual writes apply from create to complete"}
 	}
 	m.met.setPhase(mig.Phase)
 	return m.awaitAcks(ctx, "dual writes", writesBoth(mig), cfg)

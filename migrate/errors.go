@@ -34,7 +34,7 @@ var errNoDocID = errors.New("document has no doc_id to page by")
 
 // PhaseError reports a step run in a phase that does not allow it.
 type PhaseError struct {
-	Step  string
+	Step  Step
 	Alias string
 	Phase schema.Phase
 	// Hint says what to run instead.
@@ -79,7 +79,7 @@ func (e *SliceError) Unwrap() error { return e.Err }
 
 // StepError is the step at which Run stopped.
 type StepError struct {
-	Step  string
+	Step  Step
 	Phase schema.Phase
 	Err   error
 }

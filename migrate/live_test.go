@@ -237,7 +237,7 @@ func TestMigrationUnderLiveWrites(t *testing.T) {
 		// Slow enough for many changes to land during the copy.
 		Backfill: BackfillConfig{Page: 50, Slices: 4, MaxDocsPerSecond: 8000},
 		Verify:   VerifyConfig{Attempts: 40, Pause: 20 * time.Millisecond},
-		OnStep:   func(step string, _ schema.Phase) { steps = append(steps, step) },
+		OnStep:   func(step Step, _ schema.Phase) { steps = append(steps, string(step)) },
 	})
 	if err != nil {
 		stop()

@@ -61,7 +61,7 @@ func (m *Migrator) Repair(ctx context.Context, cfg RepairConfig) (*RepairReport,
 	switch mig.Phase {
 	case schema.PhaseBackfilled, schema.PhaseVerified, schema.PhaseRolledBack:
 	default:
-		return nil, &PhaseError{Step: "repair", Alias: m.cfg.Alias, Phase: mig.Phase, Hint: "repair runs after the backfill and before cutover (or after a rollback)"}
+		return nil, &PhaseError{Step: StepRepair, Alias: m.cfg.Alias, Phase: mig.Phase, Hint: "repair runs after the backfill and before cutover (or after a rollback)"}
 	}
 	v := mig.Verification
 	if v == nil || !v.IDs {
@@ -205,7 +205,7 @@ func (m *Migrator) Repair(ctx context.Context, cfg RepairConfig) (*RepairReport,
 	if err != nil {
 		return rep, fmt.Errorf("migrate: repair: clear the verification: %w", err)
 	}
-	m.log.Info("repaired; verify again", "step", "repair", "copied", rep.Copied, "stale", rep.Stale, "deleted", rep.Deleted, "changed", rep.Changed, "unlisted", rep.Unlisted)
+	m.log.Info("repaired; verify again", "step", StepRepair, "copied", rep.Copied, "stale", rep.Stale, "deleted", rep.Deleted, "changed", rep.Changed, "unlisted", rep.Unlisted)
 	return rep, nil
 }
 

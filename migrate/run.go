@@ -18,7 +18,7 @@ type RunConfig struct {
 	Switch   SwitchConfig
 	// OnStep, if set, is called before each step with its name and the
 	// phase it starts from.
-	OnStep func(step string, from schema.Phase)
+	OnStep func(step Step, from schema.Phase)
 }
 
 // Run performs create, dual writes, backfill, verify and cutover in
@@ -36,12 +36,12 @@ func (m *Migrator) Run(ctx context.Context, cfg RunConfig) (*schema.Migration, e
 	rec, err := m.store.Load(ctx)
 	switch {
 	case err == nil && rec.Migration.Phase == schema.PhaseCompleted && rec.Migration.Target.MapHash == cfg.Create.Map.Hash():
-		m.log.Info("migration already completed", "step", "run", "index", rec.Migration.Target.Index)
+		m.log.Info("migration already completed", "step", StepRun, "index", rec.Migration.Target.Index)
 		return &rec.Migration, nil
 	case err != nil && !errors.Is(err, ErrNoMigration):
 		return nil, err
 	}
-	step := func(name string, from schema.Phase, f func() error) error {
+	step := func(name Step, from schema.Phase, f func() error) error {
 		if cfg.OnStep != nil {
 			cfg.OnStep(name, from)
 		}
@@ -53,29 +53,29 @@ func (m *Migrator) Run(ctx context.Context, cfg RunConfig) (*schema.Migration, e
 	}
 	mig, err := m.Create(ctx, cfg.Create)
 	if err != nil {
-		return nil, &StepError{Step: "create", Err: err}
+		return nil, &StepError{Step: StepCreate, Err: err}
 	}
 	for {
 		from := mig.Phase
 		switch from {
 		case schema.PhaseCreated:
-			err = step("dual-writes", from, func() error { _, err := m.DualWrites(ctx, cfg.Ack); return err })
+			err = step(StepDualWrites, from, func() error { _, err := m.DualWrites(ctx, cfg.Ack); return err })
 		case schema.PhaseDualWrites, schema.PhaseBackfilling:
-			err = step("backfill", from, func() error {
+			err = step(StepBackfill, from, func() error {
 				c := cfg.Backfill
 				c.Ack = cfg.Ack
 				_, err := m.Backfill(ctx, c)
 				return err
 			})
 		case schema.PhaseBackfilled, schema.PhaseRolledBack:
-			err = step("verify", from, func() error { _, err := m.Verify(ctx, cfg.Verify); return err })
+			err = step(StepVerify, from, func() error { _, err := m.Verify(ctx, cfg.Verify); return err })
 		case schema.PhaseVerified:
-			err = step("cutover", from, func() error { return m.Cutover(ctx, cfg.Switch) })
+			err = step(StepCutover, from, func() error { return m.Cutover(ctx, cfg.Switch) })
 		case schema.PhaseCutOver, schema.PhaseCompleted:
-			m.log.Info("run done; complete the migration (or roll it back) when satisfied", "step", "run", "phase", from)
+			m.log.Info("run done; complete the migration (or roll it back) when satisfied", "step", StepRun, "phase", from)
 			return mig, nil
 		default:
-			return mig, &StepError{Step: "run", Phase: from, Err: fmt.Errorf("nothing to run in phase %s", from)}
+			return mig, &StepError{Step: StepRun, Phase: from, Err: fmt.Errorf("nothing to run in phase %s", from)}
 		}
 		if err != nil {
 			return mig, err
@@ -84,7 +84,7 @@ func (m *Migrator) Run(ctx context.Context, cfg RunConfig) (*schema.Migration, e
 			return nil, err
 		}
 		if mig.Phase == from {
-			return mig, &StepError{Step: "run", Phase: from, Err: errors.New("the step did not move the migration on")}
+			return mig, &StepError{Step: StepRun, Phase: from, Err: errors.New("the step did not move the migration on")}
 		}
 	}
 }

@@ -176,7 +176,7 @@ func cloneMigration(m *schema.Migration) *schema.Migration {
 // setPhase is an Update that moves the migration from one of the phases
 // in from to phase to. It is a no-op when the migration is already in
 // phase to.
-func (s *stateStore) setPhase(ctx context.Context, step string, to schema.Phase, hint string, from ...schema.Phase) (*record, error) {
+func (s *stateStore) setPhase(ctx context.Context, step Step, to schema.Phase, hint string, from ...schema.Phase) (*record, error) {
 	return s.Update(ctx, func(m *schema.Migration) error {
 		if m.Phase == to {
 			return errUnchanged

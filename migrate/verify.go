@@ -90,7 +90,7 @@ func (m *Migrator) Verify(ctx context.Context, cfg VerifyConfig) (*schema.Verifi
 	}
 	mig := &rec.Migration
 	if !verifiable(mig.Phase) {
-		return nil, &PhaseError{Step: "verify", Alias: m.cfg.Alias, Phase: mig.Phase, Hint: "verify runs once the backfill is done, until complete"}
+		return nil, &PhaseError{Step: StepVerify, Alias: m.cfg.Alias, Phase: mig.Phase, Hint: "verify runs once the backfill is done, until complete"}
 	}
 	tgtMap, err := sideMap(mig.Target)
 	if err != nil {
@@ -128,7 +128,7 @@ func (m *Migrator) Verify(ctx context.Context, cfg VerifyConfig) (*schema.Verifi
 		if len(pending) == 0 || attempt == cfg.Attempts {
 			break
 		}
-		m.log.Info("shards differ; checking again", "step", "verify", "shards", len(pending), "attempt", attempt)
+		m.log.Info("shards differ; checking again", "step", StepVerify, "shards", len(pending), "attempt", attempt)
 		if err := sleep(ctx, cfg.Pause); err != nil {
 			return nil, err
 		}
@@ -136,7 +136,7 @@ func (m *Migrator) Verify(ctx context.Context, cfg VerifyConfig) (*schema.Verifi
 	ver := &schema.Verification{At: m.cfg.Now().UTC(), OK: len(pending) == 0, IDs: cfg.IDs, Shards: reports}
 	rec, err = m.store.Update(ctx, func(x *schema.Migration) error {
 		if !verifiable(x.Phase) {
-			return &PhaseError{Step: "verify", Alias: m.cfg.Alias, Phase: x.Phase, Hint: "the migration moved on during the verification"}
+			return &PhaseError{Step: StepVerify, Alias: m.cfg.Alias, Phase: x.Phase, Hint: "the migration moved on during the verification"}
 		}
 		x.Verification = ver
 		switch {
@@ -151,7 +151,7 @@ func (m *Migrator) Verify(ctx context.Context, cfg VerifyConfig) (*schema.Verifi
 		return ver, err
 	}
 	m.met.setPhase(rec.Migration.Phase)
-	m.log.Info("verification done", "step", "verify", "ok", ver.OK, "ids", cfg.IDs, "shards_differing", len(pending), "phase", rec.Migration.Phase)
+	m.log.Info("verification done", "step", StepVerify, "ok", ver.OK, "ids", cfg.IDs, "shards_differing", len(pending), "phase", rec.Migration.Phase)
 	if !ver.OK {
 		return ver, fmt.Errorf("migrate: verify: %w on %d of %d shards", ErrMismatch, len(pending), len(reports))
 	}

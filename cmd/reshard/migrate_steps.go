@@ -199,9 +199,9 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		Create: migrate.CreateConfig{Map: m, Target: *target, GCDeletes: *gc},
 		Ack:    *ack, Backfill: *bf, Verify: *vf,
 		Switch: migrate.SwitchConfig{HealthTimeout: *health},
-		OnStep: func(step string, from schema.Phase) {
+		OnStep: func(step migrate.Step, from schema.Phase) {
 			bar.finish()
-			verified = verified || step == "verify"
+			verified = verified || step == migrate.StepVerify
 			fmt.Fprintf(stdout, "== %s (from phase %s)\n", step, from)
 		},
 	}

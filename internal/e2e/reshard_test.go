@@ -123,9 +123,9 @@ func TestRollbackAfterCutover(t *testing.T) {
 		Backfill: migrate.BackfillConfig{Page: 100},
 		Verify:   migrate.VerifyConfig{IDs: true, Attempts: 40, Pause: 100 * time.Millisecond},
 		Switch:   migrate.SwitchConfig{HealthTimeout: 10 * time.Second},
-		OnStep: func(step string, _ schema.Phase) {
-			steps = append(steps, step)
-			s.mark(step)
+		OnStep: func(step migrate.Step, _ schema.Phase) {
+			steps = append(steps, string(step))
+			s.mark(string(step))
 		},
 	})
 	if err != nil {

@@ -54,8 +54,8 @@ func TestBackfillKilledAndResumed(t *testing.T) {
 		},
 		Verify: migrate.VerifyConfig{IDs: true, Attempts: 40, Pause: 100 * time.Millisecond},
 		Switch: migrate.SwitchConfig{HealthTimeout: 10 * time.Second},
-		OnStep: func(step string, _ schema.Phase) {
-			s.mark(step)
+		OnStep: func(step migrate.Step, _ schema.Phase) {
+			s.mark(string(step))
 		},
 	}
 	_, err := e.migrator(nil, nil).Run(kill, cfg)
@@ -93,8 +93,8 @@ func TestBackfillKilledAndResumed(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m = e.migrator(reg, nil)
 	cfg.Backfill.Progress = nil
-	cfg.OnStep = func(step string, _ schema.Phase) {
-		s.mark("resumed " + step)
+	cfg.OnStep = func(step migrate.Step, _ schema.Phase) {
+		s.mark("resumed " + string(step))
 	}
 	mig, err = m.Run(ctx, cfg)
 	if err != nil {
