@@ -197,7 +197,12 @@ func (ix *indexer) confirmRestaurant(ctx context.Context, ev *event, cell s2.Cel
 		case failed || rejected != nil:
 			// Stopping, or dead-lettered: the directory learns nothing.
 		case result == resultStale:
-			ix.dir.remove(c.ID, c.Version)
+			// A delete's tombstone, or a copy the index holds at this
+			// version or newer that the directory's read could not see (a
+			// previous owner's write acknowledged after it): the index,
+			// refreshed, tells which.
+			ix.settleStale(ctx, c.ID, c.Version)
+			return nil // settleStale ends the hold
 		default:
 			ix.dir.set(c.ID, cell, c.Version)
 			for _, d := range ix.pend.take(c.ID) {
@@ -213,6 +218,40 @@ func (ix *indexer) confirmRestaurant(ctx context.Context, ev *event, cell s2.Cel
 		body: func(level int) []byte {
 			return restaurantBody(members, c.ID, c.Version, cell, c.Lat, c.Lon, level)
 		},
+	})
+}
+
+// settleStale ends the hold of an unknown restaurant whose write came
+// back Stale: on a task it refreshes the primary index and looks the
+// restaurant up; found, the directory takes what the index holds and its
+// waiting dishes go on; not found, the refusal was a delete's tombstone
+// and the restaurant is recorded as deleted at version.
+func (ix *indexer) settleStale(ctx context.Context, rid string, version int64) {
+	t := ix.targets[0]
+	ix.goTask(ctx, func(ctx context.Context) func(context.Context) error {
+		err := retry(ctx, ix.log, "refresh "+t.index, func() error { return ix.admin.Refresh(ctx, t.index) })
+		var found *directory
+		if err == nil {
+			found, err = ix.searchRestaurants(ctx, &t, []string{rid})
+		}
+		return func(ctx context.Context) error {
+			if err != nil {
+				return err
+			}
+			if e, ok := found.get(rid); ok && !e.deleted {
+				ix.dir.replace(rid, found)
+				if _, live := ix.dir.lookup(rid); live {
+					for _, d := range ix.pend.take(rid) {
+						if err := ix.dishUpsert(ctx, d); err != nil {
+							return err
+						}
+					}
+				}
+			} else {
+				ix.dir.remove(rid, version)
+			}
+			return ix.unhold(ctx, rid)
+		}
 	})
 }
 
