@@ -288,32 +288,12 @@ func (ix *indexer) lookupRestaurants(ctx context.Context, rids []string) error {
 	if len(rids) == 0 {
 		return nil
 	}
-	t := &ix.targets[0]
-	ids := make([]string, len(rids))
-	for i, rid := range rids {
-		ids[i] = schema.RestaurantID(rid)
-	}
-	body, err := json.Marshal(map[string]any{
-		"query":   map[string]any{"ids": map[string]any{"values": ids}},
-		"_source": []string{schema.FieldGeoCell, schema.FieldVersion, schema.FieldLocation},
-		"size":    len(ids),
-	})
+	found, err := ix.searchRestaurants(ctx, &ix.targets[0], rids)
 	if err != nil {
 		return err
 	}
-	var pg *bulk.Page
-	err = retry(ctx, ix.log, "look up restaurants", func() error {
-		var err error
-		pg, err = ix.admin.Search(ctx, t.index, body, bulk.SearchParams{})
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	for _, h := range pg.Hits {
-		if err := ix.warmHit(t, h, ix.dir); err != nil {
-			ix.log.Warn("directory: skipping a restaurant document", "index", t.index, "error", err)
-		}
+	for id, e := range found.m {
+		ix.dir.warm(id, e.cell, e.version)
 	}
 	return nil
 }

@@ -103,20 +103,28 @@ func parseDistance(v any) (float64, *osError) {
 func (q *geoDistanceQuery) score() float64 { return 1 }
 
 func (q *geoDistanceQuery) bind(ix *index) (matcher, *osError) {
-	f := resolveField(ix, q.field)
+	return bindGeo(ix, "geo_distance", q.field, q.ignoreUnmapped, func(p geoPoint) bool { return arcDistance(q.center, p) <= q.meters })
+}
+
+// bindGeo binds a geo query on field: a document matches when one of its
+// points passes in. An unmapped field matches nothing with
+// ignoreUnmapped, and is an error otherwise, as is a field that is not a
+// geo_point.
+func bindGeo(ix *index, name, field string, ignoreUnmapped bool, in func(geoPoint) bool) (matcher, *osError) {
+	f := resolveField(ix, field)
 	switch {
-	case f.kind == kindNone && q.ignoreUnmapped:
+	case f.kind == kindNone && ignoreUnmapped:
 		return matchNone, nil
 	case f.kind == kindNone:
-		return nil, queryShardException("failed to find geo field [" + q.field + "]")
+		return nil, queryShardException("failed to find geo field [" + field + "]")
 	case f.kind != kindGeo:
-		return nil, queryShardException("field [" + q.field + "] is of type [" + f.typ + "], but only geo_point fields are supported by [geo_distance] query")
+		return nil, queryShardException("field [" + field + "] is of type [" + f.typ + "], but only geo_point fields are supported by [" + name + "] query")
 	}
 	return func(d *doc) bool {
 		hit := false
 		walkPath(d.fields, f.path, func(v any) bool {
 			eachGeoPoint(v, func(p geoPoint) bool {
-				hit = arcDistance(q.center, p) <= q.meters
+				hit = in(p)
 				return !hit
 			})
 			return !hit
@@ -360,26 +368,7 @@ func (q *geoBoxQuery) parseCorners(box map[string]any) *osError {
 func (q *geoBoxQuery) score() float64 { return 1 }
 
 func (q *geoBoxQuery) bind(ix *index) (matcher, *osError) {
-	f := resolveField(ix, q.field)
-	switch {
-	case f.kind == kindNone && q.ignoreUnmapped:
-		return matchNone, nil
-	case f.kind == kindNone:
-		return nil, queryShardException("failed to find geo field [" + q.field + "]")
-	case f.kind != kindGeo:
-		return nil, queryShardException("field [" + q.field + "] is of type [" + f.typ + "], but only geo_point fields are supported by [geo_bounding_box] query")
-	}
-	return func(d *doc) bool {
-		hit := false
-		walkPath(d.fields, f.path, func(v any) bool {
-			eachGeoPoint(v, func(p geoPoint) bool {
-				hit = q.contains(p)
-				return !hit
-			})
-			return !hit
-		})
-		return hit
-	}, nil
+	return bindGeo(ix, "geo_bounding_box", q.field, q.ignoreUnmapped, q.contains)
 }
 
 // contains reports whether p is in the box, edges included; a box whose
