@@ -85,27 +85,31 @@ func TestNewGenerationReadsOnlyForGainedPartitions(t *testing.T) {
 		return next, true, nil
 	}
 	p.assigned = parts(0, 1, 2, 3)
+	p.ix.dirGen = 1
 	ctx := context.Background()
+	gen := int64(1)
 	for i, step := range []struct {
 		owned []int // nil: the assignment cannot be read
 		read  bool
 		cold  string // the cold partitions after it
+		skip  int64  // generations passed unseen before it
 	}{
-		{[]int{2, 3}, false, "[]"},          // lost two
-		{[]int{2, 3}, false, "[]"},          // kept both
-		{[]int{1, 2, 3}, false, "[1]"},      // gained one
-		{[]int{0, 1, 2, 3}, false, "[0 1]"}, // gained another
-		{[]int{0, 2, 3}, false, "[0]"},      // lost one of them
-		{nil, true, "[]"},                   // unknown
-		{[]int{3}, true, "[]"},              // nothing to compare with after an unknown
-		{[]int{3}, false, "[]"},
+		{[]int{2, 3}, false, "[]", 0},          // lost two
+		{[]int{2, 3}, false, "[]", 0},          // kept both
+		{[]int{1, 2, 3}, false, "[1]", 0},      // gained one
+		{[]int{0, 1, 2, 3}, false, "[0 1]", 0}, // gained another
+		{[]int{0, 2, 3}, false, "[0]", 0},      // lost one of them
+		{nil, true, "[]", 0},                   // unknown
+		{[]int{3}, true, "[]", 0},              // nothing to compare with after an unknown
+		{[]int{3}, false, "[]", 0},
+		{[]int{2, 3}, false, "[2 3]", 1}, // one unseen: 3 may have been another's meanwhile
 	} {
 		next = nil
 		if step.owned != nil {
 			next = parts(step.owned...)
 		}
 		before := p.ix.warmStats.reads.Load()
-		gen := int64(i + 2)
+		gen += 1 + step.skip
 		if err := p.newGeneration(ctx, gen); err != nil {
 			t.Fatal(err)
 		}

@@ -97,7 +97,9 @@
 // in the index at their first event there, in batches, while the events
 // of the other partitions flow on (gained.go); only a generation whose
 // assignment cannot be read makes it read the whole directory again
-// (pipeline.go, newGeneration). A directory read from the index knows no
+// (pipeline.go, newGeneration). The events of a partition it lost that
+// still wait in it, or in its reader's queue, it leaves unfinished to the
+// new owner (releaseLost). A directory read from the index knows no
 // delete made before the read, so a restaurant it does not know is taken
 // as live only once the index has taken its write (confirmRestaurant).
 // Before the lookups (or the read) everything the instance has in flight
@@ -131,11 +133,18 @@
 //     it performs stay those of the phase it applies. Restaurants that are
 //     not yet in the migration's target index are written there only when
 //     they change: the copy of the rest is the job's.
-//   - Dead letters are written at least once: after a rebalance an
-//     instance may dead-letter a waiting dish of a partition it has lost,
-//     which the new owner also handles. Before dead-lettering an expired
-//     dish, the index is asked for its restaurant and the broker for the
-//     group's committed offset, which avoids most such duplicates.
+//   - kafka-go tells a member of a rebalance only once the new
+//     generation has begun, when the partitions' new owners begin too. A
+//     member drops its waiting events of the partitions it lost and skips
+//     the messages of them still queued in its reader (releaseLost), and
+//     sends what it had already added for them at once; the writes it
+//     added before it saw the generation can still land after the new
+//     owner's first reads of the index.
+//   - Dead letters are written at least once: an event dead-lettered
+//     just before its partition moved is dead-lettered again by the new
+//     owner. Before dead-lettering an expired dish, the index is asked for
+//     its restaurant and the broker for the group's committed offset,
+//     which avoids most such duplicates.
 //
 // # Boundaries
 //

@@ -169,3 +169,33 @@ func (ix *indexer) searchRestaurants(ctx context.Context, t *target, rids []stri
 	}
 	return d, nil
 }
+
+// dropPartitions forgets, without finishing them, the events of the
+// partitions numbered in nums that wait here: queued behind a held
+// restaurant, or pending for an unknown one. The group gave those
+// partitions to another member, which reads them again from the group's
+// committed offset; deciding them here, with a directory that no longer
+// follows their restaurants, could write a dish where its restaurant has
+// just left. It returns how many were queued and how many pending.
+//
+// A task of such a restaurant that already runs (a move, a delete) runs
+// to its end: its steps are idempotent, and the new owner, deciding the
+// same event again, finds what it left.
+func (ix *indexer) dropPartitions(nums map[int]bool) (queued, pending int) {
+	for rid, rs := range ix.rests {
+		kept := rs.queue[:0]
+		for _, ev := range rs.queue {
+			if !nums[ev.part.partition] {
+				kept = append(kept, ev)
+			}
+		}
+		queued += len(rs.queue) - len(kept)
+		clear(rs.queue[len(kept):])
+		rs.queue = kept
+		ix.settle(rid)
+	}
+	ix.parked -= queued
+	pending = len(ix.pend.purge(func(ev *event) bool { return nums[ev.part.partition] }))
+	ix.met.pending.Set(float64(ix.pend.len()))
+	return queued, pending
+}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/golang/geo/s2"
 )
@@ -122,5 +123,73 @@ func TestGainedPartitionsAreLookedUp(t *testing.T) {
 	}
 	if !ix.needsLookup(ev(0, "moved")) {
 		t.Error("a partition gained again does not look its restaurants up again")
+	}
+}
+
+// TestLostPartitionIsReleased: a generation that gives a partition to
+// another member drops, unfinished, this member's events of it that
+// wait (queued behind a held restaurant, pending for an unknown one),
+// ends its tracking so that nothing more of it is committed here (an
+// event of it still in flight finishes for nothing), and keeps the
+// events of the partitions kept.
+func TestLostPartitionIsReleased(t *testing.T) {
+	p := offlinePipeline(t)
+	ix := p.ix
+	p.assigned = map[partKey]bool{{"events", 0}: true, {"events", 1}: true}
+	p.describeGroup = func(context.Context) (map[partKey]bool, bool, error) {
+		return map[partKey]bool{{"events", 1}: true}, true, nil
+	}
+	ix.dirGen = 1
+	var offset int64
+	ev := func(part int, rid string, typ string) *event {
+		k := partKey{"events", part}
+		offset++
+		e, _ := p.track.track(k, offset, 100)
+		return &event{part: k, offset: offset, rid: rid, entry: e,
+			change: &Change{Type: typ, Op: OpUpsert, ID: "x" + rid, RestaurantID: rid, Version: 1}}
+	}
+	flying := ev(0, "r0", TypeRestaurant) // in flight when the partition goes
+	ix.rest("r0").held = true
+	for range 3 {
+		ix.rest("r0").queue = append(ix.rest("r0").queue, ev(0, "r0", TypeDish))
+		ix.parked++
+	}
+	ix.rest("r1").held = true
+	ix.rest("r1").queue = append(ix.rest("r1").queue, ev(1, "r1", TypeDish))
+	ix.parked++
+	ix.pend.add(ev(0, "r9", TypeDish), time.Now())
+	kept := ev(1, "r8", TypeDish)
+	ix.pend.add(kept, time.Now())
+
+	if err := p.newGeneration(context.Background(), 2); err != nil {
+		t.Fatal(err)
+	}
+	if q := len(ix.rests["r0"].queue); q != 0 {
+		t.Errorf("%d events of the lost partition still queued, want none", q)
+	}
+	if q := len(ix.rests["r1"].queue); q != 1 || ix.parked != 1 {
+		t.Errorf("kept partition: %d queued, %d parked; want 1 and 1", q, ix.parked)
+	}
+	if n := ix.pend.len(); n != 1 {
+		t.Errorf("%d pending, want only the kept partition's", n)
+	}
+	if got := ix.pend.take("r8"); len(got) != 1 || got[0] != kept {
+		t.Errorf("pending of r8 = %v, want the kept partition's dish", got)
+	}
+	if p.finish(flying, resultWritten) {
+		t.Error("an event of the lost partition finished after the release, want it to count for nothing")
+	}
+	snap := p.track.snapshot()
+	if _, ok := snap[partKey{"events", 0}]; ok {
+		t.Error("the lost partition is still tracked")
+	}
+	if _, ok := snap[partKey{"events", 1}]; !ok {
+		t.Error("the kept partition is no longer tracked")
+	}
+	if got := p.track.due(); len(got) != 0 {
+		t.Errorf("commits due %v, want none", got)
+	}
+	if !p.assigned[partKey{"events", 1}] || p.assigned[partKey{"events", 0}] {
+		t.Errorf("assigned %v, want partition 1 only", p.assigned)
 	}
 }

@@ -412,9 +412,9 @@ func (ix *indexer) dishDelete(ctx context.Context, ev *event) error {
 
 // expirePending dead-letters the dishes that waited too long. Before it
 // does, it asks the index once per restaurant: another instance may have
-// written the restaurant meanwhile (after a rebalance, kafka-go still hands
-// out messages of a partition this instance has lost, and their dishes
-// wait here for a restaurant that only the partition's new owner sees).
+// written the restaurant meanwhile (where the assignment could not be
+// read, a rebalance does not release the partitions lost, and their dishes
+// may wait here for a restaurant that only the partition's new owner sees).
 //
 // It also asks the broker how far the group has committed the partitions
 // of the dishes it is about to dead-letter: a dish behind the group's

@@ -84,13 +84,18 @@ type partState struct {
 //     when another member committed further than we had) stay tracked and
 //     keep holding the commit: nothing we have not finished is committed
 //     on our behalf.
-//   - Partition lost, then messages already queued in the reader are
-//     returned after the rebalance (kafka-go does not discard them). Our
-//     commit for that partition may then land after the new owner's and
-//     move the group's offset. It never moves past what this process
-//     finished, so nothing is lost; moving back only redelivers. The
-//     committer skips partitions whose ready point has not advanced, which
-//     keeps such stale commits rare.
+//   - Partition lost. The processing loop releases it (release) as soon
+//     as it sees the generation that gave it away: its entries drop, so
+//     the events of it still in flight finish for nothing and this member
+//     commits nothing more of it, and the messages of it kafka-go still
+//     returns from its queue are left to the new owner, untracked
+//     (Pipeline.process). Where the assignment cannot be read, they are
+//     tracked as before; a commit of ours may then land after the new
+//     owner's and move the group's offset back. It never moves past what
+//     this process finished, so nothing is lost; moving back only
+//     redelivers. The committer skips partitions whose ready point has not
+//     advanced, and reads the group's offsets first (commit), which keeps
+//     such stale commits rare.
 //
 // A tracker is safe for concurrent use: the fetching goroutine tracks,
 // write callbacks finish, the committer reads.
@@ -227,6 +232,28 @@ func (t *tracker) retain(owned map[partKey]bool) []partKey {
 			p.lost = true
 			out = append(out, k)
 		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+// release stops tracking the partitions numbered in nums, of every
+// topic, and returns their keys. Their entries drop: an event of them
+// still in flight finishes for nothing, and nothing more of them is
+// committed until a message of them is tracked again.
+func (t *tracker) release(nums map[int]bool) []partKey {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []partKey
+	for k, p := range t.parts {
+		if !nums[k.partition] {
+			continue
+		}
+		for _, e := range p.entries[p.head:] {
+			e.dropped = true
+		}
+		delete(t.parts, k)
+		out = append(out, k)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out

@@ -18,8 +18,10 @@ import (
 // group-protocol user data (copartitioned.UserData), and after every new
 // generation asks the coordinator (DescribeGroups) for the assignment of
 // the member that carries its token. The partitions it no longer owns
-// leave Stats, Ready's lag and the metrics; a message of one fetched
-// later (kafka-go may still hand out queued ones) brings it back.
+// leave Stats, Ready's lag and the metrics. The processing loop reads
+// the same assignment at each generation it sees, and releases the
+// partitions lost (Pipeline.releaseLost); this loop covers the figures
+// when that read failed.
 
 // newToken is a random member token.
 func newToken() []byte {

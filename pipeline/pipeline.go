@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -80,6 +81,9 @@ type Pipeline struct {
 	placement     *keyPlacement
 	misplaced     atomic.Int64
 	repartitioned atomic.Int64
+	// unowned counts messages skipped because their partition had gone
+	// to another member (process).
+	unowned atomic.Int64
 
 	fetched, finished, deadLetters atomic.Int64
 	lastProgress                   atomic.Int64 // unix nanoseconds
@@ -446,6 +450,7 @@ func (p *Pipeline) process(stop, work context.Context, r consumer, msgs <-chan f
 		return err
 	}
 	ix := p.ix
+	var sampled time.Time
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -468,10 +473,25 @@ func (p *Pipeline) process(stop, work context.Context, r consumer, msgs <-chan f
 			if !ok {
 				return nil
 			}
-			if f.gen > ix.dirGen {
-				if err := p.newGeneration(work, f.gen); err != nil {
+			// The generation is read again before each event (at most every
+			// sampleEvery): the events queued between the fetch and here
+			// were counted at their fetch, and one of a partition the group
+			// has just given away must not be decided here.
+			if now := time.Now(); now.Sub(sampled) >= sampleEvery {
+				p.sampleReader(r)
+				sampled = now
+			}
+			if gen := max(f.gen, p.rebalances.Load()); gen > ix.dirGen {
+				if err := p.newGeneration(work, gen); err != nil {
 					return err
 				}
+			}
+			if p.assigned != nil && !p.assigned[partKey{topic: f.msg.Topic, partition: f.msg.Partition}] {
+				// Fetched before the rebalance, returned after it: the
+				// partition's new owner reads it from the group's
+				// committed offset.
+				p.unowned.Add(1)
+				continue
 			}
 			if err := p.handle(work, f.msg, f.dec); err != nil {
 				return err
@@ -492,14 +512,22 @@ func (p *Pipeline) process(stop, work context.Context, r consumer, msgs <-chan f
 	}
 }
 
+// sampleEvery spaces the processing loop's reads of the reader's
+// generation count.
+const sampleEvery = 2 * time.Millisecond
+
 // newGeneration follows the consumer group into generation gen. The
 // restaurants of a partition the member kept had no other writer
 // meanwhile (partition N of every event topic is one member's, and both
 // are keyed by restaurant), so what it knows of them stands, and a member
 // that only lost partitions (the older members when one joins) pauses for
 // nothing but the rebalance. The restaurants of a partition it gained
-// are looked up in the index as their events come (gained.go). An
-// assignment it cannot read makes it read the whole directory again.
+// are looked up in the index as their events come (gained.go). A
+// partition it lost is released at once (releaseLost). Generations that
+// passed unseen (gen more than one past the directory's) may have given
+// a kept partition to another member and back: every partition then
+// counts as gained. An assignment it cannot read makes it read the whole
+// directory again.
 func (p *Pipeline) newGeneration(ctx context.Context, gen int64) error {
 	owned := p.assignment(ctx)
 	if owned == nil || p.assigned == nil {
@@ -511,7 +539,13 @@ func (p *Pipeline) newGeneration(ctx context.Context, gen int64) error {
 		return nil
 	}
 	gained, lost := partitionChange(p.assigned, owned)
+	if gen > p.ix.dirGen+1 {
+		gained, _ = partitionChange(nil, owned)
+	}
 	p.assigned = owned
+	if len(lost) > 0 {
+		p.releaseLost(ctx, lost)
+	}
 	if len(gained) == 0 {
 		for _, n := range lost {
 			delete(p.ix.cold.parts, n)
@@ -521,6 +555,38 @@ func (p *Pipeline) newGeneration(ctx context.Context, gen int64) error {
 		return nil
 	}
 	return p.ix.gain(ctx, gen, gained, lost)
+}
+
+// releaseLost gives up the partitions the group gave another member: the
+// events of them waiting here are dropped unfinished, their tracking and
+// figures end, and what was already added for them is sent now rather
+// than at the flush interval, so that it lands before their new owner,
+// which began with this generation, reads the index. From here on, the
+// messages of them kafka-go still returns are skipped (process).
+//
+// What this closes: the new owner decides the partition's events again
+// from the group's committed offset, and a member still deciding them
+// with its own directory could, for instance, write a dish at the cell
+// its restaurant had just left, after the new owner moved the
+// restaurant's dishes from there. What it narrows but cannot close
+// (kafka-go tells a member of a rebalance only once it is over): the
+// writes this member added before it saw the generation.
+func (p *Pipeline) releaseLost(ctx context.Context, lost []int) {
+	nums := make(map[int]bool, len(lost))
+	for _, n := range lost {
+		nums[n] = true
+	}
+	queued, pending := p.ix.dropPartitions(nums)
+	released := p.track.release(nums)
+	for _, k := range released {
+		part := strconv.Itoa(k.partition)
+		p.met.lag.DeleteLabelValues(k.topic, part)
+		p.met.committed.DeleteLabelValues(k.topic, part)
+	}
+	p.log.Info("partitions assigned to another member: released", "lost", lost, "tracked", len(released), "queued_dropped", queued, "pending_dropped", pending)
+	if w := p.ix.writer; w != nil {
+		go func() { _ = w.Flush(ctx) }()
+	}
 }
 
 // partitionChange lists the partition numbers owned now and not before

@@ -51,9 +51,26 @@ func keyDishesByDish(evs []genEvent) []genEvent {
 // restaurant topic's partition count, the index ends equal to the event
 // log's model with every document on its shard, nothing is dead-lettered
 // as key_mismatch, and the bad dish events are dead-lettered with their
-// reasons under their place and key in the dish topic.
+// reasons under their place and key in the dish topic. The instances
+// start together (usually one generation), or the second once the first
+// is deciding events: the first then loses partitions with their
+// messages still queued in its reader, which it must leave to the second
+// (a dish decided there with its directory would land where its
+// restaurant had just moved away from).
 func TestDishesKeyedByDish(t *testing.T) {
 	realenv.Parallel(t)
+	for _, tc := range []struct {
+		name string
+		late bool
+	}{{"together", false}, {"second joins mid-stream", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			realenv.Parallel(t)
+			testDishesKeyedByDish(t, tc.late)
+		})
+	}
+}
+
+func testDishesKeyedByDish(t *testing.T, late bool) {
 	const seed = 11
 	e := newEnv(t, envOptions{partitions: 3, twoTopics: true, dishKeyDish: true})
 	g := defaultGen(seed, 2000)
@@ -66,6 +83,15 @@ func TestDishesKeyedByDish(t *testing.T) {
 		cfg.PendingMaxAge = time.Minute // as in TestEndToEndTwoTopics
 	}
 	a := e.startMember(cfg, "a")
+	if late {
+		deadline := time.Now().Add(realenv.Slack(30 * time.Second))
+		for a.r.p.Stats().Finished < 200 {
+			if time.Now().After(deadline) {
+				t.Fatalf("member a finished %d events in 30s, want 200 before the second joins", a.r.p.Stats().Finished)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
 	b := e.startMember(cfg, "b")
 	e.waitCaughtUp(t, a.r, 60*time.Second)
 	stA, stB := a.r.p.Stats(), b.r.p.Stats()

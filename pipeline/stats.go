@@ -73,6 +73,10 @@ type Stats struct {
 	// topic, under DishKeyDish; Misplaced, restaurant events in another
 	// partition than the default partitioner gives their key.
 	Repartitioned, Misplaced int64
+	// Unowned counts messages left unprocessed because the group had
+	// given their partition to another member by the time they came out
+	// of kafka-go's queue.
+	Unowned int64
 	// Warm is the directory warm-up's progress.
 	Warm WarmProgress
 	// Partitions describes each partition, by "topic/partition".
@@ -111,6 +115,7 @@ func (p *Pipeline) Stats() Stats {
 		Moves:         p.ix.moves.Load(),
 		Repartitioned: p.repartitioned.Load(),
 		Misplaced:     p.misplaced.Load(),
+		Unowned:       p.unowned.Load(),
 		Partitions:    byName(p.track.snapshot()),
 		Warm: WarmProgress{
 			Pages: p.ix.warmStats.pages.Load(), Restaurants: p.ix.warmStats.seen.Load(), Total: p.ix.warmStats.total.Load(), Done: p.ix.warmStats.done.Load(),
