@@ -3,6 +3,7 @@ package bulk
 import (
 	"errors"
 	"fmt"
+	"net/http"
 )
 
 // Sentinel errors.
@@ -54,6 +55,39 @@ func (e *RequestError) Error() string {
 }
 
 func (e *RequestError) Unwrap() error { return e.Err }
+
+// APIError is an OpenSearch error response to an admin call (Send).
+type APIError struct {
+	Method, Path string
+	Status       int
+	Type, Reason string
+}
+
+func (e *APIError) Error() string {
+	if e.Type == "" {
+		return fmt.Sprintf("bulk: %s %s: status %d: %s", e.Method, e.Path, e.Status, e.Reason)
+	}
+	return fmt.Sprintf("bulk: %s %s: status %d %s: %s", e.Method, e.Path, e.Status, e.Type, e.Reason)
+}
+
+// IsNotFound reports a 404 (a missing index, alias or document).
+func IsNotFound(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.Status == http.StatusNotFound
+}
+
+// IsConflict reports a 409: a version conflict (a stale if_seq_no, or
+// op_type=create of an existing document).
+func IsConflict(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.Status == http.StatusConflict
+}
+
+// IsAlreadyExists reports a create-index request for an index that exists.
+func IsAlreadyExists(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.Type == "resource_already_exists_exception"
+}
 
 // Class is what Classify decides for a status.
 type Class int

@@ -24,8 +24,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/url"
 	"sync"
 	"time"
 
@@ -274,9 +272,5 @@ func allShards(m *router.Map) []int {
 // post sends a search body to the view's index under the routing, and
 // decodes the answer into out.
 func (c *Client) post(ctx context.Context, r Routed, body []byte, out any) error {
-	path := "/" + url.PathEscape(r.Index) + "/_search"
-	if r.Routing != "" {
-		path += "?" + url.Values{"routing": {r.Routing}}.Encode()
-	}
-	return c.admin.Send(ctx, bulk.Request{Method: http.MethodPost, Path: path, Body: body}, out)
+	return c.admin.Send(ctx, bulk.SearchRequest(r.Index, body, bulk.SearchParams{Routing: r.Routing}), out)
 }

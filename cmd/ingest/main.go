@@ -89,7 +89,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.DurationVar(&o.pipe.MigrationPollInterval, "migration-poll-interval", 5*time.Second, "how often to read the reshard migration state (GEOSHARD_MIGRATION_POLL_INTERVAL)")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", ":9464", "listen `address` of /metrics, /healthz and /readyz; empty disables (GEOSHARD_METRICS_ADDR)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error (GEOSHARD_LOG_LEVEL)")
-	cf := o.client.RegisterFlags(fs, getenv)
+	cf := cli.RegisterClientFlags(fs, &o.client, getenv)
 
 	fs.BoolVar(&o.embedded, "embedded", false, "run with an in-process Kafka broker and OpenSearch emulator on bundled data, then print a summary")
 	fs.StringVar(&o.embKafka, "embedded-kafka", "127.0.0.1:0", "listen `address` of the embedded broker (loopback)")

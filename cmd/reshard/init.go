@@ -23,7 +23,7 @@ func runInit(args []string, stdout io.Writer) error {
 	replicasFlag := fs.String("replicas", "auto", "index.number_of_replicas, or auto: 1, and 0 on a one-node cluster (which can never place a replica)")
 	timeout := fs.Duration("timeout", time.Minute, "give up after this long")
 	var cc bulk.ClientConfig
-	cf := cc.RegisterFlags(fs, os.Getenv)
+	cf := cli.RegisterClientFlags(fs, &cc, os.Getenv)
 	if err := parse(fs, args); err != nil {
 		return err
 	}

@@ -27,7 +27,7 @@ var now = time.Now
 // migrationFlags are the flags every migration verb takes.
 type migrationFlags struct {
 	cc          bulk.ClientConfig
-	cf          *bulk.ClientFlags
+	cf          *cli.ClientFlags
 	alias       string
 	metricsAddr string
 	logLevel    string
@@ -35,7 +35,7 @@ type migrationFlags struct {
 
 func addMigrationFlags(fs *flag.FlagSet) *migrationFlags {
 	f := &migrationFlags{}
-	f.cf = f.cc.RegisterFlags(fs, os.Getenv)
+	f.cf = cli.RegisterClientFlags(fs, &f.cc, os.Getenv)
 	fs.StringVar(&f.alias, "alias", "menu", "alias whose index is migrated (GEOSHARD_ALIAS)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve geoshard_migration_phase and geoshard_backfill_docs_total on this `address` at /metrics; empty: off")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error (GEOSHARD_LOG_LEVEL)")

@@ -64,7 +64,7 @@ func runPlan(args []string, stdout io.Writer) error {
 	var rns routingNumShardsFlag
 	fs.Var(&rns, "routing-num-shards", "index.number_of_routing_shards: a multiple of the shard count, or \"default\" for OpenSearch's default; 0 = the shard count")
 	var cc bulk.ClientConfig
-	cf := cc.RegisterFlags(fs, os.Getenv)
+	cf := cli.RegisterClientFlags(fs, &cc, os.Getenv)
 	if err := parse(fs, args); err != nil {
 		return err
 	}

@@ -72,7 +72,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	o := &options{}
 	fs := flag.NewFlagSet("search", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	cf := o.client.RegisterFlags(fs, getenv)
+	cf := cli.RegisterClientFlags(fs, &o.client, getenv)
 	fs.StringVar(&o.alias, "alias", "menu", "alias to search; its write index's map routes the search (GEOSHARD_ALIAS)")
 	fs.StringVar(&o.mapFile, "map", "", "optional map `file`: refuse an index built with another map (GEOSHARD_MAP)")
 	fs.Float64Var(&o.lat, "lat", 0, "latitude of the centre, with --lng and --radius")

@@ -1,6 +1,6 @@
 // Package cli holds what the commands share at their edge with the
-// user: whether output goes to a terminal, and numbers as people read
-// them.
+// user: the OpenSearch connection flags, whether output goes to a
+// terminal, and numbers as people read them.
 package cli
 
 import (

@@ -1,13 +1,15 @@
-package bulk
+package cli
 
 import (
 	"flag"
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/geoshard/geoshard/bulk"
 )
 
-// RegisterFlags defines the flags of a ClientConfig on fs. Each names its
+// RegisterClientFlags defines the flags of c on fs. Each names its
 // GEOSHARD_* environment variable in its usage, which the commands apply
 // with the flag's own parsing (cmd/internal/envflag); getenv (usually
 // os.Getenv) is read for the password only:
@@ -20,7 +22,7 @@ import (
 //
 // The password has no flag of its own, so it never shows in a process
 // list. Call Resolve after fs.Parse.
-func (c *ClientConfig) RegisterFlags(fs *flag.FlagSet, getenv func(string) string) *ClientFlags {
+func RegisterClientFlags(fs *flag.FlagSet, c *bulk.ClientConfig, getenv func(string) string) *ClientFlags {
 	cf := &ClientFlags{c: c, getenv: getenv}
 	fs.StringVar(&cf.addrs, "opensearch", "http://127.0.0.1:9200", "OpenSearch node `URLs`, comma-separated (GEOSHARD_OPENSEARCH)")
 	fs.StringVar(&c.Username, "opensearch-username", "", "basic-auth user (GEOSHARD_OPENSEARCH_USERNAME); the password comes from GEOSHARD_OPENSEARCH_PASSWORD or --opensearch-password-file")
@@ -32,7 +34,7 @@ func (c *ClientConfig) RegisterFlags(fs *flag.FlagSet, getenv func(string) strin
 
 // ClientFlags holds flag values that need work after parsing.
 type ClientFlags struct {
-	c            *ClientConfig
+	c            *bulk.ClientConfig
 	getenv       func(string) string
 	addrs        string
 	passwordFile string
@@ -46,13 +48,13 @@ func (cf *ClientFlags) Resolve() error {
 			cf.c.Addresses = append(cf.c.Addresses, a)
 		}
 	}
-	cf.c.Password = NewSecret(cf.getenv("GEOSHARD_OPENSEARCH_PASSWORD"))
+	cf.c.Password = bulk.NewSecret(cf.getenv("GEOSHARD_OPENSEARCH_PASSWORD"))
 	if cf.passwordFile != "" {
 		b, err := os.ReadFile(cf.passwordFile)
 		if err != nil {
 			return fmt.Errorf("--opensearch-password-file: %w", err)
 		}
-		cf.c.Password = NewSecret(strings.TrimRight(string(b), "\r\n"))
+		cf.c.Password = bulk.NewSecret(strings.TrimRight(string(b), "\r\n"))
 	}
 	return cf.c.Validate()
 }
