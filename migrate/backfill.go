@@ -70,8 +70,9 @@ type BackfillConfig struct {
 	// Ack bounds the check, before copying, that every live ingest
 	// instance writes both indexes.
 	Ack AckConfig
-	// Bulk configures each slice's writer; FlushItems defaults to Page and
-	// Workers to 2. OnResult and Registerer are ignored.
+	// Bulk configures each slice's writer; FlushItems defaults to Page,
+	// Workers to 2 and MaxBufferedItems to bulk's default or four
+	// flushes, whichever is more. OnResult and Registerer are ignored.
 	Bulk bulk.Config
 	// Progress, if set, receives progress every ProgressInterval and once
 	// at the end, from one goroutine.
@@ -86,6 +87,32 @@ const (
 	MaxPage                 = 10000
 	DefaultProgressInterval = 2 * time.Second
 )
+
+// withDefaults fills every zero field with its default. The default of
+// Slices is the number of source shards, which only the recorded
+// migration knows.
+func (c BackfillConfig) withDefaults(sourceShards int) BackfillConfig {
+	if c.Slices == 0 {
+		c.Slices = sourceShards
+	}
+	if c.Page == 0 {
+		c.Page = DefaultPage
+	}
+	if c.ProgressInterval <= 0 {
+		c.ProgressInterval = DefaultProgressInterval
+	}
+	w := &c.Bulk
+	if w.FlushItems == 0 {
+		w.FlushItems = c.Page
+	}
+	if w.Workers == 0 {
+		w.Workers = 2
+	}
+	if w.MaxBufferedItems == 0 {
+		w.MaxBufferedItems = max(bulk.DefaultMaxBufferedItems, 4*w.FlushItems)
+	}
+	return c
+}
 
 // Validate reports every bad field at once.
 func (c BackfillConfig) Validate() error {
@@ -172,6 +199,7 @@ func (m *Migrator) Backfill(ctx context.Context, cfg BackfillConfig) (*BackfillR
 	if err != nil {
 		return nil, err
 	}
+	cfg = cfg.withDefaults(srcMap.NumShards())
 	if cfg.Slices > srcMap.NumShards() {
 		return nil, fmt.Errorf("migrate: backfill: %d slices, but the source has %d shards: a slice reads one source shard", cfg.Slices, srcMap.NumShards())
 	}
@@ -205,7 +233,7 @@ func (m *Migrator) Backfill(ctx context.Context, cfg BackfillConfig) (*BackfillR
 	m.met.setPhase(mig.Phase)
 
 	b := &backfill{m: m, cfg: cfg, mig: mig, tgtMap: tgtMap, searcher: m.searcher(), start: time.Now()}
-	if err := b.prepare(ctx, srcMap); err != nil {
+	if err := b.prepare(ctx); err != nil {
 		return nil, err
 	}
 	runErr := b.run(ctx)
@@ -258,18 +286,8 @@ type backfill struct {
 
 // prepare counts the source and refreshes it, so that the scan sees every
 // document written before dual writes began.
-func (b *backfill) prepare(ctx context.Context, srcMap *router.Map) error {
-	c := &b.cfg
-	if c.Page == 0 {
-		c.Page = DefaultPage
-	}
-	if c.Slices == 0 {
-		c.Slices = srcMap.NumShards()
-	}
-	if c.ProgressInterval <= 0 {
-		c.ProgressInterval = DefaultProgressInterval
-	}
-	b.bucket = newTokenBucket(c.MaxDocsPerSecond, float64(c.Page))
+func (b *backfill) prepare(ctx context.Context) error {
+	b.bucket = newTokenBucket(b.cfg.MaxDocsPerSecond, float64(b.cfg.Page))
 	b.slices = append([]schema.SliceState(nil), b.mig.Backfill...)
 	src := b.mig.Source.Index
 	if err := b.searcher.Refresh(ctx, src); err != nil {

@@ -107,15 +107,6 @@ func (b *backfill) newWriter() (w *bulk.Writer, failed func() error, err error) 
 	var first error
 	wc := b.cfg.Bulk
 	wc.Registerer = nil
-	if wc.FlushItems == 0 {
-		wc.FlushItems = b.cfg.Page
-	}
-	if wc.Workers == 0 {
-		wc.Workers = 2
-	}
-	if wc.MaxBufferedItems == 0 {
-		wc.MaxBufferedItems = max(bulk.DefaultMaxBufferedItems, 4*wc.FlushItems)
-	}
 	wc.OnResult = func(r bulk.Result) {
 		switch r.Outcome {
 		case bulk.OK:

@@ -35,6 +35,15 @@ type CreateConfig struct {
 // in which a copy could resurrect a document deleted by a live write.
 const DefaultGCDeletes = "1h"
 
+// withDefaults fills every zero field with its default (Target's and
+// Replicas' depend on the cluster, and are found by Create).
+func (c CreateConfig) withDefaults() CreateConfig {
+	if c.GCDeletes == "" {
+		c.GCDeletes = DefaultGCDeletes
+	}
+	return c
+}
+
 // Defaults of the settings a migration restores when the source does not
 // set them (OpenSearch's defaults).
 const (
@@ -53,9 +62,7 @@ func (m *Migrator) Create(ctx context.Context, cfg CreateConfig) (*schema.Migrat
 	if cfg.Map == nil {
 		return nil, errors.New("migrate: create: no map")
 	}
-	if cfg.GCDeletes == "" {
-		cfg.GCDeletes = DefaultGCDeletes
-	}
+	cfg = cfg.withDefaults()
 	if _, err := parseTimeValue(cfg.GCDeletes); err != nil {
 		return nil, fmt.Errorf("migrate: create: gc_deletes: %w", err)
 	}

@@ -47,6 +47,14 @@ type SwitchConfig struct {
 // DefaultHealthTimeout is SwitchConfig.HealthTimeout's default.
 const DefaultHealthTimeout = 5 * time.Minute
 
+// withDefaults fills every zero field with its default.
+func (c SwitchConfig) withDefaults() SwitchConfig {
+	if c.HealthTimeout <= 0 {
+		c.HealthTimeout = DefaultHealthTimeout
+	}
+	return c
+}
+
 // Cutover moves the alias, readers and writers, to the target: it
 // restores the target's replicas and refresh interval, waits for green,
 // records phase cut_over and moves the alias in one atomic _aliases call.
@@ -115,110 +123,180 @@ func (m *Migrator) aliasAt(ctx context.Context, from, to string) (switched bool,
 // switchAlias is Cutover (Forward) and Rollback (Reverse): one procedure,
 // the direction choosing which index is left and which is joined.
 func (m *Migrator) switchAlias(ctx context.Context, dir Direction, cfg SwitchConfig) error {
-	if cfg.HealthTimeout <= 0 {
-		cfg.HealthTimeout = DefaultHealthTimeout
-	}
+	cfg = cfg.withDefaults()
 	rec, err := m.store.Load(ctx)
 	if err != nil {
 		return err
 	}
 	mig := &rec.Migration
 	p := planSwitch(mig, dir)
-	resuming := mig.Phase == p.phase
-	if !resuming && !isOneOf(mig.Phase, p.ready) {
-		hint := "cutover follows a passed verify"
-		if dir == Reverse {
-			hint = "rollback follows a cutover"
-		}
-		return &PhaseError{Step: p.step, Alias: m.cfg.Alias, Phase: mig.Phase, Hint: hint}
-	}
-	if dir == Forward && !resuming && (mig.Verification == nil || !mig.Verification.OK) {
-		return fmt.Errorf("migrate: cutover: %w", ErrNotVerified)
+	resuming, err := m.checkSwitch(mig, p, dir)
+	if err != nil {
+		return err
 	}
 	switched, err := m.aliasAt(ctx, p.from, p.to)
 	if err != nil {
 		return fmt.Errorf("migrate: %s: %w", p.step, err)
 	}
 	if resuming && switched {
-		if cfg.DryRun != nil {
-			_, err := fmt.Fprintf(cfg.DryRun, "# reshard %s --dry-run: alias %s is already on %s (phase %s); nothing to send.\n", p.step, m.cfg.Alias, p.to, mig.Phase)
+		return m.switchDone(cfg.DryRun, p, mig.Phase)
+	}
+	reqs, err := m.buildSwitchRequests(rec, p, cfg.HealthTimeout, resuming, switched)
+	if err != nil {
+		return err
+	}
+	if cfg.DryRun != nil {
+		list, state := reqs.inOrder()
+		return writeDryRun(cfg.DryRun, p.step, m.cfg.Alias, p.from, p.to, list, state, p.phase, cfg.Verbose)
+	}
+	if reqs.settings != nil {
+		if err := m.restoreSettings(ctx, p, *reqs.settings); err != nil {
 			return err
 		}
-		m.log.Info("alias already switched", "step", p.step, "index", p.to, "phase", mig.Phase)
-		m.met.setPhase(mig.Phase)
-		return nil
 	}
+	if err := m.waitGreen(ctx, reqs.health, p.to, cfg.HealthTimeout); err != nil {
+		return fmt.Errorf("migrate: %s: %w", p.step, err)
+	}
+	if !resuming {
+		if err := m.recordSwitch(ctx, p, dir); err != nil {
+			return err
+		}
+	}
+	return m.moveAlias(ctx, p, reqs.swap)
+}
 
-	// The requests, in order. A dry run prints them; a real run sends
-	// these very values (the phase write is re-derived by stateStore.Update,
-	// which re-checks the phase, and is the same request unless someone
-	// else wrote meanwhile).
-	var reqs []bulk.Request
+// checkSwitch refuses a switch the migration's phase does not allow, and
+// reports whether the switch resumes one cut short (the phase is p.phase
+// already).
+func (m *Migrator) checkSwitch(mig *schema.Migration, p switchPlan, dir Direction) (resuming bool, err error) {
+	resuming = mig.Phase == p.phase
+	if !resuming && !isOneOf(mig.Phase, p.ready) {
+		hint := "cutover follows a passed verify"
+		if dir == Reverse {
+			hint = "rollback follows a cutover"
+		}
+		return false, &PhaseError{Step: p.step, Alias: m.cfg.Alias, Phase: mig.Phase, Hint: hint}
+	}
+	if dir == Forward && !resuming && (mig.Verification == nil || !mig.Verification.OK) {
+		return false, fmt.Errorf("migrate: cutover: %w", ErrNotVerified)
+	}
+	return resuming, nil
+}
+
+// switchDone ends a resumed switch whose alias had moved already: the
+// phase and the alias both say it is made, so there is nothing to send.
+func (m *Migrator) switchDone(dryRun io.Writer, p switchPlan, phase schema.Phase) error {
+	if dryRun != nil {
+		_, err := fmt.Fprintf(dryRun, "# reshard %s --dry-run: alias %s is already on %s (phase %s); nothing to send.\n", p.step, m.cfg.Alias, p.to, phase)
+		return err
+	}
+	m.log.Info("alias already switched", "step", p.step, "index", p.to, "phase", phase)
+	m.met.setPhase(phase)
+	return nil
+}
+
+// switchRequests are the requests of a switch, one field per stage. A
+// dry run prints them; a real run sends these very values (the phase
+// write is re-derived by stateStore.Update, which re-checks the phase, and
+// is the same request unless someone else wrote meanwhile).
+type switchRequests struct {
+	// settings puts back the settings of the index that becomes the
+	// alias's; nil when there are none to put (reverse).
+	settings *bulk.Request
+	// health waits for that index to turn green.
+	health bulk.Request
+	// state records the phase; nil when resuming, as it is recorded.
+	state *bulk.Request
+	// swap is the atomic _aliases call; nil when the alias is on p.to
+	// already (a switch the other way was cut short): then only the phase
+	// moves.
+	swap *bulk.Request
+}
+
+// inOrder lists the requests in the order they are sent, and the
+// position of the state write in the list (-1 if none).
+func (r switchRequests) inOrder() (reqs []bulk.Request, state int) {
+	state = -1
+	if r.settings != nil {
+		reqs = append(reqs, *r.settings)
+	}
+	reqs = append(reqs, r.health)
+	if r.state != nil {
+		state = len(reqs)
+		reqs = append(reqs, *r.state)
+	}
+	if r.swap != nil {
+		reqs = append(reqs, *r.swap)
+	}
+	return reqs, state
+}
+
+// buildSwitchRequests builds the requests of a switch from the migration
+// as loaded.
+func (m *Migrator) buildSwitchRequests(rec *record, p switchPlan, healthTimeout time.Duration, resuming, switched bool) (switchRequests, error) {
+	var reqs switchRequests
 	if p.settings != nil {
 		r, err := bulk.PutSettingsRequest(p.to, p.settings)
 		if err != nil {
-			return err
+			return reqs, err
 		}
-		reqs = append(reqs, r)
+		reqs.settings = &r
 	}
-	health := bulk.HealthRequest(p.to, "green", formatTimeValue(cfg.HealthTimeout))
-	reqs = append(reqs, health)
-	next := cloneMigration(mig)
+	reqs.health = bulk.HealthRequest(p.to, "green", formatTimeValue(healthTimeout))
+	next := cloneMigration(&rec.Migration)
 	next.Phase, next.Updated = p.phase, m.cfg.Now().UTC()
-	state := -1 // the index of the state write in reqs
 	if !resuming {
 		w, err := m.store.writeRequest(rec, next)
 		if err != nil {
-			return err
+			return reqs, err
 		}
-		state = len(reqs)
-		reqs = append(reqs, w)
+		reqs.state = &w
 	}
-	// The alias may be on p.to already although the phase says otherwise
-	// (a switch the other way was cut short): then only the phase moves.
 	yes := true
 	swap, err := bulk.UpdateAliasesRequest([]bulk.AliasAction{
 		{Remove: &bulk.AliasSpec{Index: p.from, Alias: m.cfg.Alias, MustExist: &yes}},
 		{Add: &bulk.AliasSpec{Index: p.to, Alias: m.cfg.Alias, IsWriteIndex: &yes}},
 	})
 	if err != nil {
-		return err
+		return reqs, err
 	}
 	if !switched {
-		reqs = append(reqs, swap)
+		reqs.swap = &swap
 	}
+	return reqs, nil
+}
 
-	if cfg.DryRun != nil {
-		return writeDryRun(cfg.DryRun, p.step, m.cfg.Alias, p.from, p.to, reqs, state, p.phase, cfg.Verbose)
+// restoreSettings puts back the settings the target was loaded without
+// (its replicas and refresh interval).
+func (m *Migrator) restoreSettings(ctx context.Context, p switchPlan, settings bulk.Request) error {
+	if err := m.admin.Send(ctx, settings, nil); err != nil {
+		return fmt.Errorf("migrate: %s: restore the settings of %s: %w", p.step, p.to, err)
 	}
-	if p.settings != nil {
-		if err := m.admin.Send(ctx, reqs[0], nil); err != nil {
-			return fmt.Errorf("migrate: %s: restore the settings of %s: %w", p.step, p.to, err)
+	m.log.Info("settings restored", "step", p.step, "index", p.to, "replicas", p.settings["number_of_replicas"], "refresh_interval", p.settings["refresh_interval"])
+	return nil
+}
+
+// recordSwitch records phase p.phase before the alias moves: from here on
+// no other operator can cancel (cancel deletes the target) or switch, and
+// a job killed before the swap finds phase p.phase with the alias still
+// on p.from, and makes the swap when run again.
+func (m *Migrator) recordSwitch(ctx context.Context, p switchPlan, dir Direction) error {
+	_, err := m.store.Update(ctx, func(x *schema.Migration) error {
+		if x.Phase == p.phase {
+			return errUnchanged
 		}
-		m.log.Info("settings restored", "step", p.step, "index", p.to, "replicas", p.settings["number_of_replicas"], "refresh_interval", p.settings["refresh_interval"])
-	}
-	if err := m.waitGreen(ctx, health, p.to, cfg.HealthTimeout); err != nil {
-		return fmt.Errorf("migrate: %s: %w", p.step, err)
-	}
-	if !resuming {
-		// Record the phase before the alias moves: from here on no other
-		// operator can cancel (cancel deletes the target) or switch, and
-		// a job killed before the swap finds phase p.phase with the alias
-		// still on p.from, and makes the swap when run again.
-		rec, err = m.store.Update(ctx, func(x *schema.Migration) error {
-			if x.Phase == p.phase {
-				return errUnchanged
-			}
-			if !isOneOf(x.Phase, p.ready) || (dir == Forward && (x.Verification == nil || !x.Verification.OK)) {
-				return &PhaseError{Step: p.step, Alias: m.cfg.Alias, Phase: x.Phase, Hint: "the migration changed meanwhile"}
-			}
-			x.Phase = p.phase
-			return nil
-		})
-		if err != nil {
-			return err
+		if !isOneOf(x.Phase, p.ready) || (dir == Forward && (x.Verification == nil || !x.Verification.OK)) {
+			return &PhaseError{Step: p.step, Alias: m.cfg.Alias, Phase: x.Phase, Hint: "the migration changed meanwhile"}
 		}
-	}
+		x.Phase = p.phase
+		return nil
+	})
+	return err
+}
+
+// moveAlias makes the switch (swap nil: the alias is on p.to already, and
+// only the phase was to move).
+func (m *Migrator) moveAlias(ctx context.Context, p switchPlan, swap *bulk.Request) error {
 	// ── The switch ────────────────────────────────────────────────────
 	// One atomic _aliases call: readers and writers of the alias move
 	// from p.from to p.to together, or nothing changes (must_exist makes
@@ -227,12 +305,12 @@ func (m *Migrator) switchAlias(ctx context.Context, dir Direction, cfg SwitchCon
 	// on writing both indexes, so the reverse switch (rollback) brings
 	// readers back to an index that is current. The point of no return
 	// is Complete, which stops the dual writes.
-	if switched {
+	if swap == nil {
 		m.met.setPhase(p.phase)
 		m.log.Info("alias already on the index; phase recorded", "step", p.step, "index", p.to, "phase", p.phase)
 		return nil
 	}
-	if err := m.admin.Send(ctx, swap, nil); err != nil {
+	if err := m.admin.Send(ctx, *swap, nil); err != nil {
 		return fmt.Errorf("migrate: %s: move alias %s from %s to %s: %w", p.step, m.cfg.Alias, p.from, p.to, err)
 	}
 	m.met.setPhase(p.phase)

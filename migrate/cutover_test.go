@@ -128,14 +128,21 @@ func TestCutoverRollbackComplete(t *testing.T) {
 	// Reads through the alias see the writes made after cutover.
 	e.admin.Refresh(ctx, e.alias)
 	for _, c := range []struct {
+		name  string
 		d     *testDoc
 		found bool
-	}{{&upd, true}, {&del, false}, {added, true}} {
-		routing := e.src.Shard(e.src.LocateCell(c.d.cell(e.src.Level()))).Routing
-		_, v, found, err := e.admin.Get(ctx, e.alias, c.d.ID, routing)
-		if err != nil || found != c.found || (found && v != c.d.Version) {
-			t.Errorf("Get(menu, %s) after rollback = version %d, found %v, %v; want found %v at version %d", c.d.ID, v, found, err, c.found, c.d.Version)
-		}
+	}{
+		{"updated after cutover", &upd, true},
+		{"deleted after cutover", &del, false},
+		{"added after cutover", added, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			routing := e.src.Shard(e.src.LocateCell(c.d.cell(e.src.Level()))).Routing
+			_, v, found, err := e.admin.Get(ctx, e.alias, c.d.ID, routing)
+			if err != nil || found != c.found || (found && v != c.d.Version) {
+				t.Errorf("Get(menu, %s) after rollback = version %d, found %v, %v; want found %v at version %d", c.d.ID, v, found, err, c.found, c.d.Version)
+			}
+		})
 	}
 	if err := e.m.Rollback(ctx, SwitchConfig{}); err != nil {
 		t.Errorf("second Rollback = %v, want a no-op", err)

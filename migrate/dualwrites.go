@@ -29,6 +29,7 @@ const (
 	DefaultLiveWindow = 30 * time.Second
 )
 
+// withDefaults fills every zero field with its default.
 func (c AckConfig) withDefaults() AckConfig {
 	if c.Timeout <= 0 {
 		c.Timeout = DefaultAckTimeout

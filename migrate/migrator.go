@@ -39,6 +39,20 @@ type Config struct {
 // DefaultPollInterval is Config.PollInterval's default.
 const DefaultPollInterval = time.Second
 
+// withDefaults fills every zero field with its default.
+func (c Config) withDefaults() Config {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = DefaultPollInterval
+	}
+	return c
+}
+
 // Validate reports every bad field at once.
 func (c Config) Validate() error {
 	var p []string
@@ -82,15 +96,7 @@ func New(client *opensearch.Client, cfg Config) (*Migrator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.PollInterval == 0 {
-		cfg.PollInterval = DefaultPollInterval
-	}
+	cfg = cfg.withDefaults()
 	met, err := newMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("migrate: register metrics: %w", err)

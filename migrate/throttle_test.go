@@ -13,6 +13,8 @@ func TestTokenBucket(t *testing.T) {
 	at := time.Unix(0, 0)
 	b := newTokenBucket(100, 50)
 	b.now = func() time.Time { return at }
+	// Each step starts from the tokens and the clock the one before left:
+	// a sequence, not cases that could run alone, so not subtests.
 	for _, c := range []struct {
 		advance time.Duration
 		take    int

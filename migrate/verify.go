@@ -59,6 +59,8 @@ const (
 	DefaultMaxIDs   = 100
 )
 
+// withDefaults fills every zero field with its default; a negative Pause
+// is none.
 func (c VerifyConfig) withDefaults() VerifyConfig {
 	if c.Attempts <= 0 {
 		c.Attempts = DefaultAttempts

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 
@@ -29,17 +30,19 @@ func TestTokenRangesAreExact(t *testing.T) {
 		return s2.CellIDFromFace(rng.IntN(6)).ChildBeginAtLevel(30).Advance(int64(rng.Uint64N(1 << 60))).Parent(level)
 	}
 	for _, level := range []int{1, 7, 10, 13, 20, 30} {
-		length := len(randomCell(level).ToToken())
-		for range 2000 {
-			a, b := randomCell(level), randomCell(level)
-			ta, tb := a.ToToken(), b.ToToken()
-			if len(ta) != length || len(tb) != length {
-				t.Fatalf("level %d: tokens %s and %s, want length %d", level, ta, tb, length)
+		t.Run("level="+strconv.Itoa(level), func(t *testing.T) {
+			length := len(randomCell(level).ToToken())
+			for range 2000 {
+				a, b := randomCell(level), randomCell(level)
+				ta, tb := a.ToToken(), b.ToToken()
+				if len(ta) != length || len(tb) != length {
+					t.Fatalf("level %d: tokens %s and %s, want length %d", level, ta, tb, length)
+				}
+				if (a < b) != (ta < tb) || (a == b) != (ta == tb) {
+					t.Fatalf("level %d: cells %v < %v is %v, tokens %s < %s is %v", level, a, b, a < b, ta, tb, ta < tb)
+				}
 			}
-			if (a < b) != (ta < tb) || (a == b) != (ta == tb) {
-				t.Fatalf("level %d: cells %v < %v is %v, tokens %s < %s is %v", level, a, b, a < b, ta, tb, ta < tb)
-			}
-		}
+		})
 	}
 	m := loadMap(t, "testdata/us-24.json")
 	inRange := func(tok string, i int) bool {
@@ -112,54 +115,63 @@ func TestVerifyFindsDifferences(t *testing.T) {
 	}
 
 	for _, ids := range []bool{false, true} {
-		ver, err := e.m.Verify(ctx, VerifyConfig{IDs: ids, Attempts: 2, Pause: time.Millisecond})
-		if !errors.Is(err, ErrMismatch) || ver == nil || ver.OK {
-			t.Fatalf("Verify(ids %v) = %v, want ErrMismatch", ids, err)
-		}
-		bad := map[string]schema.ShardReport{}
-		for _, r := range ver.Shards {
-			if !r.OK {
-				bad[r.Shard] = r
-			}
-		}
-		name := func(i int) string { return e.dst.Shard(i).Name }
-		if len(bad) != 4 {
-			t.Errorf("ids %v: %d shards differ (%v), want 4: %s %s %s %s", ids, len(bad), bad, name(2), name(5), name(7), name(9))
-		}
-		if r := bad[name(shardOf(missing))]; r.Target != r.Source-1 || r.Missing != 1 || r.Extra != 0 || r.OutOfRange != 0 {
-			t.Errorf("ids %v: shard with the missing document: %+v", ids, r)
-		}
-		if r := bad[name(5)]; r.Target != r.Source+1 || r.Extra != 1 || r.Missing != 0 {
-			t.Errorf("ids %v: shard with the extra document: %+v", ids, r)
-		}
-		if r := bad[name(7)]; r.Target != r.Source-1 || r.Missing != 1 {
-			t.Errorf("ids %v: shard the misrouted document belongs to: %+v", ids, r)
-		}
-		// By counts the misrouted document is only out of range; by ids it
-		// is also extra here (and missing where it belongs).
-		if r := bad[name(9)]; r.OutOfRange != 1 || r.Target != r.Source+1 || (r.Extra == 1) != ids {
-			t.Errorf("ids %v: shard holding the misrouted document: %+v", ids, r)
-		}
+		mode := "by counts"
 		if ids {
-			for _, c := range []struct {
-				shard int
-				got   []string
-				want  string
-			}{
-				{2, bad[name(2)].MissingIDs, missing.ID},
-				{5, bad[name(5)].ExtraIDs, extra.ID},
-				{7, bad[name(7)].MissingIDs, mis.ID},
-				{9, bad[name(9)].ExtraIDs, mis.ID},
-			} {
-				if !reflect.DeepEqual(c.got, []string{c.want}) {
-					t.Errorf("shard %s: ids %v, want [%s]", name(c.shard), c.got, c.want)
+			mode = "by ids"
+		}
+		t.Run(mode, func(t *testing.T) {
+			ver, err := e.m.Verify(ctx, VerifyConfig{IDs: ids, Attempts: 2, Pause: time.Millisecond})
+			if !errors.Is(err, ErrMismatch) || ver == nil || ver.OK {
+				t.Fatalf("Verify(ids %v) = %v, want ErrMismatch", ids, err)
+			}
+			bad := map[string]schema.ShardReport{}
+			for _, r := range ver.Shards {
+				if !r.OK {
+					bad[r.Shard] = r
 				}
 			}
-		}
-		mig, _ := e.m.Load(ctx)
-		if mig.Phase != schema.PhaseBackfilled || mig.Verification.OK || mig.Verification.IDs != ids {
-			t.Errorf("after a failed verification: phase %s, stored %+v", mig.Phase, mig.Verification)
-		}
+			name := func(i int) string { return e.dst.Shard(i).Name }
+			if len(bad) != 4 {
+				t.Errorf("ids %v: %d shards differ (%v), want 4: %s %s %s %s", ids, len(bad), bad, name(2), name(5), name(7), name(9))
+			}
+			if r := bad[name(shardOf(missing))]; r.Target != r.Source-1 || r.Missing != 1 || r.Extra != 0 || r.OutOfRange != 0 {
+				t.Errorf("ids %v: shard with the missing document: %+v", ids, r)
+			}
+			if r := bad[name(5)]; r.Target != r.Source+1 || r.Extra != 1 || r.Missing != 0 {
+				t.Errorf("ids %v: shard with the extra document: %+v", ids, r)
+			}
+			if r := bad[name(7)]; r.Target != r.Source-1 || r.Missing != 1 {
+				t.Errorf("ids %v: shard the misrouted document belongs to: %+v", ids, r)
+			}
+			// By counts the misrouted document is only out of range; by ids it
+			// is also extra here (and missing where it belongs).
+			if r := bad[name(9)]; r.OutOfRange != 1 || r.Target != r.Source+1 || (r.Extra == 1) != ids {
+				t.Errorf("ids %v: shard holding the misrouted document: %+v", ids, r)
+			}
+			if ids {
+				for _, c := range []struct {
+					name  string
+					shard int
+					got   []string
+					want  string
+				}{
+					{"missing", 2, bad[name(2)].MissingIDs, missing.ID},
+					{"extra", 5, bad[name(5)].ExtraIDs, extra.ID},
+					{"misrouted, missing where it belongs", 7, bad[name(7)].MissingIDs, mis.ID},
+					{"misrouted, extra where it is", 9, bad[name(9)].ExtraIDs, mis.ID},
+				} {
+					t.Run(c.name, func(t *testing.T) {
+						if !reflect.DeepEqual(c.got, []string{c.want}) {
+							t.Errorf("shard %s: ids %v, want [%s]", name(c.shard), c.got, c.want)
+						}
+					})
+				}
+			}
+			mig, _ := e.m.Load(ctx)
+			if mig.Phase != schema.PhaseBackfilled || mig.Verification.OK || mig.Verification.IDs != ids {
+				t.Errorf("after a failed verification: phase %s, stored %+v", mig.Phase, mig.Verification)
+			}
+		})
 	}
 	// Cutover needs a passed verification.
 	var pe *PhaseError
