@@ -170,21 +170,56 @@ func (ix *indexer) refresh(ctx context.Context, targets []target) error {
 // for every target, on a task. rej is set when a write was rejected: the
 // event is dead-lettered instead.
 func (ix *indexer) relocate(ctx context.Context, targets []target, ev *event, from, to s2.CellID) (rej, err error) {
-	rid := ev.change.ID
 	if err := ix.refresh(ctx, targets); err != nil {
 		return nil, err
 	}
-	type oldCopy struct {
-		index, id, routing, label string
-		version                   int64
-	}
-	var olds []oldCopy
-	var oldRestaurants []oldCopy
-	src, err := ix.sourceDishes(ctx, targets, rid, from)
+	plan, err := ix.planMove(ctx, targets, ev, from, to)
 	if err != nil {
 		return nil, err
 	}
-	var copies []bulk.Item
+	if rej, err := ix.step(ctx, ev, stepCopyDishes, plan.copies); rej != nil || err != nil {
+		return rej, err
+	}
+	if len(plan.oldRestaurants) == 0 {
+		return nil, nil // the cell changed, the shard did not
+	}
+	for _, st := range plan.deletes(targets[0].index) {
+		if rej, err := ix.step(ctx, ev, st.name, st.items); rej != nil || err != nil {
+			return rej, err
+		}
+	}
+	ix.moves.Add(1)
+	ix.met.moves.Inc()
+	return nil, nil
+}
+
+// oldCopy is a document a move leaves on the old shard, deleted once its
+// copy at the new cell is written.
+type oldCopy struct {
+	index, id, routing, label string
+	version                   int64
+}
+
+// movePlan is what a move writes and then deletes, over every target.
+type movePlan struct {
+	// copies are the restaurant's dishes rewritten at the new cell.
+	copies []bulk.Item
+	// oldDishes are the dishes' copies on the old shard, and
+	// oldRestaurants the restaurant's, of the targets whose shard changes
+	// (none when only the cell does).
+	oldDishes, oldRestaurants []oldCopy
+}
+
+// planMove reads the restaurant's dishes at from (the source target's,
+// during dual writes: sourceDishes) and plans their copies at to and the
+// deletes of what stays behind, for every target whose cell changes.
+func (ix *indexer) planMove(ctx context.Context, targets []target, ev *event, from, to s2.CellID) (movePlan, error) {
+	rid := ev.change.ID
+	var plan movePlan
+	src, err := ix.sourceDishes(ctx, targets, rid, from)
+	if err != nil {
+		return plan, err
+	}
 	for i := range targets {
 		t := &targets[i]
 		level := t.m.Level()
@@ -196,67 +231,62 @@ func (ix *indexer) relocate(ctx context.Context, targets []target, ev *event, fr
 		}
 		dishes, err := ix.dishesIn(ctx, targets, i, src, rid, fromRouting)
 		if err != nil {
-			return nil, err
+			return plan, err
 		}
 		for _, d := range dishes {
 			body, err := withGeoCell(d.hit.Source, toToken)
 			if err != nil {
-				return nil, fmt.Errorf("pipeline: dish %s: rewrite source: %w", d.hit.ID, err)
+				return plan, fmt.Errorf("pipeline: dish %s: rewrite source: %w", d.hit.ID, err)
 			}
-			copies = append(copies, bulk.Item{
+			plan.copies = append(plan.copies, bulk.Item{
 				Action: bulk.Index, Index: t.index, ID: d.hit.ID, Routing: toRouting, Version: d.version,
 				VersionType: bulk.ExternalGTE, Body: body, Shard: t.labels[toShard],
 			})
 			if fromShard != toShard {
-				olds = append(olds, oldCopy{t.index, d.hit.ID, fromRouting, t.labels[fromShard], d.version})
+				plan.oldDishes = append(plan.oldDishes, oldCopy{t.index, d.hit.ID, fromRouting, t.labels[fromShard], d.version})
 			}
 		}
 		if fromShard != toShard {
-			oldRestaurants = append(oldRestaurants, oldCopy{t.index, schema.RestaurantID(rid), fromRouting, t.labels[fromShard], ev.change.Version})
+			plan.oldRestaurants = append(plan.oldRestaurants, oldCopy{t.index, schema.RestaurantID(rid), fromRouting, t.labels[fromShard], ev.change.Version})
 		}
 	}
-	if rej, err := ix.step(ctx, ev, stepCopyDishes, copies); rej != nil || err != nil {
-		return rej, err
-	}
-	if len(oldRestaurants) == 0 {
-		return nil, nil // the cell changed, the shard did not
-	}
-	// The old restaurant copy leaves the other target before the primary
-	// (see Dual writes above).
-	var otherRestaurants, primaryRestaurants []oldCopy
-	for _, o := range oldRestaurants {
-		if o.index == targets[0].index {
-			primaryRestaurants = append(primaryRestaurants, o)
+	return plan, nil
+}
+
+// deleteStep is one step of a move's deletes.
+type deleteStep struct {
+	name  moveStep
+	items []bulk.Item
+}
+
+// deletes are the plan's deletes in step order: the old dishes, then the
+// old restaurant copy of the other target (a step only during dual
+// writes), then the primary's, whose index is primary: the copy leaves
+// the other target before the primary (see Dual writes above).
+func (plan movePlan) deletes(primary string) []deleteStep {
+	var other, prim []oldCopy
+	for _, o := range plan.oldRestaurants {
+		if o.index == primary {
+			prim = append(prim, o)
 		} else {
-			otherRestaurants = append(otherRestaurants, o)
+			other = append(other, o)
 		}
 	}
-	for _, st := range []struct {
-		name   moveStep
-		copies []oldCopy
-		vtype  bulk.VersionType
-	}{
-		{stepDeleteOldDishes, olds, bulk.ExternalGTE},
-		{stepDeleteOtherOldCopy, otherRestaurants, bulk.External},
-		{stepDeleteOldCopy, primaryRestaurants, bulk.External},
-	} {
-		if len(st.copies) == 0 && st.name == stepDeleteOtherOldCopy {
-			continue
-		}
-		items := make([]bulk.Item, len(st.copies))
-		for i, o := range st.copies {
-			items[i] = bulk.Item{
+	items := func(copies []oldCopy, vtype bulk.VersionType) []bulk.Item {
+		out := make([]bulk.Item, len(copies))
+		for i, o := range copies {
+			out[i] = bulk.Item{
 				Action: bulk.Delete, Index: o.index, ID: o.id, Routing: o.routing, Version: o.version,
-				VersionType: st.vtype, Shard: o.label,
+				VersionType: vtype, Shard: o.label,
 			}
 		}
-		if rej, err := ix.step(ctx, ev, st.name, items); rej != nil || err != nil {
-			return rej, err
-		}
+		return out
 	}
-	ix.moves.Add(1)
-	ix.met.moves.Inc()
-	return nil, nil
+	steps := []deleteStep{{stepDeleteOldDishes, items(plan.oldDishes, bulk.ExternalGTE)}}
+	if len(other) > 0 {
+		steps = append(steps, deleteStep{stepDeleteOtherOldCopy, items(other, bulk.External)})
+	}
+	return append(steps, deleteStep{stepDeleteOldCopy, items(prim, bulk.External)})
 }
 
 // deleteDependents deletes, on a task, every dish of a live restaurant at

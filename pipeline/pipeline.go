@@ -185,19 +185,13 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if !p.started.CompareAndSwap(false, true) {
 		return ErrAlreadyRun
 	}
-	m, key, err := p.initialMode(ctx)
+	watch, err := p.enterMode(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
 	}
-	p.setMode(m)
-	p.migPolled.Store(time.Now().UnixNano())
-	p.logMode("write mode", m)
-	p.beat(ctx)
-	watch := &watcher{key: key, req: m}
-
 	dialer, transport, err := p.cfg.Kafka.KafkaDialer()
 	if err != nil {
 		return err
@@ -208,26 +202,12 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if err := p.checkPartitions(ctx, transport); err != nil {
 		return err
 	}
-	runCtx, cancelRun := context.WithCancelCause(context.Background())
-	defer cancelRun(nil)
-	p.mu.Lock()
-	p.cancelRun = cancelRun
-	p.mu.Unlock()
-
-	bcfg := p.cfg.Bulk
-	bcfg.OnResult = p.onResult
-	bcfg.Registerer = p.cfg.Registerer
-	if bcfg.Logger == nil {
-		bcfg.Logger = p.log
-	}
-	w, err := bulk.New(p.client, bcfg)
+	lt := p.newLifetimes(ctx)
+	defer lt.release()
+	w, err := p.startWriter()
 	if err != nil {
-		return fmt.Errorf("pipeline: bulk writer: %w", err)
+		return err
 	}
-	p.ix.writer = w
-	p.mu.Lock()
-	p.writer = w
-	p.mu.Unlock()
 	if p.groupCommitted == nil {
 		p.groupCommitted = p.offsetFetcher(transport)
 	}
@@ -238,29 +218,6 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	prod := p.newProducer(transport)
 	p.dead = newDLQ(prod, p.log, p.deadLetterWritten, func(d *deadLetter) bool { return p.track.isDropped(d.ev.entry) })
 
-	// fetchCtx ends intake; workCtx bounds every blocking step, and ends
-	// DrainTimeout after ctx does; runCtx ends on a fatal error.
-	fetchCtx, cancelFetch := context.WithCancel(runCtx)
-	workCtx, cancelWork := context.WithCancel(runCtx)
-	defer cancelFetch()
-	defer cancelWork()
-	var drainTimer *time.Timer
-	var timerMu sync.Mutex
-	stopWatch := context.AfterFunc(ctx, func() {
-		cancelFetch()
-		timerMu.Lock()
-		drainTimer = time.AfterFunc(p.cfg.DrainTimeout, cancelWork)
-		timerMu.Unlock()
-	})
-	defer func() {
-		stopWatch()
-		timerMu.Lock()
-		if drainTimer != nil {
-			drainTimer.Stop()
-		}
-		timerMu.Unlock()
-	}()
-
 	p.lastProgress.Store(time.Now().UnixNano())
 	p.running.Store(true)
 	defer p.running.Store(false)
@@ -268,58 +225,23 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if p.cfg.DishKey == DishKeyDish {
 		p.log.Info("re-keying dish events by restaurant", "from", p.cfg.DishTopic, "to", p.cfg.RepartitionTopic, "group", p.cfg.repartitionGroup())
 	}
-
 	var bg sync.WaitGroup
-	commitCtx, stopCommit := context.WithCancel(runCtx)
-	defer stopCommit()
-	bg.Go(func() { p.dead.run(workCtx) })
-	bg.Go(func() { p.commitLoop(commitCtx, reader) })
-	bg.Go(func() { p.progressLoop(workCtx, reader) })
-	bg.Go(func() { p.watch(fetchCtx, watch) })
-	// The repartitioner (repartition.go) stops with intake, and finishes
-	// the batch it is writing within the drain.
-	var repart sync.WaitGroup
-	if p.cfg.DishKey == DishKeyDish {
-		rp := p.newRepartitioner(dialer, transport)
-		repart.Go(func() { rp.run(fetchCtx, workCtx) })
-	}
-	raw, msgs := make(chan fetched, 64), make(chan fetched, 64)
-	var fetcher sync.WaitGroup
-	fetcher.Go(func() { p.fetch(fetchCtx, reader, raw) })
-	fetcher.Go(func() { p.decodeAll(fetchCtx, raw, msgs) })
+	bg.Go(func() { p.dead.run(lt.work) })
+	bg.Go(func() { p.commitLoop(lt.commit, reader) })
+	bg.Go(func() { p.progressLoop(lt.work, reader) })
+	bg.Go(func() { p.watch(lt.intake, watch) })
 
-	if err := p.process(fetchCtx, workCtx, reader, msgs); err != nil && workCtx.Err() == nil {
-		p.fail(err)
-	}
-	cancelFetch()
-	fetcher.Wait()
-	repart.Wait()
-
-	// Drain: writes and tasks in flight (and the events queued behind
-	// them), then dead letters, within DrainTimeout (none after a fatal
-	// error: runCtx has ended).
-	if err := p.ix.quiesce(workCtx); err != nil && runCtx.Err() == nil {
-		p.log.Warn("drain: writes still in flight at the deadline", "error", err)
-	}
-	if err := w.Flush(workCtx); err != nil && runCtx.Err() == nil {
-		p.log.Warn("drain: writes still in flight at the deadline", "error", err)
-	}
-	if err := p.dead.waitEmpty(workCtx); err != nil && runCtx.Err() == nil {
-		p.log.Warn("drain: dead letters still unwritten at the deadline", "error", err)
-	}
-	closeCtx, cancelClose := context.WithTimeout(workCtx, time.Second)
-	_ = w.Close(closeCtx) // after the drain: aborts what is still in flight
-	cancelClose()
-	cancelWork()
+	p.consume(lt, dialer, transport, reader)
+	p.drain(lt, w)
+	lt.stopWork()
 	p.ix.tasks.Wait() // their writes have ended: cancelled, or failed by Close
-	stopCommit()
-	cancelWork()
+	lt.stopCommit()
 	bg.Wait() // the committer has stopped: the last commit below is the only one
 
 	finalCtx, cancelFinal := context.WithTimeout(context.Background(), 5*time.Second)
 	p.commit(finalCtx, reader)
 	cancelFinal()
-	cancelRun(nil)
+	lt.cancelRun(nil)
 	if err := reader.Close(); err != nil {
 		p.log.Warn("close kafka reader", "error", err)
 	}
@@ -331,6 +253,141 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	defer p.mu.Unlock()
 	p.log.Info("stopped", "finished", p.finished.Load(), "pending", p.ix.pend.len(), "error", p.fatalErr)
 	return p.fatalErr
+}
+
+// enterMode reads the migration state, takes the write mode it asks for
+// and writes the first heartbeat; the watcher it returns follows the
+// state from there.
+func (p *Pipeline) enterMode(ctx context.Context) (*watcher, error) {
+	m, key, err := p.initialMode(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p.setMode(m)
+	p.migPolled.Store(time.Now().UnixNano())
+	p.logMode("write mode", m)
+	p.beat(ctx)
+	return &watcher{key: key, req: m}, nil
+}
+
+// startWriter creates the bulk writer every target is written through.
+func (p *Pipeline) startWriter() (*bulk.Writer, error) {
+	bcfg := p.cfg.Bulk
+	bcfg.OnResult = p.onResult
+	bcfg.Registerer = p.cfg.Registerer
+	if bcfg.Logger == nil {
+		bcfg.Logger = p.log
+	}
+	w, err := bulk.New(p.client, bcfg)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: bulk writer: %w", err)
+	}
+	p.ix.writer = w
+	p.mu.Lock()
+	p.writer = w
+	p.mu.Unlock()
+	return w, nil
+}
+
+// lifetimes are the contexts of one Run. They order its shutdown:
+//
+//  1. intake ends when Run's context does: nothing more is fetched, the
+//     repartitioner finishes the batch it writes, the processing loop
+//     returns.
+//  2. The drain (Pipeline.drain) then waits, under work, for the writes
+//     and tasks in flight and the events queued behind them, then for the
+//     dead letters, and closes the bulk writer. work ends DrainTimeout
+//     after Run's context did, which cuts the drain short.
+//  3. work ends: the tasks still running stop, and Run waits for them,
+//     so that nothing can finish an event any more.
+//  4. commit ends: the committer stops, and Run commits once more, the
+//     last commit, of everything finished.
+//
+// run ends all of them at once on a fatal error (fail): there is no
+// drain then.
+type lifetimes struct {
+	run, intake, work, commit        context.Context
+	cancelRun                        context.CancelCauseFunc
+	stopIntake, stopWork, stopCommit context.CancelFunc
+	stopWatch                        func() bool
+	timerMu                          sync.Mutex
+	drainTimer                       *time.Timer
+}
+
+// newLifetimes derives a Run's contexts from ctx, and makes fail end
+// them.
+func (p *Pipeline) newLifetimes(ctx context.Context) *lifetimes {
+	lt := &lifetimes{}
+	lt.run, lt.cancelRun = context.WithCancelCause(context.Background())
+	lt.intake, lt.stopIntake = context.WithCancel(lt.run)
+	lt.work, lt.stopWork = context.WithCancel(lt.run)
+	lt.commit, lt.stopCommit = context.WithCancel(lt.run)
+	lt.stopWatch = context.AfterFunc(ctx, func() {
+		lt.stopIntake()
+		lt.timerMu.Lock()
+		lt.drainTimer = time.AfterFunc(p.cfg.DrainTimeout, lt.stopWork)
+		lt.timerMu.Unlock()
+	})
+	p.mu.Lock()
+	p.cancelRun = lt.cancelRun
+	p.mu.Unlock()
+	return lt
+}
+
+// release ends every context and the drain timer.
+func (lt *lifetimes) release() {
+	lt.stopWatch()
+	lt.timerMu.Lock()
+	if lt.drainTimer != nil {
+		lt.drainTimer.Stop()
+	}
+	lt.timerMu.Unlock()
+	lt.stopIntake()
+	lt.stopWork()
+	lt.stopCommit()
+	lt.cancelRun(nil)
+}
+
+// consume runs intake: the repartitioner (under DishKeyDish), the fetch
+// and the decoding beside the processing loop, until intake ends or the
+// loop fails. It returns once all of them have stopped.
+func (p *Pipeline) consume(lt *lifetimes, dialer *kafka.Dialer, transport *kafka.Transport, reader consumer) {
+	// The repartitioner (repartition.go) stops with intake, and finishes
+	// the batch it is writing within the drain.
+	var repart sync.WaitGroup
+	if p.cfg.DishKey == DishKeyDish {
+		rp := p.newRepartitioner(dialer, transport)
+		repart.Go(func() { rp.run(lt.intake, lt.work) })
+	}
+	raw, msgs := make(chan fetched, 64), make(chan fetched, 64)
+	var fetcher sync.WaitGroup
+	fetcher.Go(func() { p.fetch(lt.intake, reader, raw) })
+	fetcher.Go(func() { p.decodeAll(lt.intake, raw, msgs) })
+
+	if err := p.process(lt.intake, lt.work, reader, msgs); err != nil && lt.work.Err() == nil {
+		p.fail(err)
+	}
+	lt.stopIntake()
+	fetcher.Wait()
+	repart.Wait()
+}
+
+// drain waits, within work, for the writes and tasks in flight (and the
+// events queued behind them), then for the dead letters, and closes the
+// writer, aborting what is still in flight. After a fatal error run has
+// ended, so nothing is waited for.
+func (p *Pipeline) drain(lt *lifetimes, w *bulk.Writer) {
+	warn := func(msg string, err error) {
+		if err != nil && lt.run.Err() == nil {
+			p.log.Warn(msg, "error", err)
+		}
+	}
+	warn("drain: writes still in flight at the deadline", p.ix.quiesce(lt.work))
+	warn("drain: writes still in flight at the deadline", w.Flush(lt.work))
+	warn("drain: dead letters still unwritten at the deadline", p.dead.waitEmpty(lt.work))
+	closeCtx, cancelClose := context.WithTimeout(lt.work, time.Second)
+	_ = w.Close(closeCtx)
+	cancelClose()
 }
 
 // fail stops the pipeline with err; the first error wins.
