@@ -26,6 +26,10 @@ import (
 type copartitioned struct {
 	// token identifies this member in the group (ownership.go).
 	token []byte
+	// beforeJoin, if set, runs before each JoinGroup: kafka-go builds the
+	// request, user data included, once the previous generation has
+	// ended and before the member joins the next (Pipeline.beforeJoin).
+	beforeJoin func()
 }
 
 var _ kafka.GroupBalancer = copartitioned{}
@@ -36,7 +40,12 @@ func (copartitioned) ProtocolName() string { return "geoshard-copartitioned" }
 
 // UserData is the member's token: the assignment needs nothing of the
 // members, but the member finds its own assignment by it.
-func (b copartitioned) UserData() ([]byte, error) { return b.token, nil }
+func (b copartitioned) UserData() ([]byte, error) {
+	if b.beforeJoin != nil {
+		b.beforeJoin()
+	}
+	return b.token, nil
+}
 
 // AssignGroups gives each member, for each topic it subscribes to, the
 // partitions whose numbers are its own. A partition of a topic its

@@ -99,7 +99,7 @@
 // assignment cannot be read makes it read the whole directory again
 // (pipeline.go, newGeneration). The events of a partition it lost that
 // still wait in it, or in its reader's queue, it leaves unfinished to the
-// new owner (releaseLost). A directory read from the index knows no
+// new owner (releaseUnowned). A directory read from the index knows no
 // delete made before the read, so a restaurant it does not know is taken
 // as live only once the index has taken its write (confirmRestaurant).
 // Before the lookups (or the read) everything the instance has in flight
@@ -133,13 +133,14 @@
 //     it performs stay those of the phase it applies. Restaurants that are
 //     not yet in the migration's target index are written there only when
 //     they change: the copy of the rest is the job's.
-//   - kafka-go tells a member of a rebalance only once the new
-//     generation has begun, when the partitions' new owners begin too. A
-//     member drops its waiting events of the partitions it lost and skips
-//     the messages of them still queued in its reader (releaseLost), and
-//     sends what it had already added for them at once; the writes it
-//     added before it saw the generation can still land after the new
-//     owner's first reads of the index.
+//   - A member settles its writes in flight before it joins a new
+//     generation (handover.go), but waits for that at most half the
+//     rebalance timeout: a member whose writes do not land in that time
+//     (a shard that does not answer) joins without, and its last writes
+//     can land after the new owner of their partitions has read the
+//     index. A member that stops without leaving the group (SIGKILL, a
+//     lost host) settles nothing; its writes in flight land or fail
+//     within the request timeout, long before its session expires.
 //   - Dead letters are written at least once: an event dead-lettered
 //     just before its partition moved is dead-lettered again by the new
 //     owner. Before dead-lettering an expired dish, the index is asked for

@@ -171,7 +171,7 @@ func (ix *indexer) searchRestaurants(ctx context.Context, t *target, rids []stri
 }
 
 // dropPartitions forgets, without finishing them, the events of the
-// partitions numbered in nums that wait here: queued behind a held
+// partitions numbered lost that wait here: queued behind a held
 // restaurant, or pending for an unknown one. The group gave those
 // partitions to another member, which reads them again from the group's
 // committed offset; deciding them here, with a directory that no longer
@@ -181,11 +181,11 @@ func (ix *indexer) searchRestaurants(ctx context.Context, t *target, rids []stri
 // A task of such a restaurant that already runs (a move, a delete) runs
 // to its end: its steps are idempotent, and the new owner, deciding the
 // same event again, finds what it left.
-func (ix *indexer) dropPartitions(nums map[int]bool) (queued, pending int) {
+func (ix *indexer) dropPartitions(lost func(partition int) bool) (queued, pending int) {
 	for rid, rs := range ix.rests {
 		kept := rs.queue[:0]
 		for _, ev := range rs.queue {
-			if !nums[ev.part.partition] {
+			if !lost(ev.part.partition) {
 				kept = append(kept, ev)
 			}
 		}
@@ -195,7 +195,7 @@ func (ix *indexer) dropPartitions(nums map[int]bool) (queued, pending int) {
 		ix.settle(rid)
 	}
 	ix.parked -= queued
-	pending = len(ix.pend.purge(func(ev *event) bool { return nums[ev.part.partition] }))
+	pending = len(ix.pend.purge(func(ev *event) bool { return lost(ev.part.partition) }))
 	ix.met.pending.Set(float64(ix.pend.len()))
 	return queued, pending
 }

@@ -6,10 +6,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/golang/geo/s2"
+	"github.com/segmentio/kafka-go"
 )
 
 // TestGainedPartitionsAreLookedUp: after a generation that gained
@@ -190,6 +194,99 @@ func TestLostPartitionIsReleased(t *testing.T) {
 		t.Errorf("commits due %v, want none", got)
 	}
 	if !p.assigned[partKey{"events", 1}] || p.assigned[partKey{"events", 0}] {
+		t.Errorf("assigned %v, want partition 1 only", p.assigned)
+	}
+}
+
+// genReader is a consumer that only counts generations.
+type genReader struct{ begun atomic.Int64 }
+
+func (g *genReader) FetchMessage(ctx context.Context) (kafka.Message, error) {
+	<-ctx.Done()
+	return kafka.Message{}, ctx.Err()
+}
+func (g *genReader) CommitMessages(context.Context, ...kafka.Message) error { return nil }
+func (g *genReader) Stats() kafka.ReaderStats {
+	return kafka.ReaderStats{Rebalances: g.begun.Swap(0)}
+}
+func (g *genReader) Close() error { return nil }
+
+// TestJoinWaitsForWritesInFlight: the group's balancer runs beforeJoin as
+// kafka-go builds a JoinGroup; while the processing loop decides events,
+// it returns only once every write in flight has landed, and the loop
+// then decides nothing until the next generation has begun, which it
+// enters with the assignment read then (a partition lost is released).
+func TestJoinWaitsForWritesInFlight(t *testing.T) {
+	p := offlinePipeline(t)
+	ix := p.ix
+	r := &genReader{}
+	p.groupReader = r
+	p.assigned = map[partKey]bool{{"events", 0}: true, {"events", 1}: true}
+	ix.dirGen = 1
+	p.rebalances.Store(1)
+	var mu sync.Mutex
+	var order []string
+	note := func(s string) {
+		mu.Lock()
+		order = append(order, s)
+		mu.Unlock()
+	}
+	owned := make(chan map[partKey]bool, 1)
+	p.describeGroup = func(context.Context) (map[partKey]bool, bool, error) {
+		select {
+		case o := <-owned:
+			return o, true, nil
+		default:
+			return nil, false, nil
+		}
+	}
+
+	// Not deciding yet: a join goes on at once.
+	p.beforeJoin()
+	if len(p.joins) != 0 {
+		t.Fatal("a join before the loop decides asked the loop")
+	}
+
+	p.deciding.Store(true)
+	ev := &event{rid: "r1", part: partKey{"events", 0}}
+	ix.fly(ev)
+	ctx := context.Background()
+	handed := make(chan error, 1)
+	taken := make(chan struct{})
+	go func() {
+		ask := <-p.joins
+		close(taken)
+		handed <- p.handOver(ctx, ctx, r, ask)
+	}()
+	joined := make(chan struct{})
+	go func() {
+		copartitioned{beforeJoin: p.beforeJoin}.UserData()
+		note("joined")
+		close(joined)
+	}()
+	// The write lands after the loop has taken the ask.
+	<-taken
+	runtime.Gosched()
+	note("landed")
+	ix.land(ev)
+	<-joined
+	if fmt.Sprint(order) != "[landed joined]" {
+		t.Fatalf("order %v: the join went on before the write in flight landed", order)
+	}
+	select {
+	case err := <-handed:
+		t.Fatalf("the loop resumed (%v) before a new generation began", err)
+	default:
+	}
+	owned <- map[partKey]bool{{"events", 1}: true}
+	r.begun.Add(1)
+	if err := <-handed; err != nil {
+		t.Fatal(err)
+	}
+	if ix.dirGen != 2 {
+		t.Errorf("directory generation %d, want 2", ix.dirGen)
+	}
+	if p.assigned[partKey{"events", 0}] || !p.assigned[partKey{"events", 1}] {
 		t.Errorf("assigned %v, want partition 1 only", p.assigned)
 	}
 }

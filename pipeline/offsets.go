@@ -237,16 +237,16 @@ func (t *tracker) retain(owned map[partKey]bool) []partKey {
 	return out
 }
 
-// release stops tracking the partitions numbered in nums, of every
-// topic, and returns their keys. Their entries drop: an event of them
+// release stops tracking the partitions numbered lost, of every topic,
+// and returns their keys. Their entries drop: an event of them
 // still in flight finishes for nothing, and nothing more of them is
 // committed until a message of them is tracked again.
-func (t *tracker) release(nums map[int]bool) []partKey {
+func (t *tracker) release(lost func(partition int) bool) []partKey {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var out []partKey
 	for k, p := range t.parts {
-		if !nums[k.partition] {
+		if !lost(k.partition) {
 			continue
 		}
 		for _, e := range p.entries[p.head:] {

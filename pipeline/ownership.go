@@ -20,7 +20,7 @@ import (
 // the member that carries its token. The partitions it no longer owns
 // leave Stats, Ready's lag and the metrics. The processing loop reads
 // the same assignment at each generation it sees, and releases the
-// partitions lost (Pipeline.releaseLost); this loop covers the figures
+// partitions lost (Pipeline.releaseUnowned); this loop covers the figures
 // when that read failed.
 
 // newToken is a random member token.

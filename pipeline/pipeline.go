@@ -84,6 +84,12 @@ type Pipeline struct {
 	// unowned counts messages skipped because their partition had gone
 	// to another member (process).
 	unowned atomic.Int64
+	// The rejoin handover (handover.go): deciding is set while the
+	// processing loop decides events; beforeJoin asks it, on joins, to
+	// stop and settle what it has in flight.
+	deciding    atomic.Bool
+	joins       chan joinAsk
+	groupReader consumer
 
 	fetched, finished, deadLetters atomic.Int64
 	lastProgress                   atomic.Int64 // unix nanoseconds
@@ -111,6 +117,7 @@ func New(cfg Config, client *opensearch.Client) (*Pipeline, error) {
 		newConsumer: func(rc kafka.ReaderConfig) consumer { return kafka.NewReader(rc) },
 		track:       newTracker(),
 		modeWake:    make(chan struct{}, 1),
+		joins:       make(chan joinAsk, 1),
 		applied:     make(chan struct{}, 1),
 		counts:      make(map[EventKey]int64),
 		deadCount:   make(map[Reason]int64),
@@ -133,7 +140,7 @@ func (p *Pipeline) readerConfig(d *kafka.Dialer) kafka.ReaderConfig {
 		// The co-partitioned balancer first; range only so that a group
 		// still holding members of an older version can form (a group
 		// votes for the first strategy all its members offer).
-		GroupBalancers:        []kafka.GroupBalancer{copartitioned{token: p.token}, kafka.RangeGroupBalancer{}},
+		GroupBalancers:        []kafka.GroupBalancer{copartitioned{token: p.token, beforeJoin: p.beforeJoin}, kafka.RangeGroupBalancer{}},
 		Dialer:                d,
 		MinBytes:              1,
 		MaxBytes:              max(10<<20, 2*p.cfg.MaxEventBytes),
@@ -215,6 +222,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		p.describeGroup = p.groupDescriber(transport)
 	}
 	reader := p.newConsumer(p.readerConfig(dialer))
+	p.groupReader = reader // read by beforeJoin only once the loop decides
 	prod := p.newProducer(transport)
 	p.dead = newDLQ(prod, p.log, p.deadLetterWritten, func(d *deadLetter) bool { return p.track.isDropped(d.ev.entry) })
 
@@ -506,6 +514,8 @@ func (p *Pipeline) process(stop, work context.Context, r consumer, msgs <-chan f
 	if err := p.initialWarm(stop, r); err != nil || stop.Err() != nil {
 		return err
 	}
+	p.deciding.Store(true)
+	defer p.deciding.Store(false)
 	ix := p.ix
 	var sampled time.Time
 	tick := time.NewTicker(100 * time.Millisecond)
@@ -565,6 +575,10 @@ func (p *Pipeline) process(stop, work context.Context, r consumer, msgs <-chan f
 			if err := p.applyWanted(work); err != nil {
 				return err
 			}
+		case ask := <-p.joins:
+			if err := p.handOver(stop, work, r, ask); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -580,13 +594,21 @@ const sampleEvery = 2 * time.Millisecond
 // that only lost partitions (the older members when one joins) pauses for
 // nothing but the rebalance. The restaurants of a partition it gained
 // are looked up in the index as their events come (gained.go). A
-// partition it lost is released at once (releaseLost). Generations that
+// partition it lost is released at once (releaseUnowned). Generations that
 // passed unseen (gen more than one past the directory's) may have given
 // a kept partition to another member and back: every partition then
 // counts as gained. An assignment it cannot read makes it read the whole
 // directory again.
 func (p *Pipeline) newGeneration(ctx context.Context, gen int64) error {
-	owned := p.assignment(ctx)
+	return p.enterGeneration(ctx, gen, p.assignment(ctx))
+}
+
+// enterGeneration is newGeneration with the assignment read (nil: it
+// could not be).
+func (p *Pipeline) enterGeneration(ctx context.Context, gen int64, owned map[partKey]bool) error {
+	if owned != nil {
+		p.releaseUnowned(owned)
+	}
 	if owned == nil || p.assigned == nil {
 		if err := p.ix.rewarm(ctx, gen); err != nil {
 			return err
@@ -600,9 +622,6 @@ func (p *Pipeline) newGeneration(ctx context.Context, gen int64) error {
 		gained, _ = partitionChange(nil, owned)
 	}
 	p.assigned = owned
-	if len(lost) > 0 {
-		p.releaseLost(ctx, lost)
-	}
 	if len(gained) == 0 {
 		for _, n := range lost {
 			delete(p.ix.cold.parts, n)
@@ -614,36 +633,36 @@ func (p *Pipeline) newGeneration(ctx context.Context, gen int64) error {
 	return p.ix.gain(ctx, gen, gained, lost)
 }
 
-// releaseLost gives up the partitions the group gave another member: the
-// events of them waiting here are dropped unfinished, their tracking and
-// figures end, and what was already added for them is sent now rather
-// than at the flush interval, so that it lands before their new owner,
-// which began with this generation, reads the index. From here on, the
-// messages of them kafka-go still returns are skipped (process).
+// releaseUnowned gives up every partition not in owned (those the group
+// gave another member, including any this member decided while it could
+// not read its assignment): the events of them waiting here are dropped
+// unfinished, and their tracking and figures end. From here on, the
+// messages of them kafka-go still returns are skipped (process). Their
+// new owner decides their events again from the group's committed
+// offset; this member, deciding them too with a directory that no longer
+// follows their restaurants, could write a dish at the cell its
+// restaurant had just left, after the new owner moved the restaurant's
+// dishes from there.
 //
-// What this closes: the new owner decides the partition's events again
-// from the group's committed offset, and a member still deciding them
-// with its own directory could, for instance, write a dish at the cell
-// its restaurant had just left, after the new owner moved the
-// restaurant's dishes from there. What it narrows but cannot close
-// (kafka-go tells a member of a rebalance only once it is over): the
-// writes this member added before it saw the generation.
-func (p *Pipeline) releaseLost(ctx context.Context, lost []int) {
-	nums := make(map[int]bool, len(lost))
-	for _, n := range lost {
-		nums[n] = true
+// The writes this member had in flight for them landed before it joined
+// the generation (handover.go), unless it could not settle in time.
+func (p *Pipeline) releaseUnowned(owned map[partKey]bool) {
+	keep := map[int]bool{}
+	for k := range owned {
+		keep[k.partition] = true
 	}
-	queued, pending := p.ix.dropPartitions(nums)
-	released := p.track.release(nums)
+	lost := func(n int) bool { return !keep[n] }
+	queued, pending := p.ix.dropPartitions(lost)
+	released := p.track.release(lost)
+	if len(released)+queued+pending == 0 {
+		return
+	}
 	for _, k := range released {
 		part := strconv.Itoa(k.partition)
 		p.met.lag.DeleteLabelValues(k.topic, part)
 		p.met.committed.DeleteLabelValues(k.topic, part)
 	}
-	p.log.Info("partitions assigned to another member: released", "lost", lost, "tracked", len(released), "queued_dropped", queued, "pending_dropped", pending)
-	if w := p.ix.writer; w != nil {
-		go func() { _ = w.Flush(ctx) }()
-	}
+	p.log.Info("partitions assigned to another member: released", "partitions", released, "queued_dropped", queued, "pending_dropped", pending)
 }
 
 // partitionChange lists the partition numbers owned now and not before
