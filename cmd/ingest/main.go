@@ -31,7 +31,6 @@ import (
 
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/cmd/internal/cli"
-	"github.com/geoshard/geoshard/cmd/internal/envflag"
 	"github.com/geoshard/geoshard/cmd/internal/serve"
 	"github.com/geoshard/geoshard/pipeline"
 	"github.com/geoshard/geoshard/router"
@@ -98,14 +97,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.BoolVar(&o.serve, "serve", false, "with --embedded: keep running after the summary until interrupted")
 	fs.DurationVar(&o.summaryLimit, "embedded-timeout", 5*time.Minute, "with --embedded: give up if the events are not all processed by then")
 
-	if err := envflag.Apply(fs, getenv); err != nil {
-		return nil, cli.UsageError{Err: err}
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, err
-		}
-		return nil, cli.UsageError{Err: err}
+	if err := cli.Parse(fs, args, getenv); err != nil {
+		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, cli.UsageError{Err: fmt.Errorf("unexpected argument %q", fs.Arg(0))}

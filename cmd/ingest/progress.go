@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"time"
 
@@ -48,10 +47,8 @@ func (b *progressBar) draw(finished int64, rate string, uncommitted int64, pendi
 	if b.total > 0 {
 		frac = min(1, float64(finished)/float64(b.total))
 	}
-	const width = 30
-	filled := int(frac * width)
-	line := fmt.Sprintf("[%s%s] %6.1f%%  %d/%d events  %s  uncommitted %d  pending dishes %d  dead letters %d",
-		strings.Repeat("#", filled), strings.Repeat(".", width-filled), 100*frac, finished, b.total, rate, uncommitted, pending, dead)
+	line := fmt.Sprintf("%s %6.1f%%  %d/%d events  %s  uncommitted %d  pending dishes %d  dead letters %d",
+		cli.Bar(frac, 30), 100*frac, finished, b.total, rate, uncommitted, pending, dead)
 	if b.terminal {
 		fmt.Fprintf(b.w, "\r%s\x1b[K", line)
 		b.drawn = true

@@ -24,10 +24,7 @@ func runInit(args []string, stdout io.Writer) error {
 	timeout := fs.Duration("timeout", time.Minute, "give up after this long")
 	var cc bulk.ClientConfig
 	cf := cli.RegisterClientFlags(fs, &cc, os.Getenv)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := required(fs, "map", "index"); err != nil {
+	if err := parse(fs, args, "map", "index"); err != nil {
 		return err
 	}
 	var replicas *int

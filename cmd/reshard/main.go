@@ -37,7 +37,6 @@ import (
 	"strings"
 
 	"github.com/geoshard/geoshard/cmd/internal/cli"
-	"github.com/geoshard/geoshard/cmd/internal/envflag"
 )
 
 func badInput(format string, args ...any) error {
@@ -134,21 +133,16 @@ func newFlags(name, synopsis string, stdout io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// parse parses flags and rejects positional arguments.
-func parse(fs *flag.FlagSet, args []string) error {
-	if err := envflag.Apply(fs, os.Getenv); err != nil {
-		return cli.UsageError{Err: err}
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err // the flag package has printed fs.Usage
-		}
-		return cli.UsageError{Err: err}
+// parse parses flags, rejects positional arguments and requires the
+// flags named in need.
+func parse(fs *flag.FlagSet, args []string, need ...string) error {
+	if err := cli.Parse(fs, args, os.Getenv); err != nil {
+		return err // for -help, the flag package has printed fs.Usage
 	}
 	if fs.NArg() > 0 {
 		return badInput("unexpected argument %q (flags come as --name value)", fs.Arg(0))
 	}
-	return nil
+	return required(fs, need...)
 }
 
 // required names the flags that were not given.

@@ -4,8 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/geoshard/geoshard/cmd/internal/cli"
-	"github.com/geoshard/geoshard/cmd/internal/serve"
 	"io"
 	"log/slog"
 	"os"
@@ -16,7 +14,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/cmd/internal/cli"
+	"github.com/geoshard/geoshard/cmd/internal/serve"
 	"github.com/geoshard/geoshard/migrate"
+	"github.com/geoshard/geoshard/router"
 	"github.com/geoshard/geoshard/schema"
 )
 
@@ -42,16 +43,47 @@ func addMigrationFlags(fs *flag.FlagSet) *migrationFlags {
 	return f
 }
 
-// checkTarget refuses a --target that OpenSearch would refuse as an
-// index name, before anything is recorded.
-func checkTarget(target string) error {
-	if target == "" {
+// newIndexFlags are the flags of create (and run) that describe the new
+// index, and the map read from --map.
+type newIndexFlags struct {
+	fs                  *flag.FlagSet
+	mapPath, target, gc *string
+	m                   *router.Map
+}
+
+func addNewIndexFlags(fs *flag.FlagSet) *newIndexFlags {
+	return &newIndexFlags{
+		fs:      fs,
+		mapPath: fs.String("map", "", "the new map `file` (required)"),
+		target:  fs.String("target", "", "name of the new index; default <alias>-v<N>, N the next free"),
+		gc:      fs.String("gc-deletes", migrate.DefaultGCDeletes, "index.gc_deletes on both indexes while the migration runs"),
+	}
+}
+
+// check requires --map and refuses a --target that OpenSearch would
+// refuse as an index name, before anything is recorded.
+func (f *newIndexFlags) check() error {
+	if err := required(f.fs, "map"); err != nil {
+		return err
+	}
+	if *f.target == "" {
 		return nil
 	}
-	if err := schema.CheckIndexName(target); err != nil {
+	if err := schema.CheckIndexName(*f.target); err != nil {
 		return badInput("--target: %v", err)
 	}
 	return nil
+}
+
+// readMap reads --map. The verbs run it after checking their other flags,
+// so a mistyped flag is reported before a file is opened.
+func (f *newIndexFlags) readMap() (err error) {
+	f.m, err = readMap(*f.mapPath)
+	return err
+}
+
+func (f *newIndexFlags) config() migrate.CreateConfig {
+	return migrate.CreateConfig{Map: f.m, Target: *f.target, GCDeletes: *f.gc}
 }
 
 // session is an opened migration: the Migrator, a context cancelled by
@@ -151,34 +183,22 @@ func checkAck(a *migrate.AckConfig) error {
 
 func runCreate(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("create", "--map new.json [--target menu-v2] [--gc-deletes 1h] [--replicas N] [--alias menu] [--opensearch URLs] [--json]", stdout)
-	mapPath := fs.String("map", "", "the new map `file` (required)")
-	target := fs.String("target", "", "name of the new index; default <alias>-v<N>, N the next free")
-	gc := fs.String("gc-deletes", migrate.DefaultGCDeletes, "index.gc_deletes on both indexes while the migration runs")
+	nf := addNewIndexFlags(fs)
 	replicas := fs.Int("replicas", -1, "replicas of the new index after cutover; -1: the source's")
 	asJSON := fs.Bool("json", false, "print the migration as JSON")
 	mf := addMigrationFlags(fs)
-	if err := parse(fs, args); err != nil {
-		return err
+	checkReplicas := func() error {
+		if *replicas < -1 {
+			return badInput("--replicas %d: want -1 or more", *replicas)
+		}
+		return nil
 	}
-	if err := required(fs, "map"); err != nil {
-		return err
-	}
-	if err := checkTarget(*target); err != nil {
-		return err
-	}
-	if *replicas < -1 {
-		return badInput("--replicas %d: want -1 or more", *replicas)
-	}
-	m, err := readMap(*mapPath)
-	if err != nil {
-		return err
-	}
-	s, err := mf.open(stderr)
+	s, err := mf.start(fs, args, stderr, nf.check, checkReplicas, nf.readMap)
 	if err != nil {
 		return err
 	}
 	defer s.close()
-	cfg := migrate.CreateConfig{Map: m, Target: *target, GCDeletes: *gc}
+	cfg := nf.config()
 	if *replicas >= 0 {
 		cfg.Replicas = replicas
 	}
@@ -191,7 +211,7 @@ func runCreate(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "migration %s of alias %s: phase %s\n", mig.ID, mig.Alias, mig.Phase)
 	fmt.Fprintf(stdout, "  source %s  map %s\n  target %s  map %s  (%d shards; replicas 0 and refresh off until cutover)\n",
-		mig.Source.Index, short(mig.Source.MapHash), mig.Target.Index, short(mig.Target.MapHash), m.NumShards())
+		mig.Source.Index, short(mig.Source.MapHash), mig.Target.Index, short(mig.Target.MapHash), cfg.Map.NumShards())
 	_, err = fmt.Fprintf(stdout, "next: reshard dual-writes --alias %s\n", mig.Alias)
 	return err
 }
@@ -247,13 +267,12 @@ func runSwitch(name string, dir migrate.Direction, args []string, stdout, stderr
 	verbose := fs.Bool("verbose", false, "with --dry-run: print the migration state document the step would write in full")
 	health := fs.Duration("health-timeout", migrate.DefaultHealthTimeout, "how long to wait for the index to turn green")
 	mf := addMigrationFlags(fs)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if *health <= 0 {
-		return badInput("--health-timeout %v: want a positive duration", *health)
-	}
-	s, err := mf.open(stderr)
+	s, err := mf.start(fs, args, stderr, func() error {
+		if *health <= 0 {
+			return badInput("--health-timeout %v: want a positive duration", *health)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}

@@ -224,14 +224,12 @@ func (p *progress) update(bp migrate.BackfillProgress) {
 	if bp.Total > 0 {
 		frac = min(1, float64(bp.Docs)/float64(bp.Total))
 	}
-	const width = 30
-	filled := int(frac * width)
 	eta := "-"
 	if bp.ETA > 0 {
 		eta = bp.ETA.Round(time.Second).String()
 	}
-	fmt.Fprintf(p.w, "\r[%s%s] %5.1f%%  %s/%s docs  %s docs/s  ETA %s  slices %d/%d\x1b[K",
-		strings.Repeat("#", filled), strings.Repeat(".", width-filled), 100*frac, cli.Commas(bp.Docs), cli.Commas(bp.Total),
+	fmt.Fprintf(p.w, "\r%s %5.1f%%  %s/%s docs  %s docs/s  ETA %s  slices %d/%d\x1b[K",
+		cli.Bar(frac, 30), 100*frac, cli.Commas(bp.Docs), cli.Commas(bp.Total),
 		cli.Commas(int64(bp.Rate)), eta, done, len(bp.Slices))
 	p.drawn = true
 }

@@ -90,13 +90,7 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 	cfg := verifyFlags(fs)
 	asJSON := fs.Bool("json", false, `print [{"shard":…,"source":…,"target":…,"out_of_range":…,"missing":…,"extra":…,"ok":…}, …]`)
 	mf := addMigrationFlags(fs)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := checkVerify(cfg); err != nil {
-		return err
-	}
-	s, err := mf.open(stderr)
+	s, err := mf.start(fs, args, stderr, func() error { return checkVerify(cfg) })
 	if err != nil {
 		return err
 	}
@@ -123,10 +117,7 @@ func runRepair(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("repair", "[--dry-run] [--alias menu] [--opensearch URLs]", stdout)
 	dry := fs.Bool("dry-run", false, "print what would be copied and deleted, and change nothing")
 	mf := addMigrationFlags(fs)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	s, err := mf.open(stderr)
+	s, err := mf.start(fs, args, stderr)
 	if err != nil {
 		return err
 	}
@@ -161,33 +152,17 @@ func runRepair(args []string, stdout, stderr io.Writer) error {
 
 func runRun(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("run", "--map new.json [create, backfill, verify and cutover flags] [--alias menu] [--opensearch URLs]", stdout)
-	mapPath := fs.String("map", "", "the new map `file` (required)")
-	target := fs.String("target", "", "name of the new index; default <alias>-v<N>, N the next free")
-	gc := fs.String("gc-deletes", migrate.DefaultGCDeletes, "index.gc_deletes on both indexes while the migration runs")
+	nf := addNewIndexFlags(fs)
 	bf := backfillFlags(fs)
 	vf := verifyFlags(fs)
 	ack := ackFlags(fs)
 	health := fs.Duration("health-timeout", migrate.DefaultHealthTimeout, "how long to wait for the new index to turn green at cutover")
 	mf := addMigrationFlags(fs)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := required(fs, "map"); err != nil {
-		return err
-	}
-	if err := checkTarget(*target); err != nil {
-		return err
-	}
-	for _, err := range []error{checkBackfill(bf), checkVerify(vf), checkAck(ack)} {
-		if err != nil {
-			return err
-		}
-	}
-	m, err := readMap(*mapPath)
-	if err != nil {
-		return err
-	}
-	s, err := mf.open(stderr)
+	s, err := mf.start(fs, args, stderr, nf.check,
+		func() error { return checkBackfill(bf) },
+		func() error { return checkVerify(vf) },
+		func() error { return checkAck(ack) },
+		nf.readMap)
 	if err != nil {
 		return err
 	}
@@ -196,7 +171,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	bf.Progress = bar.update
 	verified := false
 	cfg := migrate.RunConfig{
-		Create: migrate.CreateConfig{Map: m, Target: *target, GCDeletes: *gc},
+		Create: nf.config(),
 		Ack:    *ack, Backfill: *bf, Verify: *vf,
 		Switch: migrate.SwitchConfig{HealthTimeout: *health},
 		OnStep: func(step migrate.Step, from schema.Phase) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -161,9 +160,7 @@ func runPlan(args []string, stdout io.Writer) error {
 		}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep.jsonForm())
+		return writeJSON(stdout, rep.jsonForm())
 	}
 	rep.writeText(stdout)
 	return nil

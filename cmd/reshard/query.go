@@ -15,16 +15,23 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// writeResult prints a query verb's result: v as JSON with --json, else
+// the one line that format makes of args.
+func writeResult(w io.Writer, asJSON bool, v any, format string, args ...any) error {
+	if asJSON {
+		return writeJSON(w, v)
+	}
+	_, err := fmt.Fprintf(w, format, args...)
+	return err
+}
+
 func runRoute(args []string, stdout io.Writer) error {
 	fs := newFlags("route", "--map F --lat X --lng Y [--json]", stdout)
 	mapPath := fs.String("map", "", "map `file` (required)")
 	lat := fs.Float64("lat", 0, "latitude in degrees (required)")
 	lng := fs.Float64("lng", 0, "longitude in degrees (required)")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := required(fs, "map", "lat", "lng"); err != nil {
+	if err := parse(fs, args, "map", "lat", "lng"); err != nil {
 		return err
 	}
 	m, err := readMap(*mapPath)
@@ -41,11 +48,7 @@ func runRoute(args []string, stdout io.Writer) error {
 		Cell    string `json:"cell"`
 		Routing string `json:"routing"`
 	}{s.Name, cell.ToToken(), s.Routing}
-	if *asJSON {
-		return writeJSON(stdout, out)
-	}
-	_, err = fmt.Fprintf(stdout, "shard %s  cell %s  routing %s\n", out.Shard, out.Cell, out.Routing)
-	return err
+	return writeResult(stdout, *asJSON, out, "shard %s  cell %s  routing %s\n", out.Shard, out.Cell, out.Routing)
 }
 
 func runCover(args []string, stdout io.Writer) error {
@@ -55,10 +58,7 @@ func runCover(args []string, stdout io.Writer) error {
 	lng := fs.Float64("lng", 0, "longitude of the centre in degrees (required)")
 	radius := fs.String("radius", "", "radius with a unit: m, km or mi, e.g. 25mi (required)")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := required(fs, "map", "lat", "lng", "radius"); err != nil {
+	if err := parse(fs, args, "map", "lat", "lng", "radius"); err != nil {
 		return err
 	}
 	r, err := router.ParseDistance(*radius)
@@ -78,11 +78,7 @@ func runCover(args []string, stdout io.Writer) error {
 		Shards  []string `json:"shards"`
 		Routing string   `json:"routing"`
 	}{cov.NumCells, m.Names(cov.Shards), m.Routing(cov.Shards)}
-	if *asJSON {
-		return writeJSON(stdout, out)
-	}
-	_, err = fmt.Fprintf(stdout, "cells %d  shards %v  routing %s\n", out.Cells, out.Shards, out.Routing)
-	return err
+	return writeResult(stdout, *asJSON, out, "cells %d  shards %v  routing %s\n", out.Cells, out.Shards, out.Routing)
 }
 
 func runEval(args []string, stdout io.Writer) error {
@@ -91,10 +87,7 @@ func runEval(args []string, stdout io.Writer) error {
 	loadsPath := fs.String("loads", "", "document load per cell: CSV `file` with header cell,docs (required)")
 	queriesPath := fs.String("queries", "", "search workload: CSV `file` with header lat,lng,radius_m[,weight]; default: derived from the loads")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := required(fs, "map", "loads"); err != nil {
+	if err := parse(fs, args, "map", "loads"); err != nil {
 		return err
 	}
 	m, err := readMap(*mapPath)
@@ -121,10 +114,6 @@ func runEval(args []string, stdout io.Writer) error {
 		Queries     int     `json:"queries"`
 		MapHash     string  `json:"map_hash"`
 	}{met.Shards, round(met.CV, 4), round(met.MaxOverMean, 4), round(met.Fanout, 4), met.Queries, m.Hash()}
-	if *asJSON {
-		return writeJSON(stdout, out)
-	}
-	_, err = fmt.Fprintf(stdout, "map %s: %d shards  cv %.4f  max/mean %.4f  fan-out %.4f over %s\n",
+	return writeResult(stdout, *asJSON, out, "map %s: %d shards  cv %.4f  max/mean %.4f  fan-out %.4f over %s\n",
 		m.ShortHash(), out.Shards, out.CV, out.MaxOverMean, out.Fanout, desc)
-	return err
 }

@@ -28,7 +28,6 @@ import (
 
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/cmd/internal/cli"
-	"github.com/geoshard/geoshard/cmd/internal/envflag"
 	"github.com/geoshard/geoshard/router"
 	"github.com/geoshard/geoshard/search"
 )
@@ -89,14 +88,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.BoolVar(&o.allShards, "all-shards", false, "ask every shard, not only those that cover the area (to compare)")
 	fs.BoolVar(&o.restaurts, "restaurants", false, "search restaurants (that serve a dish passing the dish filters) instead of dishes")
 	fs.BoolVar(&o.asJSON, "json", false, "print the result as JSON")
-	if err := envflag.Apply(fs, getenv); err != nil {
-		return nil, cli.UsageError{Err: err}
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, err
-		}
-		return nil, cli.UsageError{Err: err}
+	if err := cli.Parse(fs, args, getenv); err != nil {
+		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, cli.UsageError{Err: fmt.Errorf("unexpected argument %q", fs.Arg(0))}

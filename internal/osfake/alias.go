@@ -52,14 +52,10 @@ func (s *Server) aliasTargets(exprs []string) ([]string, *osError) {
 					}
 				}
 			default:
-				if _, ok := s.indices[part]; ok {
-					seen[part] = true
-					continue
+				if _, ok := s.indices[part]; !ok {
+					return nil, s.notConcrete(part)
 				}
-				if s.aliasExists(part) {
-					return nil, illegalArgument("The provided expression [" + part + "] matches an alias, specify the corresponding concrete indices instead.")
-				}
-				return nil, indexNotFound(part)
+				seen[part] = true
 			}
 		}
 	}

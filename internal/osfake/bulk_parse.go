@@ -117,19 +117,9 @@ func parseActionSlow(line []byte, n int, def bulkDefaults) (o op, skip bool, err
 	if !ok {
 		return o, false, malformed("expected FIELD_NAME but found [" + xToken(tok) + "]")
 	}
-	switch action {
-	case "index":
-		o = newOp(opIndex)
-	case "create":
-		o = newOp(opCreate)
-	case "update":
-		o = newOp(opUpdate)
-	case "delete":
-		o = newOp(opDelete)
-	default:
+	if o, ok = actionOp(action, def); !ok {
 		return o, false, malformed("expected one of [create, delete, index, update] but found [" + action + "]")
 	}
-	o.index, o.routing, o.pipeline, o.requireAlias = def.index, def.routing, def.pipeline, def.requireAlias
 	if tok, jerr = dec.Token(); jerr != nil {
 		return o, false, jsonParseError(jerr)
 	}
@@ -173,6 +163,30 @@ func parseActionSlow(line []byte, n int, def bulkDefaults) (o op, skip bool, err
 		o.kind = opCreate
 	}
 	return o, false, nil
+}
+
+// actionOp starts the op an action line names, with the request's
+// defaults (index, routing, pipeline, require_alias) that the line's
+// metadata may override. ok is false for a name that is not an action;
+// the fast and the token-by-token parsers share it so that they cannot
+// disagree on what an action is.
+func actionOp(action string, def bulkDefaults) (o op, ok bool) {
+	var kind opKind
+	switch action {
+	case "index":
+		kind = opIndex
+	case "create":
+		kind = opCreate
+	case "update":
+		kind = opUpdate
+	case "delete":
+		kind = opDelete
+	default:
+		return o, false
+	}
+	o = newOp(kind)
+	o.index, o.routing, o.pipeline, o.requireAlias = def.index, def.routing, def.pipeline, def.requireAlias
+	return o, true
 }
 
 // setMeta applies one metadata key.

@@ -27,20 +27,7 @@ func parseActionFast(line []byte, n int, def bulkDefaults) (o op, skip, ok bool,
 	if !good || !p.next(':') {
 		return o, false, false, nil
 	}
-	switch action {
-	case "index":
-		o = newOp(opIndex)
-	case "create":
-		o = newOp(opCreate)
-	case "update":
-		o = newOp(opUpdate)
-	case "delete":
-		o = newOp(opDelete)
-	default:
-		return o, false, false, nil
-	}
-	o.index, o.routing, o.pipeline, o.requireAlias = def.index, def.routing, def.pipeline, def.requireAlias
-	if !p.next('{') {
+	if o, good = actionOp(action, def); !good || !p.next('{') {
 		return o, false, false, nil
 	}
 	ln := ""

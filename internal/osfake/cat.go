@@ -2,6 +2,7 @@ package osfake
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -130,13 +131,7 @@ func compareCells(a, b any) int {
 	ai, aok := a.(int64)
 	bi, bok := b.(int64)
 	if aok && bok {
-		switch {
-		case ai < bi:
-			return -1
-		case ai > bi:
-			return 1
-		}
-		return 0
+		return cmp.Compare(ai, bi)
 	}
 	return strings.Compare(cellString(a), cellString(b))
 }
@@ -331,6 +326,26 @@ func (s *Server) handleCatIndices(w http.ResponseWriter, q *request) {
 		{name: "pri.store.size", right: true},
 	}}
 	unit := q.param("bytes")
+	s.serveCat(w, q, t, func(ixs []*index) {
+		for _, ix := range ixs {
+			var docs, deleted, pri int64
+			for _, sh := range ix.shards {
+				docs += int64(len(sh.searchable))
+				deleted += sh.deletedDocs
+				pri += sh.storeBytes()
+			}
+			total := pri * int64(1+ix.assignedReplicas())
+			t.add(ix.healthStatus(), "open", ix.name, ix.uuid, int64(ix.numShards), int64(ix.replicas),
+				docs, deleted, ix.created.UnixMilli(), ix.created.UTC().Format("2006-01-02T15:04:05.000Z"),
+				formatBytes(total, unit), formatBytes(pri, unit))
+		}
+	})
+}
+
+// serveCat fills t from the indices the path names, under the lock and
+// after due periodic refreshes (the counts are the searchable ones), then
+// renders it once the lock is released: formatting needs only the rows.
+func (s *Server) serveCat(w http.ResponseWriter, q *request, t *catTable, fill func([]*index)) {
 	s.mu.Lock()
 	ixs, err := s.resolveSearch(orAll(q.vars["index"]), true)
 	if err != nil {
@@ -338,18 +353,7 @@ func (s *Server) handleCatIndices(w http.ResponseWriter, q *request) {
 		writeError(w, err)
 		return
 	}
-	for _, ix := range ixs {
-		var docs, deleted, pri int64
-		for _, sh := range ix.shards {
-			docs += int64(len(sh.searchable))
-			deleted += sh.deletedDocs
-			pri += sh.storeBytes()
-		}
-		total := pri * int64(1+ix.assignedReplicas())
-		t.add(ix.healthStatus(), "open", ix.name, ix.uuid, int64(ix.numShards), int64(ix.replicas),
-			docs, deleted, ix.created.UnixMilli(), ix.created.UTC().Format("2006-01-02T15:04:05.000Z"),
-			formatBytes(total, unit), formatBytes(pri, unit))
-	}
+	fill(ixs)
 	s.mu.Unlock()
 	writeCat(w, q, t)
 }
@@ -372,36 +376,29 @@ func (s *Server) handleCatShards(w http.ResponseWriter, q *request) {
 		{name: "unassigned.reason", aliases: []string{"ur"}, hidden: true},
 	}}
 	unit := q.param("bytes")
-	s.mu.Lock()
-	ixs, err := s.resolveSearch(orAll(q.vars["index"]), true)
-	if err != nil {
-		s.mu.Unlock()
-		writeError(w, err)
-		return
-	}
-	for _, ix := range ixs {
-		for _, sh := range ix.shards {
-			docs := int64(len(sh.searchable))
-			store := formatBytes(sh.storeBytes(), unit)
-			// Copies are spread over the nodes: the primary of shard k on
-			// node k mod 3, its replicas on the next nodes.
-			for c := 0; c <= ix.replicas; c++ {
-				prirep := "r"
-				if c == 0 {
-					prirep = "p"
+	s.serveCat(w, q, t, func(ixs []*index) {
+		for _, ix := range ixs {
+			for _, sh := range ix.shards {
+				docs := int64(len(sh.searchable))
+				store := formatBytes(sh.storeBytes(), unit)
+				// Copies are spread over the nodes: the primary of shard k on
+				// node k mod 3, its replicas on the next nodes.
+				for c := 0; c <= ix.replicas; c++ {
+					prirep := "r"
+					if c == 0 {
+						prirep = "p"
+					}
+					if c > ix.assignedReplicas() {
+						t.add(ix.name, int64(sh.num), prirep, "UNASSIGNED", nil, nil, nil, nil, nil, "INDEX_CREATED")
+						continue
+					}
+					node := (sh.num + c) % nodes
+					t.add(ix.name, int64(sh.num), prirep, "STARTED", docs, store, "127.0.0.1",
+						fmt.Sprintf("osfake-node-%d", node), nodeName(node), nil)
 				}
-				if c > ix.assignedReplicas() {
-					t.add(ix.name, int64(sh.num), prirep, "UNASSIGNED", nil, nil, nil, nil, nil, "INDEX_CREATED")
-					continue
-				}
-				node := (sh.num + c) % nodes
-				t.add(ix.name, int64(sh.num), prirep, "STARTED", docs, store, "127.0.0.1",
-					fmt.Sprintf("osfake-node-%d", node), nodeName(node), nil)
 			}
 		}
-	}
-	s.mu.Unlock()
-	writeCat(w, q, t)
+	})
 }
 
 func (s *Server) handleCatAliases(w http.ResponseWriter, q *request) {
@@ -466,21 +463,14 @@ func (s *Server) handleCatCount(w http.ResponseWriter, q *request) {
 		{name: "timestamp", aliases: []string{"ts", "hms", "hhmmss"}},
 		{name: "count", aliases: []string{"dc", "docs.count", "docsCount"}},
 	}}
-	s.mu.Lock()
-	ixs, err := s.resolveSearch(orAll(q.vars["index"]), true)
-	if err != nil {
-		s.mu.Unlock()
-		writeError(w, err)
-		return
-	}
-	var n int64
-	for _, ix := range ixs {
-		for _, sh := range ix.shards {
-			n += int64(len(sh.searchable))
+	s.serveCat(w, q, t, func(ixs []*index) {
+		var n int64
+		for _, ix := range ixs {
+			for _, sh := range ix.shards {
+				n += int64(len(sh.searchable))
+			}
 		}
-	}
-	now := s.now().UTC()
-	s.mu.Unlock()
-	t.add(now.Unix(), now.Format(time.TimeOnly), n)
-	writeCat(w, q, t)
+		now := s.now().UTC()
+		t.add(now.Unix(), now.Format(time.TimeOnly), n)
+	})
 }

@@ -117,11 +117,7 @@ func (p *docParser) field(parent, dynamic, key string, val any) {
 		path := childPath(parent, name)
 		switch typ := p.m.fieldType(path); {
 		case typ == "":
-			switch dynamic {
-			case "false":
-				return
-			case "strict":
-				p.fail(path, strictError(name, parent))
+			if p.refusesNew(dynamic, path, name, parent) {
 				return
 			}
 			spec, typ, err := p.m.dynamicMapping(path, name, map[string]any{})
@@ -258,16 +254,27 @@ func objectRejected(typ string) *osError {
 	return &osError{Type: "illegal_state_exception", Reason: "Can't get text on a START_OBJECT"}
 }
 
+// refusesNew applies the dynamic setting of parent to name, which the
+// mapping lacks: under false the name is dropped, under strict the
+// document fails. It reports whether the caller must leave the name
+// unmapped; otherwise dynamic mapping may create a mapper for it.
+func (p *docParser) refusesNew(dynamic, path, name, parent string) bool {
+	switch dynamic {
+	case "false":
+		return true
+	case "strict":
+		p.fail(path, strictError(name, parent))
+		return true
+	}
+	return false
+}
+
 // unmapped parses a field the mapping lacks: ignored under dynamic
 // false, an error under strict (null and [] included), else each value
 // gets the mapper dynamic mapping creates for it and is checked against
 // it.
 func (p *docParser) unmapped(path, parent, name, key, dynamic string, val any) {
-	switch dynamic {
-	case "false":
-		return
-	case "strict":
-		p.fail(path, strictError(name, parent))
+	if p.refusesNew(dynamic, path, name, parent) {
 		return
 	}
 	eachValue(val, func(e any) bool {

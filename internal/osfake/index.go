@@ -253,20 +253,30 @@ func (s *Server) handleIndexExists(w http.ResponseWriter, q *request) {
 }
 
 func (s *Server) handleGetIndex(w http.ResponseWriter, q *request) {
+	s.writeEachIndex(w, q.vars["index"], func(ix *index) map[string]any {
+		return map[string]any{
+			"aliases":  ix.aliasesJSON(),
+			"mappings": ix.mapping.toJSON(),
+			"settings": ix.settingsJSON(q.boolParam("flat_settings")),
+		}
+	})
+}
+
+// writeEachIndex answers the GET calls that describe indices one by one
+// (the index itself, _mapping, _settings): an object keyed by index name,
+// each value what part makes of the index. Aliases and wildcards in expr
+// are expanded, as those calls expand them.
+func (s *Server) writeEachIndex(w http.ResponseWriter, expr string, part func(*index) map[string]any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ixs, err := s.resolveSearch(q.vars["index"], false)
+	ixs, err := s.resolveSearch(expr, false)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	out := map[string]any{}
 	for _, ix := range ixs {
-		out[ix.name] = map[string]any{
-			"aliases":  ix.aliasesJSON(),
-			"mappings": ix.mapping.toJSON(),
-			"settings": ix.settingsJSON(q.boolParam("flat_settings")),
-		}
+		out[ix.name] = part(ix)
 	}
 	writeJSON(w, 200, out)
 }
@@ -280,18 +290,9 @@ func (ix *index) aliasesJSON() map[string]any {
 }
 
 func (s *Server) handleGetMapping(w http.ResponseWriter, q *request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ixs, err := s.resolveSearch(orAll(q.vars["index"]), false)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	out := map[string]any{}
-	for _, ix := range ixs {
-		out[ix.name] = map[string]any{"mappings": ix.mapping.toJSON()}
-	}
-	writeJSON(w, 200, out)
+	s.writeEachIndex(w, orAll(q.vars["index"]), func(ix *index) map[string]any {
+		return map[string]any{"mappings": ix.mapping.toJSON()}
+	})
 }
 
 func (s *Server) handlePutMapping(w http.ResponseWriter, q *request) {
@@ -300,22 +301,34 @@ func (s *Server) handlePutMapping(w http.ResponseWriter, q *request) {
 		writeError(w, err)
 		return
 	}
+	s.updateEachIndex(w, q.vars["index"], func(ix *index) *osError {
+		probe := ix.mapping.clone()
+		return probe.merge(body)
+	}, func(ix *index) {
+		ix.mapping.merge(body)
+	})
+}
+
+// updateEachIndex makes one change (a mapping or settings update) to
+// every index expr names, or to none: try makes it on a copy of each
+// index first, and apply runs only when every try succeeded, because the
+// server refuses the whole request when one index would refuse it.
+func (s *Server) updateEachIndex(w http.ResponseWriter, expr string, try func(*index) *osError, apply func(*index)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ixs, err := s.resolveSearch(q.vars["index"], false)
+	ixs, err := s.resolveSearch(expr, false)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	for _, ix := range ixs {
-		probe := ix.mapping.clone()
-		if err := probe.merge(body); err != nil {
+		if err := try(ix); err != nil {
 			writeError(w, err)
 			return
 		}
 	}
 	for _, ix := range ixs {
-		ix.mapping.merge(body)
+		apply(ix)
 	}
 	writeJSON(w, 200, map[string]any{"acknowledged": true})
 }

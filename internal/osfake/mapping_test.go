@@ -43,6 +43,23 @@ func (tg *target) writeBoth(index, id, doc string) (single, bulk string) {
 	return single, bulk
 }
 
+// checkWrite writes doc as document 1 of index both ways (writeBoth)
+// and wants the same outcome from each: taken when want is "", else
+// exactly want.
+func (tg *target) checkWrite(index, doc, want string) {
+	tg.t.Helper()
+	single, bulk := tg.writeBoth(index, "1", doc)
+	if want == "" {
+		if single[0] != '2' || bulk[0] != '2' {
+			tg.t.Errorf("%s: PUT %s, bulk %s; want it taken", doc, single, bulk)
+		}
+		return
+	}
+	if single != want || bulk != want {
+		tg.t.Errorf("%s:\n PUT  %s\n bulk %s\n want %s", doc, single, bulk, want)
+	}
+}
+
 // mappingProps returns the properties of an index's mapping.
 func (tg *target) mappingProps(index string) map[string]any {
 	tg.t.Helper()
@@ -300,16 +317,7 @@ func TestDynamicMappingConflicts(t *testing.T) {
 		{`{"a2":[{"a":1},{"b":1}],"a4":{"b":1},"a4.b":2,"a5":[1,null,2],"a10":[1.5,1e3],"a11":["x","y"]}`, ""},
 	}
 	for _, s := range steps {
-		single, bulk := tg.writeBoth(name, "1", s.doc)
-		if s.want == "" {
-			if single[0] != '2' || bulk[0] != '2' {
-				t.Errorf("%s: PUT %s, bulk %s; want it taken", s.doc, single, bulk)
-			}
-			continue
-		}
-		if single != s.want || bulk != s.want {
-			t.Errorf("%s:\n PUT  %s\n bulk %s\n want %s", s.doc, single, bulk, s.want)
-		}
+		tg.checkWrite(name, s.doc, s.want)
 	}
 	props := tg.mappingProps(name)
 	text := map[string]any{"type": "text", "fields": map[string]any{"keyword": map[string]any{"type": "keyword", "ignore_above": json.Number("256")}}}
@@ -356,16 +364,7 @@ func TestStrictDynamicNamesTheObject(t *testing.T) {
 		{mixed, `{"top":1,"off":{"z":{"a":1},"s":"x"}}`, ""},
 	}
 	for _, tc := range cases {
-		single, bulk := tg.writeBoth(tc.index, "1", tc.doc)
-		if tc.want == "" {
-			if single[0] != '2' || bulk[0] != '2' {
-				t.Errorf("%s: PUT %s, bulk %s; want it taken", tc.doc, single, bulk)
-			}
-			continue
-		}
-		if single != tc.want || bulk != tc.want {
-			t.Errorf("%s:\n PUT  %s\n bulk %s\n want %s", tc.doc, single, bulk, tc.want)
-		}
+		tg.checkWrite(tc.index, tc.doc, tc.want)
 	}
 	props := tg.mappingProps(mixed)
 	if dig(props, "top", "type") != "long" || dig(props, "off", "properties", "z") != nil || dig(props, "off", "properties", "s") != nil {
@@ -396,16 +395,7 @@ func TestDynamicTemplates(t *testing.T) {
 		{`{"n3":[4.5,4]}`, "400 illegal_argument_exception: mapper [n3] cannot be changed from type [float] to [double]"},
 	}
 	for _, s := range steps {
-		single, bulk := tg.writeBoth(name, "1", s.doc)
-		if s.want == "" {
-			if single[0] != '2' || bulk[0] != '2' {
-				t.Errorf("%s: PUT %s, bulk %s; want it taken", s.doc, single, bulk)
-			}
-			continue
-		}
-		if single != s.want || bulk != s.want {
-			t.Errorf("%s:\n PUT  %s\n bulk %s\n want %s", s.doc, single, bulk, s.want)
-		}
+		tg.checkWrite(name, s.doc, s.want)
 	}
 	out := tg.mustDo(200, "GET", "/"+name+"/_mapping", "")
 	var given any

@@ -129,17 +129,11 @@ func joinOf(d *doc, path []string) (name, parent string) {
 func (q *hasParentQuery) bind(ix *index) (matcher, *osError) {
 	j := ix.mapping.join
 	if j == nil {
-		if q.ignoreUnmapped {
-			return matchNone, nil
-		}
-		return nil, queryShardException("[has_parent] no join field has been configured")
+		return unmappedJoin(q.ignoreUnmapped, "[has_parent] no join field has been configured")
 	}
 	children, ok := j.relations[q.parentType]
 	if !ok {
-		if q.ignoreUnmapped {
-			return matchNone, nil
-		}
-		return nil, queryShardException("[has_parent] join field [" + j.name + "] doesn't hold [" + q.parentType + "] as a parent")
+		return unmappedJoin(q.ignoreUnmapped, "[has_parent] join field ["+j.name+"] doesn't hold ["+q.parentType+"] as a parent")
 	}
 	inner, err := q.inner.bind(ix)
 	if err != nil {
@@ -147,14 +141,10 @@ func (q *hasParentQuery) bind(ix *index) (matcher, *osError) {
 	}
 	path := strings.Split(j.name, ".")
 	parents := make([]map[string]bool, len(ix.shards))
-	for i, sh := range ix.shards {
+	for i := range parents {
 		parents[i] = map[string]bool{}
-		for id, d := range sh.searchable {
-			if name, _ := joinOf(d, path); name == q.parentType && inner(d) {
-				parents[i][id] = true
-			}
-		}
 	}
+	eachJoined(ix, path, q.parentType, inner, func(shard int, id, _ string) { parents[shard][id] = true })
 	isChild := map[string]bool{}
 	for _, c := range children {
 		isChild[c] = true
@@ -168,17 +158,11 @@ func (q *hasParentQuery) bind(ix *index) (matcher, *osError) {
 func (q *hasChildQuery) bind(ix *index) (matcher, *osError) {
 	j := ix.mapping.join
 	if j == nil {
-		if q.ignoreUnmapped {
-			return matchNone, nil
-		}
-		return nil, queryShardException("[has_child] no join field has been configured")
+		return unmappedJoin(q.ignoreUnmapped, "[has_child] no join field has been configured")
 	}
 	parentType, ok := j.parentOf(q.childType)
 	if !ok {
-		if q.ignoreUnmapped {
-			return matchNone, nil
-		}
-		return nil, queryShardException("[has_child] join field [" + j.name + "] doesn't hold [" + q.childType + "] as a child")
+		return unmappedJoin(q.ignoreUnmapped, "[has_child] join field ["+j.name+"] doesn't hold ["+q.childType+"] as a child")
 	}
 	inner, err := q.inner.bind(ix)
 	if err != nil {
@@ -186,14 +170,10 @@ func (q *hasChildQuery) bind(ix *index) (matcher, *osError) {
 	}
 	path := strings.Split(j.name, ".")
 	counts := make([]map[string]int, len(ix.shards))
-	for i, sh := range ix.shards {
+	for i := range counts {
 		counts[i] = map[string]int{}
-		for _, d := range sh.searchable {
-			if name, parent := joinOf(d, path); name == q.childType && inner(d) {
-				counts[i][parent]++
-			}
-		}
 	}
+	eachJoined(ix, path, q.childType, inner, func(shard int, _, parent string) { counts[shard][parent]++ })
 	return func(d *doc) bool {
 		if name, _ := joinOf(d, path); name != parentType {
 			return false
@@ -201,4 +181,29 @@ func (q *hasChildQuery) bind(ix *index) (matcher, *osError) {
 		n := counts[ix.shardFor(d.routing, d.id)][d.id]
 		return n >= max(q.minChildren, 1) && (q.maxChildren == 0 || n <= q.maxChildren)
 	}, nil
+}
+
+// unmappedJoin answers a join query (has_parent, has_child, parent_id)
+// whose index lacks the join field or relation it names: ignore_unmapped
+// turns the server's shard failure into a query that matches nothing, so
+// one search can span indices with and without the join.
+func unmappedJoin(ignoreUnmapped bool, reason string) (matcher, *osError) {
+	if ignoreUnmapped {
+		return matchNone, nil
+	}
+	return nil, queryShardException(reason)
+}
+
+// eachJoined hands seen every searchable document of relation that inner
+// matches, with its shard, id and parent id. The join is made shard by
+// shard because a child is routed to its parent's shard: a match on one
+// shard says nothing about the documents of another.
+func eachJoined(ix *index, path []string, relation string, inner matcher, seen func(shard int, id, parent string)) {
+	for i, sh := range ix.shards {
+		for id, d := range sh.searchable {
+			if name, parent := joinOf(d, path); name == relation && inner(d) {
+				seen(i, id, parent)
+			}
+		}
+	}
 }

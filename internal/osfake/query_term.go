@@ -298,10 +298,7 @@ func (q *parentIDQuery) score() float64 { return 1 }
 func (q *parentIDQuery) bind(ix *index) (matcher, *osError) {
 	j := ix.mapping.join
 	if j == nil {
-		if q.ignoreUnmapped {
-			return matchNone, nil
-		}
-		return nil, queryShardException("[parent_id] no join field found for index [" + ix.name + "]")
+		return unmappedJoin(q.ignoreUnmapped, "[parent_id] no join field found for index ["+ix.name+"]")
 	}
 	if _, ok := j.parentOf(q.child); !ok {
 		return nil, queryShardException("[parent_id] no relation found for child [" + q.child + "]")

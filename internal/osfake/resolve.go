@@ -97,14 +97,21 @@ func (s *Server) resolveConcrete(expr string) ([]*index, *osError) {
 		}
 		ix, ok := s.indices[part]
 		if !ok {
-			if s.aliasExists(part) {
-				return nil, illegalArgument("The provided expression [" + part + "] matches an alias, specify the corresponding concrete indices instead.")
-			}
-			return nil, indexNotFound(part)
+			return nil, s.notConcrete(part)
 		}
 		out = append(out, ix)
 	}
 	return out, nil
+}
+
+// notConcrete is the error for a name that is not an index where only a
+// concrete index will do: an alias is refused with the server's hint to
+// name its indices, anything else is missing.
+func (s *Server) notConcrete(name string) *osError {
+	if s.aliasExists(name) {
+		return illegalArgument("The provided expression [" + name + "] matches an alias, specify the corresponding concrete indices instead.")
+	}
+	return indexNotFound(name)
 }
 
 // resolveWrite resolves the target of a write: a concrete index, or an

@@ -197,18 +197,9 @@ func (ix *index) settingsJSON(flat bool) map[string]any {
 }
 
 func (s *Server) handleGetSettings(w http.ResponseWriter, q *request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ixs, err := s.resolveSearch(orAll(q.vars["index"]), false)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	out := map[string]any{}
-	for _, ix := range ixs {
-		out[ix.name] = map[string]any{"settings": ix.settingsJSON(q.boolParam("flat_settings"))}
-	}
-	writeJSON(w, 200, out)
+	s.writeEachIndex(w, orAll(q.vars["index"]), func(ix *index) map[string]any {
+		return map[string]any{"settings": ix.settingsJSON(q.boolParam("flat_settings"))}
+	})
 }
 
 func (s *Server) handlePutSettings(w http.ResponseWriter, q *request) {
@@ -225,25 +216,12 @@ func (s *Server) handlePutSettings(w http.ResponseWriter, q *request) {
 		writeError(w, err)
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ixs, err := s.resolveSearch(q.vars["index"], false)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	// Validate against every index before changing any.
-	for _, ix := range ixs {
+	s.updateEachIndex(w, q.vars["index"], func(ix *index) *osError {
 		probe := *ix
 		probe.settings = map[string]string{}
-		if err := probe.applySettings(set, false); err != nil {
-			writeError(w, err)
-			return
-		}
-	}
-	for _, ix := range ixs {
+		return probe.applySettings(set, false)
+	}, func(ix *index) {
 		ix.applySettings(set, false)
 		ix.settings["index.number_of_replicas"] = strconv.Itoa(ix.replicas)
-	}
-	writeJSON(w, 200, map[string]any{"acknowledged": true})
+	})
 }

@@ -1,6 +1,7 @@
 package osfake
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -50,14 +51,10 @@ func (n num) key() string {
 
 func cmpNum(a, b num) int {
 	if a.isInt && b.isInt {
-		switch {
-		case a.i < b.i:
-			return -1
-		case a.i > b.i:
-			return 1
-		}
-		return 0
+		return cmp.Compare(a.i, b.i)
 	}
+	// Not cmp.Compare: that orders NaN before every number, where the
+	// comparison here leaves it equal to all.
 	switch {
 	case a.f < b.f:
 		return -1

@@ -1,15 +1,20 @@
 // Package cli holds what the commands share at their edge with the
-// user: the OpenSearch connection flags, whether output goes to a
-// terminal, and numbers as people read them.
+// user: flag parsing, the OpenSearch connection flags, whether output
+// goes to a terminal, progress bars, and numbers as people read them.
 package cli
 
 import (
+	"errors"
+	"flag"
 	"io"
 	"os"
+	"strings"
 
 	"golang.org/x/term"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
+
+	"github.com/geoshard/geoshard/cmd/internal/envflag"
 )
 
 // IsTerminal reports whether w is a terminal, where a progress line can
@@ -23,6 +28,33 @@ var english = message.NewPrinter(language.English)
 
 // Commas formats an integer with thousands separators: 55,912,345.
 func Commas(v int64) string { return english.Sprintf("%d", v) }
+
+// Bar draws frac (0 to 1) of a progress bar width cells wide, as
+// "[#########.....................]". The commands print their own
+// figures beside it; the bar is shared so that they draw it alike.
+func Bar(frac float64, width int) string {
+	filled := int(min(1, max(0, frac)) * float64(width))
+	return "[" + strings.Repeat("#", filled) + strings.Repeat(".", width-filled) + "]"
+}
+
+// Parse applies the GEOSHARD_* environment variables that fs's usages
+// name (envflag.Apply), then args, so that a flag given on the command
+// line wins over the environment. A bad value of either is a UsageError;
+// -help is flag.ErrHelp itself, after fs has printed its usage.
+// Positional arguments are left to the caller, whose message for them
+// differs.
+func Parse(fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	if err := envflag.Apply(fs, getenv); err != nil {
+		return UsageError{Err: err}
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return UsageError{Err: err}
+	}
+	return nil
+}
 
 // UsageError is bad flags or input, which the commands exit with
 // status 2 for; anything else is status 1.
