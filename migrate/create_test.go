@@ -11,6 +11,7 @@ import (
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/internal/osfake"
 	"github.com/geoshard/geoshard/internal/realenv"
+	"github.com/geoshard/geoshard/internal/testenv"
 	"github.com/geoshard/geoshard/schema"
 )
 
@@ -55,7 +56,7 @@ func TestCreate(t *testing.T) {
 		t.Errorf("second Create = %v, %v; want the same migration", again, err)
 	}
 	// Another map while this one runs: refused.
-	if _, err := e.m.Create(ctx, CreateConfig{Map: loadMap(t, "../testdata/maps/us-18-rns576.json")}); !errors.Is(err, ErrBusy) {
+	if _, err := e.m.Create(ctx, CreateConfig{Map: testenv.LoadMap(t, testenv.MapUS18RNS576)}); !errors.Is(err, ErrBusy) {
 		t.Errorf("Create(other map) = %v, want ErrBusy", err)
 	}
 	// The source's own map: refused once the first is cancelled.

@@ -19,6 +19,7 @@ import (
 	"github.com/geoshard/geoshard/internal/datagen"
 	"github.com/geoshard/geoshard/internal/osfake"
 	"github.com/geoshard/geoshard/internal/realenv"
+	"github.com/geoshard/geoshard/internal/testenv"
 	"github.com/geoshard/geoshard/router"
 	"github.com/geoshard/geoshard/schema"
 )
@@ -28,7 +29,7 @@ import (
 // towards the 24-shard map in testdata. The cluster is an emulator of the
 // test's own, or, with -tags realcluster, the real node at
 // realenv.OpenSearchURL(), which the tests use one at a time: each starts
-// by deleting what an earlier one left (see wipeReal).
+// by deleting what an earlier one left (see testCluster).
 //
 // With the emulator the alias is "menu" and the indexes menu-v1, menu-v2;
 // on the real node the alias is made unique to the run and the test
@@ -68,7 +69,7 @@ func newEnvWith(t testing.TB, restaurants int, opts osfake.Options) *env {
 	t.Helper()
 	client, srv := testCluster(t, opts)
 	e := &env{t: t, srv: srv, client: client, admin: bulk.NewAdmin(client), alias: realenv.Unique("menu"), replicas: 1,
-		src: loadMap(t, "../testdata/maps/us-18.json"), dst: loadMap(t, "testdata/us-24.json")}
+		src: testenv.LoadMap(t, testenv.MapUS18), dst: testenv.LoadMap(t, testenv.MapUS24)}
 	e.v1, e.v2 = e.ix(1), e.ix(2)
 	if srv == nil {
 		e.replicas = 0
@@ -89,45 +90,15 @@ func newEnvWith(t testing.TB, restaurants int, opts osfake.Options) *env {
 }
 
 // testCluster is a client of the cluster a test runs against: a new
-// emulator with opts (srv), or the real node (srv nil), wiped of what
-// earlier tests left, and wiped again after the test if it passed.
+// emulator with opts (srv), or the real node (srv nil), cleared of what
+// earlier tests left, and cleared again after the test if it passed (a
+// failed test leaves its indexes for a look; the next test deletes
+// them). The tests of this package are the only users of the menu*
+// indexes and the migration state index while they run.
 func testCluster(t testing.TB, opts osfake.Options) (*opensearch.Client, *osfake.TestServer) {
 	t.Helper()
-	if !realenv.Enabled() {
-		srv := osfake.NewTestServer(opts)
-		t.Cleanup(srv.Close)
-		client, err := bulk.NewClient(bulk.ClientConfig{Addresses: []string{srv.URL}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return client, srv
-	}
-	if opts.Clock != nil {
-		t.Fatal("emulator options on the real node: the test should call realenv.EmulatorOnly")
-	}
-	client, err := bulk.NewClient(bulk.ClientConfig{Addresses: []string{realenv.OpenSearchURL()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wipeReal(t)
-	t.Cleanup(func() {
-		// A failed test leaves its indexes for a look; the next test
-		// deletes them.
-		if !t.Failed() {
-			wipeReal(t)
-		}
-	})
-	return client, nil
-}
-
-// wipeReal deletes, on the real node, every menu* index (their aliases go
-// with them) and the migration state index: the tests of this package
-// are their only users while they run.
-func wipeReal(t testing.TB) {
-	t.Helper()
-	if err := realenv.DeleteIndexes(context.Background(), realenv.MenuIndexes...); err != nil {
-		t.Fatalf("clear the real node: %v", err)
-	}
+	c := testenv.StartCluster(t, testenv.ClusterOptions{Emulator: opts, KeepOnFailure: true})
+	return c.Client, c.Server
 }
 
 func (e *env) migrator(reg prometheus.Registerer) *Migrator {
@@ -144,19 +115,6 @@ func (e *env) migrator(reg prometheus.Registerer) *Migrator {
 	})
 	if err != nil {
 		e.t.Fatal(err)
-	}
-	return m
-}
-
-func loadMap(t testing.TB, path string) *router.Map {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := router.Parse(data)
-	if err != nil {
-		t.Fatal(err)
 	}
 	return m
 }

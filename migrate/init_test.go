@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,22 +13,9 @@ import (
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/internal/osfake"
 	"github.com/geoshard/geoshard/internal/realenv"
-	"github.com/geoshard/geoshard/router"
+	"github.com/geoshard/geoshard/internal/testenv"
 	"github.com/geoshard/geoshard/schema"
 )
-
-func testMap(t *testing.T, name string) *router.Map {
-	t.Helper()
-	data, err := os.ReadFile("../testdata/maps/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := router.Parse(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
 
 func testAdmin(t *testing.T) (*bulk.Admin, *opensearch.Client) {
 	t.Helper()
@@ -41,7 +27,7 @@ func TestInitCreatesIndexAndAlias(t *testing.T) {
 	realenv.Parallel(t)
 	a, client := testAdmin(t)
 	ctx := context.Background()
-	m := testMap(t, "us-18-rns576.json")
+	m := testenv.LoadMap(t, testenv.MapUS18RNS576)
 	alias := realenv.Unique("menu")
 	v1, v2 := alias+"-v1", alias+"-v2"
 	cfg := InitConfig{Map: m, Index: v1, Alias: alias}
@@ -72,7 +58,7 @@ func TestInitCreatesIndexAndAlias(t *testing.T) {
 		}
 	}
 	// Another map for the same index is refused, naming both hashes.
-	other := testMap(t, "us-18.json")
+	other := testenv.LoadMap(t, testenv.MapUS18)
 	err = Init(ctx, a, InitConfig{Map: other, Index: v1, Alias: alias})
 	if !errors.Is(err, ErrMapMismatch) || !strings.Contains(err.Error(), other.ShortHash()) || !strings.Contains(err.Error(), m.ShortHash()) {
 		t.Errorf("Init(other map) = %v, want ErrMapMismatch naming both hashes", err)

@@ -9,6 +9,7 @@ import (
 	"github.com/golang/geo/s2"
 
 	"github.com/geoshard/geoshard/internal/realenv"
+	"github.com/geoshard/geoshard/internal/testenv"
 	"github.com/geoshard/geoshard/router"
 )
 
@@ -44,7 +45,7 @@ func TestCellLoads(t *testing.T) {
 
 func TestDiffMaps(t *testing.T) {
 	realenv.Parallel(t)
-	f, err := os.Open("../testdata/loads/us.csv")
+	f, err := os.Open(testenv.Path(t, testenv.LoadsUS))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestDiffMaps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old, next := loadMap(t, "../testdata/maps/us-18.json"), loadMap(t, "testdata/us-24.json")
+	old, next := testenv.LoadMap(t, testenv.MapUS18), testenv.LoadMap(t, testenv.MapUS24)
 	d := DiffMaps(old, next, loads)
 	if !reflect.DeepEqual(d.Added, []string{"sol", "terra", "umbra", "vega", "wren", "xeno"}) || len(d.Removed) != 0 {
 		t.Errorf("added %v, removed %v; want the 6 new names and none removed", d.Added, d.Removed)
@@ -75,7 +76,7 @@ func TestDiffMaps(t *testing.T) {
 		t.Errorf("DiffMaps(m, m) = %+v", same)
 	}
 	// Another routing, same cells: the same shards by name.
-	if r := DiffMaps(old, loadMap(t, "../testdata/maps/us-18-rns576.json"), loads); r.Moved != 0 {
+	if r := DiffMaps(old, testenv.LoadMap(t, testenv.MapUS18RNS576), loads); r.Moved != 0 {
 		t.Errorf("a map that only changes routing keys moves %d documents", r.Moved)
 	}
 }

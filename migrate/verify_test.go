@@ -13,6 +13,7 @@ import (
 	"github.com/golang/geo/s2"
 
 	"github.com/geoshard/geoshard/internal/realenv"
+	"github.com/geoshard/geoshard/internal/testenv"
 	"github.com/geoshard/geoshard/router"
 	"github.com/geoshard/geoshard/schema"
 )
@@ -44,7 +45,7 @@ func TestTokenRangesAreExact(t *testing.T) {
 			}
 		})
 	}
-	m := loadMap(t, "testdata/us-24.json")
+	m := testenv.LoadMap(t, testenv.MapUS24)
 	inRange := func(tok string, i int) bool {
 		return (i == 0 || tok >= m.Shard(i).Start) && (i+1 == m.NumShards() || tok < m.Shard(i+1).Start)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/geoshard/geoshard/internal/realenv"
+	"github.com/geoshard/geoshard/internal/testenv"
 	"github.com/geoshard/geoshard/router"
 )
 
@@ -92,7 +93,7 @@ func checkIndexDocs(t *testing.T, e *testEnv, index string, gm *router.Map, want
 			t.Errorf(index+": "+format, args...)
 		}
 	}
-	for _, id := range sortedKeys(want) {
+	for _, id := range testenv.SortedKeys(want) {
 		w := want[id]
 		g, ok := got[id]
 		switch {
@@ -104,7 +105,7 @@ func checkIndexDocs(t *testing.T, e *testEnv, index string, gm *router.Map, want
 			report("%s source = %v\nwant %v", id, g.source, roundTrip(w.source))
 		}
 	}
-	for _, id := range sortedKeys(got) {
+	for _, id := range testenv.SortedKeys(got) {
 		if _, ok := want[id]; !ok {
 			report("%s is in the index (routing %s, version %v) but should not be", id, got[id].routing, got[id].source["version"])
 		}
@@ -136,7 +137,7 @@ func summarize(evs []genEvent) string {
 		counts[k]++
 	}
 	var parts []string
-	for _, k := range sortedKeys(counts) {
+	for _, k := range testenv.SortedKeys(counts) {
 		parts = append(parts, fmt.Sprintf("%s=%d", k, counts[k]))
 	}
 	return strings.Join(parts, " ")

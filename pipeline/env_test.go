@@ -3,22 +3,19 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
-	"os"
-	"sort"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/opensearch-project/opensearch-go/v4"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/segmentio/kafka-go"
 
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/internal/kafkatest"
 	"github.com/geoshard/geoshard/internal/osfake"
 	"github.com/geoshard/geoshard/internal/realenv"
+	"github.com/geoshard/geoshard/internal/testenv"
 	"github.com/geoshard/geoshard/migrate"
 	"github.com/geoshard/geoshard/router"
 )
@@ -68,25 +65,12 @@ type envOptions struct {
 	inProcess bool
 }
 
-func loadTestMap(t testing.TB) *router.Map {
-	t.Helper()
-	data, err := os.ReadFile("../testdata/maps/us-18.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := router.Parse(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
 func newEnv(t testing.TB, o envOptions) *testEnv {
 	t.Helper()
 	if o.partitions == 0 {
 		o.partitions = 4
 	}
-	e := &testEnv{t: t, m: loadTestMap(t), group: realenv.Unique(testGroup), dlq: realenv.Unique(testDLQ)}
+	e := &testEnv{t: t, m: testenv.LoadMap(t, testenv.MapUS18), group: realenv.Unique(testGroup), dlq: realenv.Unique(testDLQ)}
 	e.restaurantTopic = realenv.Unique("menu-events")
 	e.dishTopic = e.restaurantTopic
 	opts := []kafkatest.Option{kafkatest.WithTopic(e.dlq, 2)}
@@ -117,34 +101,11 @@ func newEnv(t testing.TB, o envOptions) *testEnv {
 // index has one fixed name (tests against it run one at a time).
 func (e *testEnv) openSearch(t testing.TB, real bool) {
 	t.Helper()
-	if real {
-		e.url = realenv.OpenSearchURL()
-	} else {
-		e.os = osfake.NewTestServer(osfake.Options{})
-		t.Cleanup(e.os.Close)
-		e.url = e.os.URL
-	}
-	var err error
-	e.client, err = bulk.NewClient(bulk.ClientConfig{Addresses: []string{e.url}, RequestTimeout: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.admin = bulk.NewAdmin(e.client)
-	if real {
-		clearRealNode(t)
-		t.Cleanup(func() { clearRealNode(t) })
-	}
+	c := testenv.StartCluster(t, testenv.ClusterOptions{InProcess: !real, RequestTimeout: testenv.RequestTimeout})
+	e.os, e.url, e.client, e.admin = c.Server, c.URL, c.Client, c.Admin
 	replicas := 0
 	if err := migrate.Init(context.Background(), e.admin, migrate.InitConfig{Map: e.m, Index: testIndex, Alias: testAlias, Replicas: &replicas}); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// clearRealNode deletes the indexes these tests create on the real node.
-func clearRealNode(t testing.TB) {
-	t.Helper()
-	if err := realenv.DeleteIndexes(context.Background(), realenv.MenuIndexes...); err != nil {
-		t.Fatalf("clear the real node: %v", err)
 	}
 }
 
@@ -177,23 +138,13 @@ func (e *testEnv) config() Config {
 			MaxWait:           200 * time.Millisecond,
 			DialTimeout:       5 * time.Second,
 		},
-		Bulk: bulk.Config{
-			Workers:       4,
-			FlushInterval: 5 * time.Millisecond,
-			RetryInitial:  20 * time.Millisecond,
-			RetryMax:      200 * time.Millisecond,
-		},
+		Bulk:       testenv.BulkConfig(),
 		Logger:     testLogger(),
 		Registerer: prometheus.NewRegistry(),
 	}
 }
 
-func testLogger() *slog.Logger {
-	if os.Getenv("PIPELINE_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.DiscardHandler)
-}
+func testLogger() *slog.Logger { return testenv.Logger("PIPELINE_TEST_LOG") }
 
 // running is a pipeline started in the background.
 type running struct {
@@ -299,19 +250,8 @@ func (e *testEnv) caughtUp(ctx context.Context) (bool, string) {
 		topics = append(topics, consumed{e.group, e.dishTopic})
 	}
 	for _, c := range topics {
-		group, topic := c.group, c.topic
-		hw, err := e.kafka.HighWatermarks(ctx, topic)
-		if err != nil {
-			return false, err.Error()
-		}
-		co, err := e.kafka.CommittedOffsets(ctx, group, topic)
-		if err != nil {
-			return false, err.Error()
-		}
-		for p, h := range hw {
-			if h > 0 && co[p] != h {
-				return false, fmt.Sprintf("%s/%d committed %d, high watermark %d", topic, p, co[p], h)
-			}
+		if ok, why := testenv.CaughtUp(ctx, e.kafka, c.group, c.topic); !ok {
+			return false, why
 		}
 	}
 	return true, ""
@@ -351,45 +291,24 @@ type dlqRecord struct {
 // readDLQ reads every dead letter written so far.
 func (e *testEnv) readDLQ(t testing.TB) []dlqRecord {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	hw, err := e.kafka.HighWatermarks(ctx, e.dlq)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []dlqRecord
-	for p, h := range hw {
-		if h == 0 {
-			continue
-		}
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: e.kafka.Addrs(), Topic: e.dlq, Partition: p, MinBytes: 1, MaxBytes: 4 << 20, MaxWait: 100 * time.Millisecond})
-		for {
-			m, err := r.ReadMessage(ctx)
-			if err != nil {
-				r.Close()
-				t.Fatalf("read dead letters of partition %d: %v", p, err)
-			}
-			rec := dlqRecord{key: string(m.Key), value: string(m.Value)}
-			for _, h := range m.Headers {
-				switch h.Key {
-				case HeaderReason:
-					rec.reason = string(h.Value)
-				case HeaderError:
-					rec.detail = string(h.Value)
-				case HeaderSourceTopic:
-					rec.src.topic = string(h.Value)
-				case HeaderSourcePartition:
-					rec.src.partition, _ = strconv.Atoi(string(h.Value))
-				case HeaderSourceOffset:
-					rec.src.offset, _ = strconv.ParseInt(string(h.Value), 10, 64)
-				}
-			}
-			out = append(out, rec)
-			if m.Offset+1 >= h {
-				break
+	for _, m := range testenv.ReadTopic(t, e.kafka, e.dlq) {
+		rec := dlqRecord{key: string(m.Key), value: string(m.Value)}
+		for _, h := range m.Headers {
+			switch h.Key {
+			case HeaderReason:
+				rec.reason = string(h.Value)
+			case HeaderError:
+				rec.detail = string(h.Value)
+			case HeaderSourceTopic:
+				rec.src.topic = string(h.Value)
+			case HeaderSourcePartition:
+				rec.src.partition, _ = strconv.Atoi(string(h.Value))
+			case HeaderSourceOffset:
+				rec.src.offset, _ = strconv.ParseInt(string(h.Value), 10, 64)
 			}
 		}
-		r.Close()
+		out = append(out, rec)
 	}
 	return out
 }
@@ -410,37 +329,21 @@ func (e *testEnv) scanIndex(t testing.TB) map[string]storedDoc {
 // scanIndexOf is scanIndex of another index.
 func (e *testEnv) scanIndexOf(t testing.TB, index string) map[string]storedDoc {
 	t.Helper()
-	ctx := context.Background()
-	if err := e.admin.Refresh(ctx, index); err != nil {
+	if err := e.admin.Refresh(context.Background(), index); err != nil {
 		t.Fatal(err)
 	}
 	out := make(map[string]storedDoc)
-	var after json.RawMessage
-	for {
-		q := map[string]any{"query": map[string]any{"match_all": map[string]any{}}, "sort": []any{map[string]any{"doc_id": "asc"}}, "size": 5000}
-		if after != nil {
-			q["search_after"] = []json.RawMessage{after}
-		}
-		body, _ := json.Marshal(q)
-		pg, err := e.admin.Search(ctx, index, body, bulk.SearchParams{})
-		if err != nil {
+	testenv.ScanDocs(t, e.admin, index, bulk.SearchParams{}, 5000, func(h bulk.Hit) {
+		var src map[string]any
+		if err := json.Unmarshal(h.Source, &src); err != nil {
 			t.Fatal(err)
 		}
-		for _, h := range pg.Hits {
-			var src map[string]any
-			if err := json.Unmarshal(h.Source, &src); err != nil {
-				t.Fatal(err)
-			}
-			if prev, dup := out[h.ID]; dup {
-				t.Errorf("%s is stored twice: routing %q and %q", h.ID, prev.routing, h.Routing)
-			}
-			out[h.ID] = storedDoc{routing: h.Routing, source: src}
+		if prev, dup := out[h.ID]; dup {
+			t.Errorf("%s is stored twice: routing %q and %q", h.ID, prev.routing, h.Routing)
 		}
-		if len(pg.Hits) < 5000 {
-			return out
-		}
-		after = pg.Hits[len(pg.Hits)-1].Sort[0]
-	}
+		out[h.ID] = storedDoc{routing: h.Routing, source: src}
+	})
+	return out
 }
 
 // shardCounts counts the documents of each physical shard.
@@ -452,24 +355,7 @@ func (e *testEnv) shardCounts(t testing.TB) []int64 {
 // shardCountsOf is shardCounts of another index, of n shards.
 func (e *testEnv) shardCountsOf(t testing.TB, index string, n int) []int64 {
 	t.Helper()
-	out := make([]int64, n)
-	for i := range out {
-		n, err := e.admin.Count(context.Background(), index, nil, bulk.SearchParams{Preference: "_shards:" + strconv.Itoa(i)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[i] = n
-	}
-	return out
-}
-
-func sortedKeys[M ~map[K]V, K ~string, V any](m M) []K {
-	ks := make([]K, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Slice(ks, func(i, j int) bool { return ks[i] < ks[j] })
-	return ks
+	return testenv.ShardCounts(t, e.admin, index, n)
 }
 
 // wait waits for Run to return by itself and returns its error.
@@ -484,17 +370,4 @@ func (r *running) wait(t testing.TB, timeout time.Duration) error {
 		t.Fatalf("Run did not return within %v", timeout)
 		return nil
 	}
-}
-
-func loadMapFile(t testing.TB, path string) *router.Map {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := router.Parse(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/internal/osfake"
 	"github.com/geoshard/geoshard/internal/realenv"
+	"github.com/geoshard/geoshard/internal/testenv"
 	"github.com/geoshard/geoshard/schema"
 )
 
@@ -212,7 +213,7 @@ func TestMapSwitch(t *testing.T) {
 	e.produce(context.Background(), first)
 	e.waitCaughtUp(t, r, 20*time.Second)
 
-	m2 := loadMapFile(t, "../testdata/maps/us-18-rns576.json")
+	m2 := testenv.LoadMap(t, testenv.MapUS18RNS576)
 	body, err := schema.IndexBody(m2, schema.IndexOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/internal/osfake"
 	"github.com/geoshard/geoshard/internal/realenv"
+	"github.com/geoshard/geoshard/internal/testenv"
 	"github.com/geoshard/geoshard/router"
 	"github.com/geoshard/geoshard/schema"
 )
@@ -33,8 +34,9 @@ var (
 // geoshard under one and not under the other.
 func plannedMap24(t testing.TB) *router.Map {
 	t.Helper()
+	loads := testenv.Path(t, testenv.LoadsUS)
 	map24Once.Do(func() {
-		f, err := os.Open("../testdata/loads/us.csv")
+		f, err := os.Open(loads)
 		if err != nil {
 			map24Err = err
 			return
@@ -121,15 +123,10 @@ func (e *testEnv) moveAlias(t testing.TB, from, to string) {
 // heartbeat reads an instance's heartbeat.
 func (e *testEnv) heartbeat(t testing.TB, instance string) (schema.Heartbeat, bool) {
 	t.Helper()
-	src, _, found, err := e.admin.Get(context.Background(), schema.MigrationsIndex, schema.HeartbeatDocID(testAlias, instance), "")
+	var hb schema.Heartbeat
+	found, err := testenv.ReadDoc(context.Background(), e.admin, schema.MigrationsIndex, schema.HeartbeatDocID(testAlias, instance), &hb)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var hb schema.Heartbeat
-	if found {
-		if err := json.Unmarshal(src, &hb); err != nil {
-			t.Fatal(err)
-		}
 	}
 	return hb, found
 }
@@ -324,7 +321,7 @@ func TestMigrationRestartAndCancel(t *testing.T) {
 	realenv.Parallel(t)
 	e := newEnv(t, envOptions{partitions: 1})
 	ctx := context.Background()
-	m2 := loadMapFile(t, "../testdata/maps/us-18-rns576.json")
+	m2 := testenv.LoadMap(t, testenv.MapUS18RNS576)
 	e.createIndex(t, testIndex2, m2)
 	mig := e.newMigration(t, m2, schema.PhaseBackfilling)
 	e.setMigration(t, mig)
@@ -378,7 +375,7 @@ func TestMigrationOffsetsWaitForBothIndexes(t *testing.T) {
 	realenv.Parallel(t)
 	e := newEnv(t, envOptions{partitions: 1})
 	ctx := context.Background()
-	m2 := loadMapFile(t, "../testdata/maps/us-18-rns576.json")
+	m2 := testenv.LoadMap(t, testenv.MapUS18RNS576)
 	e.createIndex(t, testIndex2, m2)
 	mig := e.newMigration(t, m2, schema.PhaseDualWrites)
 	e.setMigration(t, mig)
@@ -465,7 +462,7 @@ func TestMigrationOffsetsWaitForBothIndexes(t *testing.T) {
 func TestMigrationPinStopsAtCutover(t *testing.T) {
 	realenv.Parallel(t)
 	e := newEnv(t, envOptions{partitions: 1})
-	m2 := loadMapFile(t, "../testdata/maps/us-18-rns576.json")
+	m2 := testenv.LoadMap(t, testenv.MapUS18RNS576)
 	e.createIndex(t, testIndex2, m2)
 	mig := e.newMigration(t, m2, schema.PhaseDualWrites)
 	e.setMigration(t, mig)
@@ -492,7 +489,7 @@ func TestMigrationPinStopsAtCutover(t *testing.T) {
 // behind its alias, and no Kafka.
 func newOSEnv(t testing.TB) *testEnv {
 	t.Helper()
-	e := &testEnv{t: t, m: loadTestMap(t)}
+	e := &testEnv{t: t, m: testenv.LoadMap(t, testenv.MapUS18)}
 	e.openSearch(t, realenv.Enabled())
 	return e
 }
@@ -505,7 +502,7 @@ func TestMigrationModeRules(t *testing.T) {
 	realenv.Parallel(t)
 	e := newOSEnv(t)
 	ctx := context.Background()
-	m2 := loadMapFile(t, "../testdata/maps/us-18-rns576.json")
+	m2 := testenv.LoadMap(t, testenv.MapUS18RNS576)
 	e.createIndex(t, testIndex2, m2)
 	src, dst := e.m.Hash(), m2.Hash()
 	pipelineWith := func(pin string) *Pipeline {
@@ -746,7 +743,7 @@ func offlinePipeline(t testing.TB) *Pipeline {
 // location that disagrees with geo_cell (or none) leaves geo_cell's cell.
 func TestWarmHitTakesTheLocation(t *testing.T) {
 	p := offlinePipeline(t)
-	m := loadTestMap(t)
+	m := testenv.LoadMap(t, testenv.MapUS18)
 	tg := newTarget(testIndex, m, true)
 	sf := s2.CellIDFromLatLng(s2.LatLngFromDegrees(37.7749, -122.4194))
 	d := newDirectory()

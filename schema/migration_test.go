@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/geoshard/geoshard/internal/testenv"
 	"github.com/geoshard/geoshard/router"
 )
 
@@ -22,7 +23,7 @@ func TestPhasesValid(t *testing.T) {
 }
 
 func TestSideParseMap(t *testing.T) {
-	data, err := os.ReadFile("../testdata/maps/us-18.json")
+	data, err := os.ReadFile(testenv.Path(t, testenv.MapUS18))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,30 +3,16 @@ package schema
 import (
 	"encoding/json"
 	"errors"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/geoshard/geoshard/internal/realenv"
-	"github.com/geoshard/geoshard/router"
+	"github.com/geoshard/geoshard/internal/testenv"
 )
 
-func exampleMap(t *testing.T) *router.Map {
-	t.Helper()
-	data, err := os.ReadFile("../testdata/maps/us-18.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := router.Parse(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
 func TestIndexBodyRoundTripsTheMap(t *testing.T) {
-	m := exampleMap(t)
+	m := testenv.LoadMap(t, testenv.MapUS18)
 	body, err := IndexBody(m, IndexOptions{Loading: true, GCDeletes: "1h"})
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +45,7 @@ func TestIndexBodyRoundTripsTheMap(t *testing.T) {
 }
 
 func TestMapFromMetaRejects(t *testing.T) {
-	m := exampleMap(t)
+	m := testenv.LoadMap(t, testenv.MapUS18)
 	mappings, _ := Mappings(m)
 	good, _ := json.Marshal(mappings["_meta"])
 	tampered := strings.Replace(string(good), m.Hash(), strings.Repeat("0", 64), 1)

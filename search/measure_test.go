@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/internal/datagen"
 	"github.com/geoshard/geoshard/internal/realenv"
+	"github.com/geoshard/geoshard/internal/testenv"
 	"github.com/geoshard/geoshard/migrate"
 	"github.com/geoshard/geoshard/router"
 	"github.com/geoshard/geoshard/schema"
@@ -42,7 +42,7 @@ var (
 func BenchmarkRoutedVsAllShards(b *testing.B) {
 	realenv.RealOnly(b)
 	ctx := context.Background()
-	m := loadMapB(b)
+	m := testenv.LoadMap(b, testenv.MapUS18)
 	alias := realenv.Unique("menu-measure")
 	index := alias + "-v1"
 	client, err := bulk.NewClient(bulk.ClientConfig{Addresses: []string{realenv.OpenSearchURL()}, RequestTimeout: 2 * time.Minute})
@@ -144,19 +144,6 @@ func BenchmarkRoutedVsAllShards(b *testing.B) {
 	if routed.cpuMS > 0 {
 		b.ReportMetric(float64(every.cpuMS)/float64(routed.cpuMS), "cpu_all/routed")
 	}
-}
-
-func loadMapB(b *testing.B) *router.Map {
-	b.Helper()
-	data, err := os.ReadFile("../testdata/maps/us-18.json")
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := router.Parse(data)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return m
 }
 
 // loadMeasureIndex writes each restaurant and ten dishes, routed under m.

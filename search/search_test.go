@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -17,8 +16,8 @@ import (
 	"github.com/opensearch-project/opensearch-go/v4"
 
 	"github.com/geoshard/geoshard/bulk"
-	"github.com/geoshard/geoshard/internal/osfake"
 	"github.com/geoshard/geoshard/internal/realenv"
+	"github.com/geoshard/geoshard/internal/testenv"
 	"github.com/geoshard/geoshard/migrate"
 	"github.com/geoshard/geoshard/router"
 	"github.com/geoshard/geoshard/schema"
@@ -59,44 +58,14 @@ var (
 // (5, 15 and 50 miles: 8.05, 24.1 and 80.5 km) fall between them.
 var ringKM = []float64{1, 4, 12, 20, 30, 60, 100}
 
-func loadMap(t *testing.T) *router.Map {
-	t.Helper()
-	data, err := os.ReadFile("../testdata/maps/us-18.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := router.Parse(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{m: loadMap(t), alias: realenv.Unique("menu-search")}
+	f := &fixture{m: testenv.LoadMap(t, testenv.MapUS18), alias: realenv.Unique("menu-search")}
 	f.index = f.alias + "-v1"
-	url := realenv.OpenSearchURL()
-	if !realenv.Enabled() {
-		srv := osfake.NewTestServer(osfake.Options{})
-		t.Cleanup(srv.Close)
-		url = srv.URL
-	}
-	var err error
-	f.client, err = bulk.NewClient(bulk.ClientConfig{Addresses: []string{url}, RequestTimeout: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.admin = bulk.NewAdmin(f.client)
-	if realenv.Enabled() {
-		clear := func() {
-			if err := realenv.DeleteIndexes(context.Background(), f.alias+"*"); err != nil {
-				t.Errorf("clear the real node: %v", err)
-			}
-		}
-		clear()
-		t.Cleanup(clear)
-	}
+	// The real node keeps the fixture's indexes only while the test
+	// runs: StartCluster deletes them before and after it.
+	c := testenv.StartCluster(t, testenv.ClusterOptions{RequestTimeout: testenv.RequestTimeout, Clear: []string{f.alias + "*"}})
+	f.client, f.admin = c.Client, c.Admin
 	replicas := 0
 	ctx := context.Background()
 	if err := migrate.Init(ctx, f.admin, migrate.InitConfig{Map: f.m, Index: f.index, Alias: f.alias, Replicas: &replicas}); err != nil {

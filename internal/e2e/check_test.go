@@ -5,12 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"sort"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/internal/testenv"
 	"github.com/geoshard/geoshard/router"
 	"github.com/geoshard/geoshard/schema"
 )
@@ -29,53 +28,22 @@ const scanPage = 2000
 // two shards is an error.
 func (e *env) scanShards(t testing.TB, index string, n int) map[string]storedDoc {
 	t.Helper()
-	ctx := context.Background()
-	if err := e.admin.Refresh(ctx, index); err != nil {
+	if err := e.admin.Refresh(context.Background(), index); err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]storedDoc{}
 	for i := range n {
-		var after json.RawMessage
-		for {
-			q := map[string]any{"size": scanPage, "sort": []any{map[string]string{schema.FieldDocID: "asc"}}}
-			if after != nil {
-				q["search_after"] = []json.RawMessage{after}
+		testenv.ScanDocs(t, e.admin, index, bulk.SearchParams{Preference: testenv.ShardPreference(i)}, scanPage, func(h bulk.Hit) {
+			var src map[string]any
+			if err := json.Unmarshal(h.Source, &src); err != nil {
+				t.Fatalf("%s/%s: %v", index, h.ID, err)
 			}
-			body, _ := json.Marshal(q)
-			pg, err := e.admin.Search(ctx, index, body, bulk.SearchParams{Preference: "_shards:" + strconv.Itoa(i)})
-			if err != nil {
-				t.Fatal(err)
+			if prev, dup := out[h.ID]; dup {
+				t.Errorf("%s: %s is stored twice: on shard %d (routing %q, version %v) and on shard %d (routing %q, version %v)",
+					index, h.ID, prev.shard, prev.routing, prev.source[schema.FieldVersion], i, h.Routing, src[schema.FieldVersion])
 			}
-			for _, h := range pg.Hits {
-				var src map[string]any
-				if err := json.Unmarshal(h.Source, &src); err != nil {
-					t.Fatalf("%s/%s: %v", index, h.ID, err)
-				}
-				if prev, dup := out[h.ID]; dup {
-					t.Errorf("%s: %s is stored twice: on shard %d (routing %q, version %v) and on shard %d (routing %q, version %v)",
-						index, h.ID, prev.shard, prev.routing, prev.source[schema.FieldVersion], i, h.Routing, src[schema.FieldVersion])
-				}
-				out[h.ID] = storedDoc{shard: i, routing: h.Routing, source: src}
-			}
-			if len(pg.Hits) < scanPage {
-				break
-			}
-			after = pg.Hits[len(pg.Hits)-1].Sort[0]
-		}
-	}
-	return out
-}
-
-// shardCounts counts each shard's documents with preference=_shards:i.
-func (e *env) shardCounts(t testing.TB, index string, n int) []int64 {
-	t.Helper()
-	out := make([]int64, n)
-	for i := range out {
-		c, err := e.admin.Count(context.Background(), index, nil, bulk.SearchParams{Preference: "_shards:" + strconv.Itoa(i)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[i] = c
+			out[h.ID] = storedDoc{shard: i, routing: h.Routing, source: src}
+		})
 	}
 	return out
 }
@@ -98,7 +66,7 @@ func (e *env) checkIndex(t testing.TB, index string, mp *router.Map, want map[st
 			}
 		}
 	}
-	for _, id := range sortedKeys(want) {
+	for _, id := range testenv.SortedKeys(want) {
 		w := want[id]
 		g, ok := got[id]
 		switch {
@@ -111,14 +79,14 @@ func (e *env) checkIndex(t testing.TB, index string, mp *router.Map, want map[st
 			report("%s source = %v\n\twant %v", id, g.source, roundTrip(w.source))
 		}
 	}
-	for _, id := range sortedKeys(got) {
+	for _, id := range testenv.SortedKeys(got) {
 		if _, ok := want[id]; !ok {
 			g := got[id]
 			report("%s should not be there: found on shard %d (routing %q) at version %v, geo_cell %v", id, g.shard, g.routing, g.source[schema.FieldVersion], g.source[schema.FieldGeoCell])
 		}
 	}
 	// A dish shares its restaurant's shard, read from the index itself.
-	for _, id := range sortedKeys(got) {
+	for _, id := range testenv.SortedKeys(got) {
 		g := got[id]
 		rid, _ := g.source[schema.FieldRestaurantID].(string)
 		if rid == "" {
@@ -133,7 +101,7 @@ func (e *env) checkIndex(t testing.TB, index string, mp *router.Map, want map[st
 		}
 	}
 	wantCounts := perShard(want, mp.NumShards())
-	if gotCounts := e.shardCounts(t, index, mp.NumShards()); !reflect.DeepEqual(gotCounts, wantCounts) {
+	if gotCounts := testenv.ShardCounts(t, e.admin, index, mp.NumShards()); !reflect.DeepEqual(gotCounts, wantCounts) {
 		report("documents per shard (preference=_shards:i) = %v, want %v", gotCounts, wantCounts)
 	}
 	for i, p := range problems {
@@ -157,20 +125,11 @@ func roundTrip(v map[string]any) map[string]any {
 	return out
 }
 
-func sortedKeys[M ~map[K]V, K ~string, V any](m M) []K {
-	ks := make([]K, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Slice(ks, func(i, j int) bool { return ks[i] < ks[j] })
-	return ks
-}
-
 // deadLetters sums the pipeline's dead letters by reason.
 func deadLetters[K ~string](m map[K]int64) (int64, string) {
 	var n int64
 	var parts []string
-	for _, k := range sortedKeys(m) {
+	for _, k := range testenv.SortedKeys(m) {
 		n += m[k]
 		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
 	}

@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,12 +16,12 @@ import (
 
 	"github.com/opensearch-project/opensearch-go/v4"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/segmentio/kafka-go"
 
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/internal/kafkatest"
 	"github.com/geoshard/geoshard/internal/osfake"
 	"github.com/geoshard/geoshard/internal/realenv"
+	"github.com/geoshard/geoshard/internal/testenv"
 	"github.com/geoshard/geoshard/migrate"
 	"github.com/geoshard/geoshard/pipeline"
 	"github.com/geoshard/geoshard/router"
@@ -64,65 +63,28 @@ func newEnv(t testing.TB) *env {
 	t.Helper()
 	e := &env{
 		t:   t,
-		m18: loadMap(t, "../../testdata/maps/us-18.json"),
-		m24: loadMap(t, "../../migrate/testdata/us-24.json"),
+		m18: testenv.LoadMap(t, testenv.MapUS18),
+		m24: testenv.LoadMap(t, testenv.MapUS24),
 	}
 	// One topic for restaurants and dishes, keyed by restaurant id: a
 	// restaurant and its dishes share a partition, so their order is the
 	// order produced, which the model relies on.
 	e.topic, e.dlq, e.group = realenv.Unique(eventTopic), realenv.Unique(dlqTopic), realenv.Unique(group)
 	e.kafka = kafkatest.Start(t, kafkatest.WithTopic(e.topic, partitions), kafkatest.WithTopic(e.dlq, 2))
-	url := realenv.OpenSearchURL()
-	if !realenv.Enabled() {
-		e.os = osfake.NewTestServer(osfake.Options{})
-		t.Cleanup(e.os.Close)
-		url = e.os.URL
-	}
-	var err error
-	e.client, err = bulk.NewClient(bulk.ClientConfig{Addresses: []string{url}, RequestTimeout: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.admin = bulk.NewAdmin(e.client)
-	if realenv.Enabled() {
-		// The real node outlives the test: clear what an earlier one left
-		// (tests against it run one at a time), and what this one leaves.
-		e.clearRealNode(t)
-		t.Cleanup(func() { e.clearRealNode(t) })
-	}
+	// The real node outlives the test: StartCluster clears what an
+	// earlier one left (tests against it run one at a time), and what
+	// this one leaves.
+	c := testenv.StartCluster(t, testenv.ClusterOptions{RequestTimeout: testenv.RequestTimeout})
+	e.os, e.client, e.admin = c.Server, c.Client, c.Admin
 	if err := migrate.Init(context.Background(), e.admin, migrate.InitConfig{Map: e.m18, Index: sourceIdx, Alias: alias}); err != nil {
 		t.Fatal(err)
 	}
 	return e
 }
 
-// clearRealNode deletes the menu indexes and the migration state.
-func (e *env) clearRealNode(t testing.TB) {
-	t.Helper()
-	if err := realenv.DeleteIndexes(context.Background(), realenv.MenuIndexes...); err != nil {
-		t.Fatalf("clear the real node: %v", err)
-	}
-}
-
-func loadMap(t testing.TB, path string) *router.Map {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := router.Parse(data)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return m
-}
-
 // testLogger logs at debug level when E2E_TEST_LOG is set, else nothing.
 func testLogger(component string) *slog.Logger {
-	if os.Getenv("E2E_TEST_LOG") == "" {
-		return slog.New(slog.DiscardHandler)
-	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("component", component)
+	return testenv.Logger("E2E_TEST_LOG").With("component", component)
 }
 
 // pipelineConfig is an ingest instance's configuration with timings short
@@ -151,12 +113,7 @@ func (e *env) pipelineConfig(instance string) pipeline.Config {
 			MaxWait:           200 * time.Millisecond,
 			DialTimeout:       5 * time.Second,
 		},
-		Bulk: bulk.Config{
-			Workers:       4,
-			FlushInterval: 5 * time.Millisecond,
-			RetryInitial:  20 * time.Millisecond,
-			RetryMax:      200 * time.Millisecond,
-		},
+		Bulk:       testenv.BulkConfig(),
 		Logger:     testLogger("ingest"),
 		Registerer: prometheus.NewRegistry(),
 	}
@@ -220,20 +177,7 @@ func (in *ingest) exited() (error, bool) {
 // its high watermarks: every produced event is finished (written to every
 // index it goes to, or dead-lettered) and committed.
 func (e *env) caughtUp(ctx context.Context) (bool, string) {
-	hw, err := e.kafka.HighWatermarks(ctx, e.topic)
-	if err != nil {
-		return false, err.Error()
-	}
-	co, err := e.kafka.CommittedOffsets(ctx, e.group, e.topic)
-	if err != nil {
-		return false, err.Error()
-	}
-	for p, h := range hw {
-		if h > 0 && co[p] != h {
-			return false, fmt.Sprintf("%s/%d committed %d, high watermark %d", e.topic, p, co[p], h)
-		}
-	}
-	return true, ""
+	return testenv.CaughtUp(ctx, e.kafka, e.group, e.topic)
 }
 
 // waitDrained waits until the pipeline has finished and committed every
@@ -276,39 +220,18 @@ type deadLetter struct {
 // readDLQ reads every dead letter written so far.
 func (e *env) readDLQ(t testing.TB) []deadLetter {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	hw, err := e.kafka.HighWatermarks(ctx, e.dlq)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []deadLetter
-	for p, h := range hw {
-		if h == 0 {
-			continue
-		}
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: e.kafka.Addrs(), Topic: e.dlq, Partition: p, MinBytes: 1, MaxBytes: 4 << 20, MaxWait: 100 * time.Millisecond})
-		for {
-			m, err := r.ReadMessage(ctx)
-			if err != nil {
-				r.Close()
-				t.Fatalf("read dead letters of partition %d: %v", p, err)
-			}
-			d := deadLetter{value: string(m.Value)}
-			for _, hd := range m.Headers {
-				switch hd.Key {
-				case pipeline.HeaderReason:
-					d.reason = string(hd.Value)
-				case pipeline.HeaderError:
-					d.detail = string(hd.Value)
-				}
-			}
-			out = append(out, d)
-			if m.Offset+1 >= h {
-				break
+	for _, m := range testenv.ReadTopic(t, e.kafka, e.dlq) {
+		d := deadLetter{value: string(m.Value)}
+		for _, hd := range m.Headers {
+			switch hd.Key {
+			case pipeline.HeaderReason:
+				d.reason = string(hd.Value)
+			case pipeline.HeaderError:
+				d.detail = string(hd.Value)
 			}
 		}
-		r.Close()
+		out = append(out, d)
 	}
 	return out
 }
@@ -316,7 +239,8 @@ func (e *env) readDLQ(t testing.TB) []deadLetter {
 // heartbeat reads an ingest instance's heartbeat document.
 func (e *env) heartbeat(t testing.TB, instance string) (schema.Heartbeat, bool) {
 	t.Helper()
-	src, _, found, err := e.admin.Get(context.Background(), schema.MigrationsIndex, schema.HeartbeatDocID(alias, instance), "")
+	var hb schema.Heartbeat
+	found, err := testenv.ReadDoc(context.Background(), e.admin, schema.MigrationsIndex, schema.HeartbeatDocID(alias, instance), &hb)
 	var ae *bulk.APIError
 	if errors.As(err, &ae) && ae.Status == http.StatusServiceUnavailable {
 		// The instance has just created the index, and the real node has
@@ -325,12 +249,6 @@ func (e *env) heartbeat(t testing.TB, instance string) (schema.Heartbeat, bool) 
 	}
 	if err != nil {
 		t.Fatal(err)
-	}
-	var hb schema.Heartbeat
-	if found {
-		if err := json.Unmarshal(src, &hb); err != nil {
-			t.Fatal(err)
-		}
 	}
 	return hb, found
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/geoshard/geoshard/internal/datagen"
 	"github.com/geoshard/geoshard/internal/kafkatest"
 	"github.com/geoshard/geoshard/internal/realenv"
+	"github.com/geoshard/geoshard/internal/testenv"
 )
 
 // streamConfig is the change stream of the tests: a few hundred
@@ -64,20 +65,7 @@ type feed struct {
 // own size check is tested in its package).
 func (e *env) newFeed(t testing.TB, sc datagen.StreamConfig) *feed {
 	t.Helper()
-	cities, err := datagen.Cities()
-	if err != nil {
-		t.Fatal(err)
-	}
-	msgs, err := datagen.Stream(cities, sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kept := msgs[:0]
-	for _, m := range msgs {
-		if len(m.Value) < 900<<10 {
-			kept = append(kept, m)
-		}
-	}
+	kept := testenv.BrokerStream(t, sc)
 	kinds := map[string]int{}
 	for _, m := range kept {
 		kinds[m.Kind]++

@@ -11,6 +11,7 @@ import (
 
 	"github.com/geoshard/geoshard/internal/datagen"
 	"github.com/geoshard/geoshard/internal/realenv"
+	"github.com/geoshard/geoshard/internal/testenv"
 	"github.com/geoshard/geoshard/migrate"
 	"github.com/geoshard/geoshard/schema"
 )
@@ -56,7 +57,7 @@ func TestMoveDuringBackfill(t *testing.T) {
 		}
 	}
 	var mover, dest string
-	for _, id := range sortedKeys(before.rests) {
+	for _, id := range testenv.SortedKeys(before.rests) {
 		r := before.rests[id]
 		if !r.live {
 			continue
@@ -129,7 +130,7 @@ func TestMoveDuringBackfill(t *testing.T) {
 	// Every dish of the restaurant is in the target, at the restaurant's
 	// new place (a real-time GET with the routing the new map gives it).
 	var lost []string
-	for _, id := range sortedKeys(final.dishes) {
+	for _, id := range testenv.SortedKeys(final.dishes) {
 		d := final.dishes[id]
 		if d.rid != mover || !d.live {
 			continue
