@@ -546,8 +546,6 @@ func mappingValue(m *yaml.Node, key string) *yaml.Node {
 	return nil
 }
 
-// bulkSource returns the bulk package's non-test Go source.
-func bulkSource(t *testing.T) string { return packageSource(t, "bulk") }
 
 // packageSource returns a package's non-test Go source.
 func packageSource(t *testing.T, pkg string) string {
@@ -568,10 +566,10 @@ func packageSource(t *testing.T, pkg string) string {
 	return b.String()
 }
 
-// The OpenSearch settings the Deployment passes are the ones the bulk
-// package reads.
+// The OpenSearch settings the Deployment passes are the ones the
+// commands' OpenSearch flags read (cmd/internal/cli).
 func TestOpenSearchSettingsAreRead(t *testing.T) {
-	src := bulkSource(t)
+	src := packageSource(t, "cmd/internal/cli")
 	all := manifests(t)
 	_, c := ingest(t, all)
 	names := []string{"GEOSHARD_OPENSEARCH"}
@@ -584,7 +582,7 @@ func TestOpenSearchSettingsAreRead(t *testing.T) {
 	// "(NAME)", which the commands apply (cmd/internal/envflag).
 	for _, n := range names {
 		if !strings.Contains(src, `"`+n+`"`) && !strings.Contains(src, "("+n+")") {
-			t.Errorf("%s is set for ingest but the bulk package does not read it", n)
+			t.Errorf("%s is set for ingest but the OpenSearch flags (cmd/internal/cli) do not read it", n)
 		}
 	}
 }
