@@ -14,6 +14,7 @@ import (
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/internal/osfake"
 	"github.com/geoshard/geoshard/internal/realenv"
+	"github.com/geoshard/geoshard/internal/testenv"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -88,13 +89,7 @@ func TestMetricsAndHealth(t *testing.T) {
 	if err := e.os.SetFaults(osfake.Faults{FailRate: 1, FailEndpoints: []string{"bulk"}}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	r := &running{p: p, Running: testenv.Go(t, p.Run)}
 	evs := encodeAll(restaurantWithDishes(5))
 	e.produce(context.Background(), evs)
 	waitFor := func(what string, f func() bool) {
@@ -113,7 +108,6 @@ func TestMetricsAndHealth(t *testing.T) {
 		return !ok && strings.HasPrefix(why, "stalled")
 	})
 	e.os.ClearFaults()
-	r := &running{p: p, cancel: cancel, done: done}
 	e.waitCaughtUp(t, r, 20*time.Second)
 	waitFor("ready", func() bool { ok, _ := p.Ready(); return ok })
 	waitFor("a progress report", func() bool { return progress.Load() > 0 })

@@ -79,7 +79,7 @@ func TestEndToEndDatagen(t *testing.T) {
 	cfg.MaxEventBytes = DefaultMaxEventBytes
 	r := e.start(cfg)
 	e.waitCaughtUp(t, r, 40*time.Second)
-	if err := r.stop(t); err != nil {
+	if err := r.Stop(t); err != nil {
 		t.Fatalf("Run = %v", err)
 	}
 	checkFinal(t, e, evs, where)

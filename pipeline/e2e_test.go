@@ -153,7 +153,7 @@ func TestEndToEnd(t *testing.T) {
 	r := e.start(e.config())
 	e.waitCaughtUp(t, r, 40*time.Second)
 	st := r.p.Stats()
-	if err := r.stop(t); err != nil {
+	if err := r.Stop(t); err != nil {
 		t.Fatalf("Run = %v", err)
 	}
 	t.Logf("stats: fetched %d finished %d moves %d pending %d directory %d events %v dead %v", st.Fetched, st.Finished, st.Moves, st.Pending, st.Directory, st.Events, st.DeadLetters)
@@ -183,7 +183,7 @@ func TestEndToEndTwoTopics(t *testing.T) {
 	}
 	r := e.start(cfg)
 	e.waitCaughtUp(t, r, 40*time.Second)
-	if err := r.stop(t); err != nil {
+	if err := r.Stop(t); err != nil {
 		t.Fatalf("Run = %v", err)
 	}
 	checkFinal(t, e, evs, where)
@@ -196,7 +196,7 @@ func TestTopicsWithDifferentPartitionCounts(t *testing.T) {
 	realenv.Parallel(t)
 	e := newEnv(t, envOptions{partitions: 3, twoTopics: true, dishPartitions: 2})
 	r := e.start(e.config())
-	err := r.wait(t, 20*time.Second)
+	err := r.Wait(t, 20*time.Second)
 	var pm *PartitionMismatchError
 	if !errors.As(err, &pm) {
 		t.Fatalf("Run = %v, want a *PartitionMismatchError", err)
@@ -229,7 +229,7 @@ func TestKillAndResume(t *testing.T) {
 		for r.p.Stats().Finished < target && time.Now().Before(deadline) {
 			time.Sleep(2 * time.Millisecond)
 		}
-		if err := r.stop(t); err != nil {
+		if err := r.Stop(t); err != nil {
 			t.Fatalf("kill %d: Run = %v", i, err)
 		}
 		st := r.p.Stats()
@@ -237,7 +237,7 @@ func TestKillAndResume(t *testing.T) {
 	}
 	r := e.start(e.config())
 	e.waitCaughtUp(t, r, 40*time.Second)
-	if err := r.stop(t); err != nil {
+	if err := r.Stop(t); err != nil {
 		t.Fatalf("Run = %v", err)
 	}
 	checkFinal(t, e, evs, where)
@@ -259,12 +259,12 @@ func TestRebalance(t *testing.T) {
 	b := e.start(e.config())
 	where = append(where, e.produce(context.Background(), evs[third:2*third])...)
 	e.waitCaughtUp(t, b, 30*time.Second)
-	if err := a.stop(t); err != nil {
+	if err := a.Stop(t); err != nil {
 		t.Fatalf("first instance: Run = %v", err)
 	}
 	where = append(where, e.produce(context.Background(), evs[2*third:])...)
 	e.waitCaughtUp(t, b, 30*time.Second)
-	if err := b.stop(t); err != nil {
+	if err := b.Stop(t); err != nil {
 		t.Fatalf("second instance: Run = %v", err)
 	}
 	sa, sb := a.p.Stats(), b.p.Stats()
@@ -317,14 +317,14 @@ func TestScaleOut(t *testing.T) {
 	for b.p.Stats().Finished < before+50 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if err := b.stop(t); err != nil {
+	if err := b.Stop(t); err != nil {
 		t.Fatalf("killed instance: Run = %v", err)
 	}
 	d := e.start(instance(cfg))
 	where = append(where, e.produce(ctx, evs[2*third:])...)
 	e.waitCaughtUp(t, a, 60*time.Second)
 	for i, r := range []*running{a, c, d} {
-		if err := r.stop(t); err != nil {
+		if err := r.Stop(t); err != nil {
 			t.Fatalf("instance %d: Run = %v", i, err)
 		}
 	}
@@ -425,7 +425,7 @@ func TestMetricsFollowOwnership(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	for _, r := range []*running{a, b} {
-		if err := r.stop(t); err != nil {
+		if err := r.Stop(t); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -147,10 +147,10 @@ func (e *testEnv) config() Config {
 func testLogger() *slog.Logger { return testenv.Logger("PIPELINE_TEST_LOG") }
 
 // running is a pipeline started in the background.
+// running is a pipeline running on a goroutine of its own.
 type running struct {
-	p      *Pipeline
-	cancel context.CancelFunc
-	done   chan error
+	p *Pipeline
+	*testenv.Running
 }
 
 func (e *testEnv) start(cfg Config) *running {
@@ -168,32 +168,7 @@ func (e *testEnv) startWith(cfg Config, setup func(*Pipeline)) *running {
 	if setup != nil {
 		setup(p)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{p: p, cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- p.Run(ctx) }()
-	e.t.Cleanup(func() {
-		cancel()
-		select {
-		case <-r.done:
-		case <-time.After(30 * time.Second):
-			e.t.Error("Run did not return within 30s of its cancel")
-		}
-	})
-	return r
-}
-
-// stop cancels Run and returns its error.
-func (r *running) stop(t testing.TB) error {
-	t.Helper()
-	r.cancel()
-	select {
-	case err := <-r.done:
-		r.done <- err // for the cleanup
-		return err
-	case <-time.After(30 * time.Second):
-		t.Fatal("Run did not return within 30s of its cancel")
-		return nil
-	}
+	return &running{p: p, Running: testenv.Go(e.t, p.Run)}
 }
 
 // produced is one event as stored in Kafka.
@@ -269,12 +244,10 @@ func (e *testEnv) waitCaughtUp(t testing.TB, r *running, timeout time.Duration) 
 		if ok, why = e.caughtUp(ctx); ok {
 			return
 		}
-		select {
-		case err := <-r.done:
-			r.done <- err
+		if err, ok := r.Exited(); ok {
 			t.Fatalf("Run returned %v before catching up (%s)", err, why)
-		case <-time.After(50 * time.Millisecond):
 		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	st := r.p.Stats()
 	t.Fatalf("not caught up after %v: %s; pending %d, fetched %d, finished %d, events %v; bulk added %d, finished %d, retries %d, requests %d",
@@ -356,18 +329,4 @@ func (e *testEnv) shardCounts(t testing.TB) []int64 {
 func (e *testEnv) shardCountsOf(t testing.TB, index string, n int) []int64 {
 	t.Helper()
 	return testenv.ShardCounts(t, e.admin, index, n)
-}
-
-// wait waits for Run to return by itself and returns its error.
-func (r *running) wait(t testing.TB, timeout time.Duration) error {
-	timeout = realenv.Slack(timeout)
-	t.Helper()
-	select {
-	case err := <-r.done:
-		r.done <- err
-		return err
-	case <-time.After(timeout):
-		t.Fatalf("Run did not return within %v", timeout)
-		return nil
-	}
 }

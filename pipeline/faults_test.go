@@ -33,7 +33,7 @@ func TestRejectStorm(t *testing.T) {
 	r := e.start(cfg)
 	e.waitCaughtUp(t, r, 40*time.Second)
 	st := r.p.Stats()
-	if err := r.stop(t); err != nil {
+	if err := r.Stop(t); err != nil {
 		t.Fatalf("Run = %v", err)
 	}
 	if fs := e.os.FaultStats(); fs.RejectedItems == 0 || st.Bulk.Retries == 0 {
@@ -86,7 +86,7 @@ func TestHotShard(t *testing.T) {
 	r := e.start(cfg)
 	e.waitCaughtUp(t, r, 50*time.Second)
 	st := r.p.Stats()
-	if err := r.stop(t); err != nil {
+	if err := r.Stop(t); err != nil {
 		t.Fatalf("Run = %v", err)
 	}
 	hs := st.Bulk.Shards[e.m.Shard(hot).Name]
@@ -115,7 +115,7 @@ func TestWriteFailureStops(t *testing.T) {
 	cfg := e.config()
 	cfg.Bulk.RetryMaxElapsed = 300 * time.Millisecond
 	r := e.start(cfg)
-	err := r.wait(t, 30*time.Second)
+	err := r.Wait(t, 30*time.Second)
 	if !errors.Is(err, ErrWriteFailed) || !errors.Is(err, bulk.ErrRetryBudget) {
 		t.Fatalf("Run = %v, want ErrWriteFailed wrapping bulk.ErrRetryBudget", err)
 	}
@@ -125,7 +125,7 @@ func TestWriteFailureStops(t *testing.T) {
 	e.os.ClearFaults()
 	r2 := e.start(e.config())
 	e.waitCaughtUp(t, r2, 30*time.Second)
-	if err := r2.stop(t); err != nil {
+	if err := r2.Stop(t); err != nil {
 		t.Fatalf("Run = %v", err)
 	}
 	checkFinal(t, e, evs, where)
@@ -163,7 +163,7 @@ func TestDeadLetterTopicDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitCaughtUp(t, r, 30*time.Second)
-	if err := r.stop(t); err != nil {
+	if err := r.Stop(t); err != nil {
 		t.Fatalf("Run = %v", err)
 	}
 	if st := r.p.Stats(); st.DeadLetters[ReasonInvalidJSON] != 1 {
@@ -243,7 +243,7 @@ func TestMapSwitch(t *testing.T) {
 	second[0].value, second[0].key = encodeEvent(second[0]), []byte("r1")
 	e.produce(ctx, second)
 	e.waitCaughtUp(t, r, 20*time.Second)
-	if err := r.stop(t); err != nil {
+	if err := r.Stop(t); err != nil {
 		t.Fatalf("Run = %v", err)
 	}
 	cell, _ := m2.Cell(40.7, -74)

@@ -87,9 +87,7 @@ func (e *testEnv) startMemberWith(cfg Config, name string, setup func(*Pipeline)
 func (m *member) kill(t testing.TB) {
 	m.sev.sever()
 	m.r.p.cfg.DrainTimeout = time.Nanosecond
-	m.r.cancel()
-	<-m.r.done
-	m.r.done <- nil
+	_ = m.r.Stop(t) // whatever Run says: the instance is gone
 }
 
 // waitJoined waits until every member has partitions of its own in a
@@ -146,14 +144,14 @@ func TestGroupThroughKillsAndRestarts(t *testing.T) {
 	rest := chunk(4)
 	for i := range group {
 		where = append(where, e.produce(ctx, rest[i*len(rest)/3:(i+1)*len(rest)/3])...)
-		if err := group[i].r.stop(t); err != nil {
+		if err := group[i].r.Stop(t); err != nil {
 			t.Fatalf("rolling restart of instance %d: Run = %v", i, err)
 		}
 		group[i] = start()
 	}
 	e.waitCaughtUp(t, group[0].r, 60*time.Second)
 	for i, m := range group {
-		if err := m.r.stop(t); err != nil {
+		if err := m.r.Stop(t); err != nil {
 			t.Fatalf("instance %d: Run = %v", i, err)
 		}
 	}
@@ -203,12 +201,12 @@ func BenchmarkGroupRecovery(b *testing.B) {
 				case "sigkill":
 					group[1].kill(b)
 				case "sigterm":
-					if err := group[1].r.stop(b); err != nil {
+					if err := group[1].r.Stop(b); err != nil {
 						b.Fatal(err)
 					}
 				case "rolling":
 					for i := range group {
-						if err := group[i].r.stop(b); err != nil {
+						if err := group[i].r.Stop(b); err != nil {
 							b.Fatal(err)
 						}
 						group[i] = e.startMember(cfg, fmt.Sprintf("ingest-%d-new", i))
@@ -220,7 +218,7 @@ func BenchmarkGroupRecovery(b *testing.B) {
 				b.StopTimer()
 				for i, m := range group {
 					if i != 1 || how == "none" || how == "rolling" {
-						if err := m.r.stop(b); err != nil {
+						if err := m.r.Stop(b); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -291,7 +289,7 @@ func BenchmarkRebalancePause(b *testing.B) {
 				b.StartTimer()
 				start := time.Now()
 				if how != "none" {
-					if err := group[1].r.stop(b); err != nil {
+					if err := group[1].r.Stop(b); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -304,7 +302,7 @@ func BenchmarkRebalancePause(b *testing.B) {
 				reads += after.Warm.Reads - before.Warm.Reads
 				for i, m := range group {
 					if i != 1 || how == "none" {
-						if err := m.r.stop(b); err != nil {
+						if err := m.r.Stop(b); err != nil {
 							b.Fatal(err)
 						}
 					}

@@ -264,7 +264,7 @@ func TestMigrationPhases(t *testing.T) {
 	e.produce(ctx, evs[cut[2]:])
 	e.waitCaughtUp(t, r, 30*time.Second)
 	st := r.p.Stats()
-	if err := r.stop(t); err != nil {
+	if err := r.Stop(t); err != nil {
 		t.Fatalf("Run = %v", err)
 	}
 	if got := phaseGauge(t, reg); got != string(schema.PhaseCompleted) {
@@ -333,7 +333,7 @@ func TestMigrationRestartAndCancel(t *testing.T) {
 	cfg.MigrationPollInterval = time.Hour // only the poll before consuming
 	r := e.start(cfg)
 	e.waitCaughtUp(t, r, 20*time.Second)
-	if err := r.stop(t); err != nil {
+	if err := r.Stop(t); err != nil {
 		t.Fatalf("Run = %v", err)
 	}
 	if hb, _ := e.heartbeat(t, "restarted"); hb.Applied != schema.PhaseBackfilling || hb.MigrationID != mig.ID {
@@ -358,7 +358,7 @@ func TestMigrationRestartAndCancel(t *testing.T) {
 	e.waitCaughtUp(t, r, 20*time.Second)
 	e.waitApplied(t, r, "after-cancel", mig.ID, schema.PhaseCancelled)
 	wantTargets(t, r, testIndex)
-	if err := r.stop(t); err != nil {
+	if err := r.Stop(t); err != nil {
 		t.Fatalf("Run = %v", err)
 	}
 	checkIndexDocs(t, e, testIndex, e.m, runModel(all).expectedDocs(e.m))
@@ -427,7 +427,7 @@ func TestMigrationOffsetsWaitForBothIndexes(t *testing.T) {
 		t.Fatal(err)
 	}
 	where = append(where, e.produce(ctx, evs[1:])...)
-	err := r.wait(t, 20*time.Second)
+	err := r.Wait(t, 20*time.Second)
 	if !errors.Is(err, ErrIndexUnwritable) || !strings.Contains(err.Error(), "cluster_block_exception") {
 		t.Fatalf("Run = %v, want ErrIndexUnwritable naming the block", err)
 	}
@@ -444,7 +444,7 @@ func TestMigrationOffsetsWaitForBothIndexes(t *testing.T) {
 	cfg.Registerer = prometheus.NewRegistry()
 	r = e.start(cfg)
 	e.waitCaughtUp(t, r, 20*time.Second)
-	if err := r.stop(t); err != nil {
+	if err := r.Stop(t); err != nil {
 		t.Fatalf("Run = %v", err)
 	}
 	model := runModel(evs)
@@ -475,7 +475,7 @@ func TestMigrationPinStopsAtCutover(t *testing.T) {
 	e.moveAlias(t, testIndex, testIndex2)
 	mig.Phase = schema.PhaseCutOver
 	e.setMigration(t, mig)
-	err := r.wait(t, 20*time.Second)
+	err := r.Wait(t, 20*time.Second)
 	var mm *MapMismatchError
 	if !errors.As(err, &mm) || mm.Index != testIndex2 || mm.Expected != e.m.Hash() || mm.Actual != m2.Hash() {
 		t.Fatalf("Run = %v, want a *MapMismatchError on %s", err, testIndex2)
@@ -690,7 +690,7 @@ func TestMigrationCutShort(t *testing.T) {
 			e.produce(ctx, evs)
 			r := e.start(e.config())
 			e.waitCaughtUp(t, r, 20*time.Second)
-			if err := r.stop(t); err != nil {
+			if err := r.Stop(t); err != nil {
 				t.Fatal(err)
 			}
 
@@ -707,13 +707,13 @@ func TestMigrationCutShort(t *testing.T) {
 					return nil
 				}
 			})
-			if err := r.wait(t, 20*time.Second); !errors.Is(err, ErrIndexUnwritable) {
+			if err := r.Wait(t, 20*time.Second); !errors.Is(err, ErrIndexUnwritable) {
 				t.Fatalf("Run = %v, want ErrIndexUnwritable", err)
 			}
 			e.os.ClearFaults()
 			r = e.start(e.config())
 			e.waitCaughtUp(t, r, 20*time.Second)
-			if err := r.stop(t); err != nil {
+			if err := r.Stop(t); err != nil {
 				t.Fatal(err)
 			}
 			model := runModel(evs)

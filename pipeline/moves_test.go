@@ -73,7 +73,7 @@ func TestCrashMidMove(t *testing.T) {
 			where := e.produce(ctx, evs)
 			r := e.start(e.config())
 			e.waitCaughtUp(t, r, 20*time.Second)
-			if err := r.stop(t); err != nil {
+			if err := r.Stop(t); err != nil {
 				t.Fatal(err)
 			}
 			change := encodeAll(append([]genEvent(nil), tc.change...))
@@ -91,7 +91,7 @@ func TestCrashMidMove(t *testing.T) {
 					return nil
 				}
 			})
-			if err := r.wait(t, 20*time.Second); !errors.Is(err, errCrash) {
+			if err := r.Wait(t, 20*time.Second); !errors.Is(err, errCrash) {
 				t.Fatalf("Run = %v, want the crash after %q", err, tc.step)
 			}
 			if ok, _ := e.caughtUp(ctx); ok {
@@ -99,7 +99,7 @@ func TestCrashMidMove(t *testing.T) {
 			}
 			r = e.startWith(e.config(), func(p *Pipeline) { p.ix.searchSize = 7 })
 			e.waitCaughtUp(t, r, 20*time.Second)
-			if err := r.stop(t); err != nil {
+			if err := r.Stop(t); err != nil {
 				t.Fatal(err)
 			}
 			checkFinal(t, e, evs, where)
@@ -155,7 +155,7 @@ func TestRecreateOnAnotherShardWaitsForTheDelete(t *testing.T) {
 		t.Errorf("the new copy is written while the old one is still there (found %v, %v)", found, err)
 	}
 	e.waitCaughtUp(t, r, 20*time.Second)
-	if err := r.stop(t); err != nil {
+	if err := r.Stop(t); err != nil {
 		t.Fatal(err)
 	}
 	e.os.ClearFaults()
@@ -244,7 +244,7 @@ func TestSlowMoveHoldsOnlyItsRestaurant(t *testing.T) {
 	released = true
 	close(release)
 	e.waitCaughtUp(t, r, 20*time.Second)
-	if err := r.stop(t); err != nil {
+	if err := r.Stop(t); err != nil {
 		t.Fatal(err)
 	}
 	checkFinal(t, e, evs, where)

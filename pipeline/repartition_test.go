@@ -96,7 +96,7 @@ func testDishesKeyedByDish(t *testing.T, late bool) {
 	e.waitCaughtUp(t, a.r, 60*time.Second)
 	stA, stB := a.r.p.Stats(), b.r.p.Stats()
 	for _, m := range []*member{a, b} {
-		if err := m.r.stop(t); err != nil {
+		if err := m.r.Stop(t); err != nil {
 			t.Fatalf("Run = %v", err)
 		}
 	}
@@ -149,7 +149,7 @@ func TestRepartitionTopicRefusals(t *testing.T) {
 		cfg := e.config()
 		cfg.DishKey, cfg.RepartitionTopic = DishKeyDish, topic
 		r := e.start(cfg)
-		err := r.wait(t, 20*time.Second)
+		err := r.Wait(t, 20*time.Second)
 		var rt *RepartitionTopicError
 		if !errors.As(err, &rt) {
 			t.Fatalf("Run = %v, want a *RepartitionTopicError", err)
@@ -178,7 +178,7 @@ func TestRepartitionTopicRefusals(t *testing.T) {
 		cfg := e.config()
 		cfg.DishKey = DishKeyDish
 		r := e.start(cfg)
-		err := r.wait(t, 20*time.Second)
+		err := r.Wait(t, 20*time.Second)
 		var rt *RepartitionTopicError
 		if !errors.As(err, &rt) || !errors.Is(err, kafka.TopicAuthorizationFailed) {
 			t.Fatalf("Run = %v, want a *RepartitionTopicError for TOPIC_AUTHORIZATION_FAILED", err)

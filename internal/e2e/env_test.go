@@ -123,8 +123,7 @@ func (e *env) pipelineConfig(instance string) pipeline.Config {
 type ingest struct {
 	p        *pipeline.Pipeline
 	instance string
-	cancel   context.CancelFunc
-	done     chan error
+	*testenv.Running
 }
 
 // startIngest starts a pipeline; the test's cleanup stops it.
@@ -134,43 +133,7 @@ func (e *env) startIngest(cfg pipeline.Config) *ingest {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	in := &ingest{p: p, instance: cfg.Instance, cancel: cancel, done: make(chan error, 1)}
-	go func() { in.done <- p.Run(ctx) }()
-	e.t.Cleanup(func() {
-		cancel()
-		select {
-		case <-in.done:
-		case <-time.After(30 * time.Second):
-			e.t.Error("pipeline Run did not return within 30s of its cancel")
-		}
-	})
-	return in
-}
-
-// stop cancels Run, waits for it and returns its error.
-func (in *ingest) stop(t testing.TB) error {
-	t.Helper()
-	in.cancel()
-	select {
-	case err := <-in.done:
-		in.done <- err // for the cleanup
-		return err
-	case <-time.After(30 * time.Second):
-		t.Fatal("pipeline Run did not return within 30s of its cancel")
-		return nil
-	}
-}
-
-// exited returns Run's error if it has returned by itself.
-func (in *ingest) exited() (error, bool) {
-	select {
-	case err := <-in.done:
-		in.done <- err
-		return err, true
-	default:
-		return nil, false
-	}
+	return &ingest{p: p, instance: cfg.Instance, Running: testenv.Go(e.t, p.Run)}
 }
 
 // caughtUp reports whether the group has committed the event topic up to
@@ -202,7 +165,7 @@ func (e *env) waitDrained(t testing.TB, in *ingest, timeout time.Duration) {
 		default:
 			return
 		}
-		if err, done := in.exited(); done {
+		if err, done := in.Exited(); done {
 			t.Fatalf("pipeline %s stopped before draining (%s): %v", in.instance, why, err)
 		}
 		time.Sleep(50 * time.Millisecond)

@@ -32,7 +32,7 @@ func TestDualWritesWaitsForIngestHeartbeat(t *testing.T) {
 		// An instance that ran and stopped leaves its heartbeat behind.
 		in := e.startIngest(e.pipelineConfig("ingest-gone"))
 		e.waitApplied(t, in, "", "")
-		if err := in.stop(t); err != nil {
+		if err := in.Stop(t); err != nil {
 			t.Fatalf("pipeline Run = %v", err)
 		}
 		hb, _ := e.heartbeat(t, "ingest-gone")
@@ -139,7 +139,7 @@ func TestDualWritesWaitsForIngestHeartbeat(t *testing.T) {
 
 		// Restarted, the instance reads the state before it consumes
 		// anything and acknowledges at once.
-		if err := in.stop(t); err != nil {
+		if err := in.Stop(t); err != nil {
 			t.Fatalf("pipeline Run = %v", err)
 		}
 		cfg.MigrationPollInterval = 100 * time.Millisecond
