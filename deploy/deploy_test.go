@@ -546,7 +546,6 @@ func mappingValue(m *yaml.Node, key string) *yaml.Node {
 	return nil
 }
 
-
 // packageSource returns a package's non-test Go source.
 func packageSource(t *testing.T, pkg string) string {
 	t.Helper()
