@@ -196,6 +196,17 @@ func TestLostPartitionIsReleased(t *testing.T) {
 	if !p.assigned[partKey{"events", 1}] || p.assigned[partKey{"events", 0}] {
 		t.Errorf("assigned %v, want partition 1 only", p.assigned)
 	}
+	// A message of the lost partition still queued in the reader is
+	// skipped and counted; one of the kept partition is not.
+	if !p.skipUnowned(kafka.Message{Topic: "events", Partition: 0, Offset: 9}) {
+		t.Error("a message of the lost partition is not skipped")
+	}
+	if p.skipUnowned(kafka.Message{Topic: "events", Partition: 1, Offset: 9}) {
+		t.Error("a message of the kept partition is skipped")
+	}
+	if n := p.Stats().Unowned; n != 1 {
+		t.Errorf("Stats().Unowned = %d, want 1", n)
+	}
 }
 
 // genReader is a consumer that only counts generations.

@@ -553,11 +553,7 @@ func (p *Pipeline) process(stop, work context.Context, r consumer, msgs <-chan f
 					return err
 				}
 			}
-			if p.assigned != nil && !p.assigned[partKey{topic: f.msg.Topic, partition: f.msg.Partition}] {
-				// Fetched before the rebalance, returned after it: the
-				// partition's new owner reads it from the group's
-				// committed offset.
-				p.unowned.Add(1)
+			if p.skipUnowned(f.msg) {
 				continue
 			}
 			if err := p.handle(work, f.msg, f.dec); err != nil {
@@ -581,6 +577,19 @@ func (p *Pipeline) process(stop, work context.Context, r consumer, msgs <-chan f
 			}
 		}
 	}
+}
+
+// skipUnowned reports, and counts, a message of a partition the member's
+// assignment no longer holds: fetched before the rebalance and returned
+// after it, it is left to the partition's new owner, which reads it from
+// the group's committed offset. With no assignment read, nothing is
+// skipped.
+func (p *Pipeline) skipUnowned(m kafka.Message) bool {
+	if p.assigned == nil || p.assigned[partKey{topic: m.Topic, partition: m.Partition}] {
+		return false
+	}
+	p.unowned.Add(1)
+	return true
 }
 
 // sampleEvery spaces the processing loop's reads of the reader's
