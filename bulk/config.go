@@ -154,7 +154,10 @@ type Config struct {
 	RetryInitial time.Duration
 	RetryMax     time.Duration
 	// RetryMaxElapsed is an item's retry budget, from its first attempt;
-	// past it the item fails with ErrRetryBudget. Default 10 minutes.
+	// past it the item fails with ErrRetryBudget. Default 10 minutes;
+	// NoRetryLimit retries an item until it succeeds, fails for good or
+	// the writer is closed (a consumer whose every write must land, and
+	// that blocks on back-pressure meanwhile).
 	RetryMaxElapsed time.Duration
 	// OnResult receives every item's outcome, from worker goroutines,
 	// concurrently; it must be quick. Optional.
@@ -178,6 +181,9 @@ const (
 	DefaultRetryMax         = 10 * time.Second
 	DefaultRetryMaxElapsed  = 10 * time.Minute
 )
+
+// NoRetryLimit, as Config.RetryMaxElapsed, gives items no retry budget.
+const NoRetryLimit time.Duration = -1
 
 func (c Config) withDefaults() Config {
 	def := func(v *int, d int) {
@@ -223,8 +229,8 @@ func (c Config) Validate() error {
 	pos("max buffered bytes", c.MaxBufferedBytes)
 	pos("max buffered items", c.MaxBufferedItems)
 	pos("max shard items", c.MaxShardItems)
-	if c.FlushInterval < 0 || c.RetryInitial < 0 || c.RetryMax < c.RetryInitial || c.RetryMaxElapsed < 0 {
-		p = append(p, fmt.Sprintf("durations: flush interval %v, retry initial %v, retry max %v, retry max elapsed %v: want non-negative with retry max >= retry initial",
+	if c.FlushInterval < 0 || c.RetryInitial < 0 || c.RetryMax < c.RetryInitial || c.RetryMaxElapsed < 0 && c.RetryMaxElapsed != NoRetryLimit {
+		p = append(p, fmt.Sprintf("durations: flush interval %v, retry initial %v, retry max %v, retry max elapsed %v: want non-negative (retry max elapsed may be NoRetryLimit) with retry max >= retry initial",
 			c.FlushInterval, c.RetryInitial, c.RetryMax, c.RetryMaxElapsed))
 	}
 	if c.MaxShardItems > c.MaxBufferedItems {

@@ -10,12 +10,15 @@ import (
 )
 
 // Transient reports whether a failed call is worth trying again as it
-// is: a transport error (no answer: refused, reset, timed out), 429, or
-// any 5xx. A cancelled or expired context is not, nor is any other
-// status: the same request would get the same answer. It is the
-// request-level counterpart of Classify, which judges one bulk item.
+// is: a transport error (no answer: refused, reset, timed out — the
+// client's request timeout ends a request with context.DeadlineExceeded),
+// 429, or any 5xx. A cancelled context is not, nor is any other status:
+// the same request would get the same answer. Retry tells a request that
+// timed out from a caller whose own context ended by asking the caller's
+// context. It is the request-level counterpart of Classify, which judges
+// one bulk item.
 func Transient(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if err == nil || errors.Is(err, context.Canceled) {
 		return false
 	}
 	var ae *APIError
@@ -75,12 +78,19 @@ var _ backoff.BackOff = (*Backoff)(nil)
 // Retry calls f until it succeeds, fails with an error retryable refuses
 // (nil retries every error) or wrapped by backoff.Permanent, the schedule
 // gives up, or ctx ends; notify, if set, sees each failure that is
-// retried and the wait before the next attempt. It returns f's last error
-// (or ctx's).
+// retried and the wait before the next attempt. It returns f's last error,
+// joined with ctx's when ctx ended: a call that fails with
+// context.DeadlineExceeded while ctx lives timed out on its own and is
+// retried if retryable says so.
 func Retry(ctx context.Context, b Backoff, retryable func(error) bool, notify func(err error, wait time.Duration), f func() error) error {
 	op := func() error {
 		err := f()
-		if err != nil && retryable != nil && !retryable(err) {
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			// The caller's context ended (not a request's own timeout).
+			return backoff.Permanent(errors.Join(ctx.Err(), err))
+		case retryable != nil && !retryable(err):
 			return backoff.Permanent(err)
 		}
 		return err

@@ -18,7 +18,7 @@ func TestTransient(t *testing.T) {
 	}{
 		{nil, false},
 		{context.Canceled, false},
-		{fmt.Errorf("search: %w", context.DeadlineExceeded), false},
+		{fmt.Errorf("search: %w", context.DeadlineExceeded), true}, // the request timed out
 		{&net.OpError{Op: "dial", Err: errors.New("connection refused")}, true},
 		{&APIError{Status: 429}, true},
 		{fmt.Errorf("x: %w", &APIError{Status: 503}), true},
@@ -81,6 +81,16 @@ func TestRetry(t *testing.T) {
 	err = Retry(ctx, limited, nil, func(error, time.Duration) { notified++ }, func() error { calls++; return errors.New("down") })
 	if err == nil || calls != 5 || notified != 4 {
 		t.Errorf("MaxRetries 4: %v after %d calls, %d notified; want the error after 5 calls, 4 notices", err, calls, notified)
+	}
+	calls = 0
+	err = Retry(ctx, quick, Transient, nil, func() error {
+		if calls++; calls < 3 {
+			return fmt.Errorf("refresh: %w", context.DeadlineExceeded) // the request's own timeout
+		}
+		return nil
+	})
+	if err != nil || calls != 3 {
+		t.Errorf("a request timing out twice: %v after %d calls, want nil after 3", err, calls)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	calls = 0

@@ -490,6 +490,26 @@ func TestRetryBudgetEndsInFailure(t *testing.T) {
 	}
 }
 
+// With NoRetryLimit an item is retried for as long as it takes: rejected
+// past what a 50ms budget would allow, it lands once the shard takes
+// writes again.
+func TestNoRetryLimitWaitsForTheShard(t *testing.T) {
+	realenv.EmulatorOnly(t, "injects 429 rejections of every item")
+	f := newFixture(t, 1, "", Config{RetryInitial: time.Millisecond, RetryMax: 5 * time.Millisecond, RetryMaxElapsed: NoRetryLimit})
+	f.srv.SetFaults(osfake.Faults{RejectRate: 1})
+	f.add(Item{Action: Index, Index: "menu", ID: "d", Body: doc(1)})
+	start := time.Now()
+	for f.w.Stats().Retries < 20 || time.Since(start) < 100*time.Millisecond {
+		time.Sleep(time.Millisecond)
+	}
+	f.srv.SetFaults(osfake.Faults{})
+	f.flush()
+	r := f.each([]string{"d"})["d"]
+	if r.Outcome != OK || r.Attempts < 21 {
+		t.Errorf("result = %+v, want OK after more than 20 attempts", r)
+	}
+}
+
 // routingTo returns a routing value that the server sends to physical
 // shard k of an index with n shards and routing_num_shards n.
 func routingTo(k, n int) string {

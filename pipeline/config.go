@@ -85,7 +85,9 @@ type Config struct {
 	// Kafka holds the connection security and consumer-group timing.
 	Kafka KafkaConfig
 	// Bulk configures the bulk writer (workers, batches, buffers, retries).
-	// Its OnResult, Registerer and Logger are set by the pipeline.
+	// Its OnResult, Registerer and Logger are set by the pipeline, and a
+	// zero RetryMaxElapsed becomes bulk.NoRetryLimit: a write that fails
+	// transiently is retried until it lands.
 	Bulk bulk.Config
 	// Logger receives the pipeline's logs. Default: discard.
 	Logger *slog.Logger

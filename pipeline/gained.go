@@ -71,7 +71,7 @@ func (ix *indexer) gain(ctx context.Context, gen int64, gained, lost []int) erro
 	}
 	if len(gained) > 0 {
 		t := ix.targets[0]
-		if err := retry(ctx, ix.log, "refresh "+t.index, func() error { return ix.admin.Refresh(ctx, t.index) }); err != nil {
+		if err := ix.refresh(ctx, t.index); err != nil {
 			return err
 		}
 	}

@@ -229,7 +229,7 @@ func (ix *indexer) confirmRestaurant(ctx context.Context, ev *event, cell s2.Cel
 func (ix *indexer) settleStale(ctx context.Context, rid string, version int64) {
 	t := ix.targets[0]
 	ix.goTask(ctx, func(ctx context.Context) func(context.Context) error {
-		err := retry(ctx, ix.log, "refresh "+t.index, func() error { return ix.admin.Refresh(ctx, t.index) })
+		err := ix.refresh(ctx, t.index)
 		var found *directory
 		if err == nil {
 			found, err = ix.searchRestaurants(ctx, &t, []string{rid})

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/geoshard/geoshard/bulk"
 )
@@ -104,6 +105,7 @@ type indexer struct {
 	tasks      sync.WaitGroup
 	tasksOn    atomic.Int64 // tasks started whose end is not posted yet
 	getSlots   chan struct{}
+	refresher  *refresher // the refreshes of moves, deletes and lookups, shared
 	moves      atomic.Int64
 	lookups    atomic.Int64 // restaurants of gained partitions looked up (gained.go)
 	warmStats  warmStats
@@ -114,6 +116,10 @@ type indexer struct {
 	// crash mid-move).
 	stepHook func(step moveStep) error
 }
+
+// refreshGap is the shortest time between two refreshes of one index that
+// the pipeline asks for (refresher).
+const refreshGap = 200 * time.Millisecond
 
 // maxParked bounds the events held in the queues of held restaurants:
 // beyond it the loop takes no new event until tasks end.
@@ -146,7 +152,7 @@ type restState struct {
 }
 
 func newIndexer(log *slog.Logger, admin *bulk.Admin, met *metrics, h host, pend *pendingSet) *indexer {
-	return &indexer{
+	ix := &indexer{
 		log: log, admin: admin, met: met, host: h,
 		dir: newDirectory(), pend: pend,
 		rests:      make(map[string]*restState),
@@ -157,6 +163,18 @@ func newIndexer(log *slog.Logger, admin *bulk.Admin, met *metrics, h host, pend 
 		searchSize: 1000,
 		warmSize:   10_000,
 	}
+	ix.refresher = newRefresher(refreshGap, &ix.tasks, func(ctx context.Context, index string) error {
+		ix.met.refreshes.Inc()
+		return retry(ctx, ix.log, "refresh "+index, func() error { return ix.admin.Refresh(ctx, index) })
+	})
+	return ix
+}
+
+// refresh makes every write acknowledged so far visible to searches of
+// index, sharing the refresh with every other caller of the moment
+// (refresher).
+func (ix *indexer) refresh(ctx context.Context, index string) error {
+	return ix.refresher.wait(ctx, index)
 }
 
 // setTargets makes targets the ones writes use. The loop calls it only

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -148,18 +149,17 @@ func (ix *indexer) step(ctx context.Context, ev *event, name moveStep, items []b
 	return nil, nil
 }
 
-// refresh makes every acknowledged write visible to the searches of a
-// move or delete. The restaurant is quiet (whenQuiet): every earlier
-// write of it and of its dishes is acknowledged.
-func (ix *indexer) refresh(ctx context.Context, targets []target) error {
-	seen := map[string]bool{}
-	for _, t := range targets {
-		if seen[t.index] {
+// refreshAll makes every acknowledged write visible to the searches of a
+// move or delete, in every target. The restaurant is quiet (whenQuiet):
+// every earlier write of it and of its dishes is acknowledged. The
+// refresh is shared with the other moves and deletes of the moment
+// (refresher), so its cost is not the move's own.
+func (ix *indexer) refreshAll(ctx context.Context, targets []target) error {
+	for i, t := range targets {
+		if slices.ContainsFunc(targets[:i], func(o target) bool { return o.index == t.index }) {
 			continue
 		}
-		seen[t.index] = true
-		err := retry(ctx, ix.log, "refresh "+t.index, func() error { return ix.admin.Refresh(ctx, t.index) })
-		if err != nil {
+		if err := ix.refresh(ctx, t.index); err != nil {
 			return err
 		}
 	}
@@ -170,7 +170,7 @@ func (ix *indexer) refresh(ctx context.Context, targets []target) error {
 // for every target, on a task. rej is set when a write was rejected: the
 // event is dead-lettered instead.
 func (ix *indexer) relocate(ctx context.Context, targets []target, ev *event, from, to s2.CellID) (rej, err error) {
-	if err := ix.refresh(ctx, targets); err != nil {
+	if err := ix.refreshAll(ctx, targets); err != nil {
 		return nil, err
 	}
 	plan, err := ix.planMove(ctx, targets, ev, from, to)
@@ -301,7 +301,7 @@ func (plan movePlan) deletes(primary string) []deleteStep {
 // rejected.
 func (ix *indexer) deleteDependents(ctx context.Context, targets []target, ev *event, cell s2.CellID) (rej, err error) {
 	rid := ev.change.ID
-	if err := ix.refresh(ctx, targets); err != nil {
+	if err := ix.refreshAll(ctx, targets); err != nil {
 		return nil, err
 	}
 	src, err := ix.sourceDishes(ctx, targets, rid, cell)
@@ -452,16 +452,18 @@ func (ix *indexer) eachDish(ctx context.Context, index, rid, routing string, fn 
 }
 
 // retry runs an admin call until it succeeds, with the project's backoff
-// (bulk.Retry), for up to five minutes; a call that still fails stops the
-// pipeline. Only what bulk.Transient calls transient (no answer, 429,
-// 5xx) is retried, not an error f wraps in backoff.Permanent.
+// (bulk.Retry), for as long as it takes: nothing transient is fatal. What
+// bulk.Transient calls transient (no answer or a request timed out, 429,
+// 5xx) is retried, with a warning each time; anything else (a missing
+// index, a refusal), or an error f wraps in backoff.Permanent, stops the
+// pipeline, as does the end of ctx.
 func (p *Pipeline) retry(ctx context.Context, op string, f func() error) error {
 	return retry(ctx, p.log, op, f)
 }
 
 func retry(ctx context.Context, log *slog.Logger, op string, f func() error) error {
 	attempt := 0
-	err := bulk.Retry(ctx, bulk.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second, MaxElapsed: 5 * time.Minute},
+	err := bulk.Retry(ctx, bulk.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second},
 		bulk.Transient, func(err error, wait time.Duration) {
 			attempt++
 			log.Warn("opensearch call failed; retrying", "step", op, "attempt", attempt, "in", wait, "error", err)

@@ -281,6 +281,12 @@ func (p *Pipeline) enterMode(ctx context.Context) (*watcher, error) {
 // startWriter creates the bulk writer every target is written through.
 func (p *Pipeline) startWriter() (*bulk.Writer, error) {
 	bcfg := p.cfg.Bulk
+	if bcfg.RetryMaxElapsed == 0 {
+		// Nothing transient is fatal: a write the cluster answers 429 or
+		// 5xx to, or does not answer, waits for it, and back-pressure
+		// stops the fetching meanwhile.
+		bcfg.RetryMaxElapsed = bulk.NoRetryLimit
+	}
 	bcfg.OnResult = p.onResult
 	bcfg.Registerer = p.cfg.Registerer
 	if bcfg.Logger == nil {

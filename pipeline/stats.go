@@ -69,6 +69,9 @@ type Stats struct {
 	Directory int64
 	// Moves counts restaurants moved to another geoshard.
 	Moves int64
+	// Refreshes counts the index refreshes the pipeline asked for (each
+	// shared by the moves, deletes and lookups waiting at that moment).
+	Refreshes int64
 	// Repartitioned counts dish events re-keyed into the repartition
 	// topic, under DishKeyDish; Misplaced, restaurant events in another
 	// partition than the default partitioner gives their key.
@@ -113,6 +116,7 @@ func (p *Pipeline) Stats() Stats {
 		Pending:       p.ix.pend.len(),
 		Directory:     p.ix.dir.size(),
 		Moves:         p.ix.moves.Load(),
+		Refreshes:     p.ix.refresher.sent.Load(),
 		Repartitioned: p.repartitioned.Load(),
 		Misplaced:     p.misplaced.Load(),
 		Unowned:       p.unowned.Load(),
