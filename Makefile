@@ -2,7 +2,7 @@
 GO ?= go
 REAL := deploy/local/real.sh
 
-.PHONY: build test test-fast test-real bench bench-real real-up real-down lint fixtures fuzz image
+.PHONY: build test test-fast test-real bench bench-real real-up real-down lint fixtures fuzz image bench-soak bench-peer
 
 build:
 	$(GO) build ./...
@@ -66,3 +66,31 @@ fixtures:
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 30s ./router
 	$(GO) test -run '^$$' -fuzz '^FuzzParseToken$$' -fuzztime 30s ./router
+
+# Real-engine benchmarks of ingest (internal/benchrun), each against a real
+# OpenSearch node and Kafka broker that real.sh brings up and down again
+# (unless they already run; OPENSEARCH_PORT, KAFKA_PORT and
+# GEOSHARD_REAL_DIR move them). Each prints a table, PASS or FAIL for each
+# goal, and one JSON line. The flags are checked before the engines start.
+#   bench-soak: one ingest run over SOAK_EVENTS events (rates, refreshes,
+#               RSS, CPU, commit catch-up);
+#   bench-peer: ingest beside Benthos v4.27.0 (deploy/local/benthos) on
+#               PEER_EVENTS events, PEER_ROUNDS rounds.
+# BENCH_SRC=head builds the commands from the commit, without uncommitted
+# edits; BENCH_ARGS passes more flags (bin/benchrun soak -h lists them).
+SOAK_EVENTS ?= 5000000
+PEER_EVENTS ?= 1000000
+PEER_ROUNDS ?= 3
+BENCH_SRC ?= worktree
+BENCH_ARGS ?=
+BENCHRUN := bin/benchrun
+
+bench-soak:
+	@$(GO) build -o $(BENCHRUN) ./internal/benchrun/cmd/benchrun
+	@$(BENCHRUN) soak -check -events '$(SOAK_EVENTS)' -src '$(BENCH_SRC)' $(BENCH_ARGS)
+	@$(REAL) run $(BENCHRUN) soak -events '$(SOAK_EVENTS)' -src '$(BENCH_SRC)' $(BENCH_ARGS)
+
+bench-peer:
+	@$(GO) build -o $(BENCHRUN) ./internal/benchrun/cmd/benchrun
+	@$(BENCHRUN) peer -check -events '$(PEER_EVENTS)' -rounds '$(PEER_ROUNDS)' -src '$(BENCH_SRC)' $(BENCH_ARGS)
+	@$(REAL) run $(BENCHRUN) peer -events '$(PEER_EVENTS)' -rounds '$(PEER_ROUNDS)' -src '$(BENCH_SRC)' $(BENCH_ARGS)

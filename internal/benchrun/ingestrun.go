@@ -1,0 +1,75 @@
+package benchrun
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// ingestRun is one run of ingest against an alias and topics, in a group.
+type ingestRun struct {
+	alias, group string
+	topics       eventTopics
+	metricsAddr  string
+}
+
+// startIngest starts the built ingest at its defaults, but for where it
+// reads, writes and serves its metrics.
+func (b *bench) startIngest(r *ingestRun, logName string, epoch time.Time) (*Child, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	r.metricsAddr = addr
+	b.groups = append(b.groups, r.group)
+	return StartChild(ChildSpec{
+		Name: "ingest",
+		Path: b.bin["ingest"],
+		Args: []string{
+			"--brokers", strings.Join(b.cfg.Brokers, ","),
+			"--opensearch", b.cfg.OpenSearch,
+			"--alias", r.alias,
+			"--group", r.group,
+			"--restaurant-topic", r.topics.restaurants,
+			"--dish-topic", r.topics.dishes,
+			"--dlq-topic", r.topics.dlq,
+			"--metrics-addr", addr,
+		},
+		Env:     childEnv(),
+		LogPath: filepath.Join(b.work, logName),
+		WarmMsg: "directory warm",
+	}, epoch)
+}
+
+// scrape reads ingest's /metrics.
+func scrape(ctx context.Context, hc *http.Client, addr string) (Metrics, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("benchrun: GET /metrics: %s", resp.Status)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
+	if err != nil {
+		return nil, err
+	}
+	return ParseMetrics(string(body))
+}
+
+// The ingest metrics the harness follows.
+const (
+	metricEvents    = "geoshard_ingest_events_total"
+	metricBulkItems = "geoshard_bulk_items_total"
+)

@@ -1,0 +1,5 @@
+package benchrun
+
+import "os"
+
+func pidSelf() int { return os.Getpid() }

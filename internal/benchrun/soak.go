@@ -1,0 +1,201 @@
+package benchrun
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// stopGrace is how long a tool has to exit after SIGTERM before it is
+// killed; ingest's own drain timeout is 20 s.
+const stopGrace = time.Minute
+
+// Soak runs the soak: one ingest run, at its defaults, over the whole
+// produced stream in a fresh index and group, measured from outside. It
+// writes the report (a table, then one JSON line) to out and its progress
+// to log. A goal missed is a FAIL line of the report, not an error; the
+// error is for a run that could not be made (bad flags, engines that do
+// not answer, a build that fails).
+func Soak(ctx context.Context, cfg SoakConfig, out, log io.Writer) (*SoakResult, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	b, err := newBench(ctx, cfg.Config, log)
+	if err != nil {
+		return nil, err
+	}
+	defer b.cleanup()
+	if err := b.buildCommands(ctx); err != nil {
+		return nil, err
+	}
+	topics := eventTopics{restaurants: b.runID + ".restaurants", dishes: b.runID + ".dishes", dlq: b.runID + ".dlq"}
+	start, end, produced, err := b.produce(ctx, topics)
+	if err != nil {
+		return nil, err
+	}
+	index, alias := b.runID+"-v1", b.runID
+	if err := b.initIndex(ctx, index, alias); err != nil {
+		return nil, err
+	}
+	before, err := b.search.IndexStats(ctx, index)
+	if err != nil {
+		return nil, err
+	}
+
+	obs := &SoakObservations{Events: Events(start, end), WarmAt: Unknown, DoneAt: Unknown, OpenSearchCPU: Unknown, KafkaCPU: Unknown}
+	osCPU, kafkaCPU := startCPU(b.enginePID("opensearch")), startCPU(b.enginePID("kafka"))
+	run := &ingestRun{alias: alias, group: b.runID + "-ingest", topics: topics}
+	epoch := time.Now()
+	child, err := b.startIngest(run, "ingest.log", epoch)
+	if err != nil {
+		return nil, err
+	}
+	defer child.Stop(stopGrace) // on an early return; a second Stop is a no-op
+	b.logf("ingest started (pid %d, group %s, alias %s, metrics %s); following it", child.Pid(), run.group, alias, run.metricsAddr)
+	sctx, stopSampling := context.WithCancel(ctx)
+	go child.SampleEvery(sctx, time.Second)
+
+	stopped := b.followSoak(ctx, child, run, index, start, end, epoch, obs)
+	stopSampling()
+	exitedEarly := child.Exited()
+	_, _ = child.Sample()
+	obs.Proc, obs.WarmAt = child.Samples(), child.WarmAt()
+	obs.OpenSearchCPU, obs.KafkaCPU = osCPU.since(), kafkaCPU.since()
+	obs.RefreshBefore = before.Refresh
+	fctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if after, err := b.search.IndexStats(fctx, index); err == nil {
+		obs.RefreshAfter = after.Refresh
+	} else {
+		b.logf("index stats at the end: %v", err)
+		obs.RefreshAfter = before.Refresh
+	}
+	if !exitedEarly {
+		if ms, err := scrape(fctx, http.DefaultClient, run.metricsAddr); err == nil {
+			obs.Results = map[string]int64{}
+			for k, v := range ms.SumBy(metricEvents, "result") {
+				obs.Results[k] = int64(v)
+			}
+			obs.RefreshMetrics = ms.Matching("geoshard_", "refresh")
+		}
+	}
+
+	r := obs.Result()
+	r.Commit, r.Source, r.Dirty, r.RunID = b.commit, b.cfg.Source, b.dirty, b.runID
+	r.Requested, r.ProduceSeconds = b.cfg.Events, produced.Seconds()
+	r.ExitedEarly, r.Stopped = exitedEarly, stopped
+	if !exitedEarly {
+		took, err := child.Stop(stopGrace)
+		r.StopSeconds = took.Seconds()
+		if err != nil {
+			b.logf("%v", err)
+		}
+	}
+	r.ExitStatus = child.ExitStatus()
+	r.Problems, r.ProblemLog = child.Problems()
+	if err := b.search.Refresh(fctx, index); err == nil {
+		if st, err := b.search.IndexStats(fctx, index); err == nil {
+			r.Docs = st.Docs
+		}
+	}
+	r.Checks = SoakChecks(r)
+	b.saveSeries("soak-series.csv", obs.Finished, obs.Committed, obs.Writes, obs.Docs, obs.BulkItems, obs.Proc)
+	WriteSoak(out, r, b.work)
+	if err := json.NewEncoder(out).Encode(r); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// followSoak polls the run until every offset is committed, ingest exits,
+// it stalls, it times out or ctx ends, and says which of the last four
+// stopped it ("" for the first). Ingest's events counter is read every
+// 100 ms until the first window is well past, so that the window's rate
+// is not a matter of the poll interval; then everything at Poll.
+func (b *bench) followSoak(ctx context.Context, child *Child, run *ingestRun, index string, start, end Offsets, epoch time.Time, obs *SoakObservations) string {
+	hc := &http.Client{Timeout: 5 * time.Second}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	deadline := epoch.Add(b.cfg.Timeout)
+	var lastMetrics, lastPoll time.Time
+	nextReport := epoch.Add(10 * time.Second)
+	var seen [3]int64
+	lastMove := epoch
+	for {
+		now := time.Now()
+		t := now.Sub(epoch)
+		if obs.Finished.Last().V < 2*SoakFirstWindow || now.Sub(lastMetrics) >= b.cfg.Poll {
+			if ms, err := scrape(ctx, hc, run.metricsAddr); err == nil {
+				ev, _ := ms.Sum(metricEvents)
+				items, _ := ms.Sum(metricBulkItems)
+				obs.Finished.Add(t, int64(ev))
+				obs.BulkItems.Add(t, int64(items))
+				lastMetrics = now
+			}
+		}
+		if now.Sub(lastPoll) >= b.cfg.Poll {
+			lastPoll = now
+			if st, err := b.search.IndexStats(ctx, index); err == nil {
+				obs.Writes.Add(t, st.Writes)
+				obs.Docs.Add(t, st.Docs)
+			}
+			committed, err := b.kafka.Committed(ctx, run.group)
+			if err == nil {
+				pr := Compare(start, end, committed)
+				obs.Committed.Add(t, pr.Done)
+				if pr.Complete() {
+					obs.DoneAt = t
+					b.logf("every offset committed at %.1f s", t.Seconds())
+					return ""
+				}
+				if now.After(nextReport) {
+					nextReport = now.Add(10 * time.Second)
+					var rss int64
+					if ss := child.Samples(); len(ss) > 0 {
+						rss = ss[len(ss)-1].Mem.RSS
+					}
+					b.logf("%4.0f s: %d events finished, %d committed, %d behind; RSS %s", t.Seconds(), obs.Finished.Last().V, pr.Done, pr.Behind, MB(rss))
+				}
+			}
+			cur := [3]int64{obs.Finished.Last().V, obs.Committed.Last().V, obs.Writes.Last().V}
+			if cur != seen {
+				seen, lastMove = cur, time.Now()
+			}
+		}
+		switch {
+		case child.Exited():
+			return "ingest exited: " + child.ExitStatus()
+		case time.Since(lastMove) > b.cfg.Stall:
+			return fmt.Sprintf("stalled: nothing finished, committed or written for %s", b.cfg.Stall)
+		case now.After(deadline):
+			return fmt.Sprintf("timed out after %s", b.cfg.Timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return "interrupted"
+		case <-tick.C:
+		}
+	}
+}
+
+// saveSeries writes a run's samples to a CSV file in the scratch
+// directory.
+func (b *bench) saveSeries(name string, finished, committed, writes, docs, items Series, proc []ProcSample) {
+	rss, hwm, cpu := ProcSeries(proc)
+	f, err := os.Create(filepath.Join(b.work, name))
+	if err == nil {
+		err = WriteSeries(f, []string{"finished", "committed", "writes", "docs", "bulk_items", "rss", "hwm", "cpu_ms"},
+			[]Series{finished, committed, writes, docs, items, rss, hwm, cpu})
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		b.logf("series: %v", err)
+	}
+}
