@@ -45,6 +45,11 @@ type Config struct {
 	RepartitionRetention time.Duration
 	// Group is the Kafka consumer group. Default "geoshard-ingest".
 	Group string
+	// ParkingTopic holds the dishes that wait for their restaurant, so
+	// that their offsets can be committed while they wait (parking.go): a
+	// compacted topic with the restaurant topic's partition count, created
+	// if missing. Default Group + ".parked".
+	ParkingTopic string
 	// DLQTopic receives dead letters. Default "geoshard.dlq".
 	DLQTopic string
 	// Alias is the OpenSearch alias written through; its write index and
@@ -177,6 +182,7 @@ func (c Config) withDefaults() Config {
 	str(&c.RepartitionTopic, c.Group+".dishes-by-restaurant")
 	dur(&c.RepartitionRetention, DefaultRepartitionRetention)
 	str(&c.DLQTopic, DefaultDLQTopic)
+	str(&c.ParkingTopic, c.Group+".parked")
 	str(&c.Alias, DefaultAlias)
 	dur(&c.MapCheckInterval, DefaultMapCheckInterval)
 	dur(&c.MigrationPollInterval, DefaultMigrationPollInterval)
@@ -216,6 +222,10 @@ func (c Config) Validate() error {
 	d := c.withDefaults()
 	if d.DLQTopic == d.RestaurantTopic || d.DLQTopic == d.DishTopic {
 		bad("dlq topic %q: must differ from the event topics", d.DLQTopic)
+	}
+	if d.ParkingTopic == d.RestaurantTopic || d.ParkingTopic == d.DishTopic || d.ParkingTopic == d.DLQTopic ||
+		d.DishKey == DishKeyDish && d.ParkingTopic == d.RepartitionTopic {
+		bad("parking topic %q: must differ from the event, repartition and dead-letter topics", d.ParkingTopic)
 	}
 	switch {
 	case !d.DishKey.Valid():

@@ -62,36 +62,53 @@ func (d *deadLetter) message() kafka.Message {
 	}
 }
 
-// dlq writes dead letters, synchronously acknowledged, retrying with
-// backoff until they are written: a dead letter that is not written keeps
-// its event unfinished, so its offset is not committed.
-type dlq struct {
+// outbox writes messages to a topic in the order they were queued,
+// synchronously acknowledged, retrying with backoff until they are
+// written: the dead letters (a dead letter that is not written keeps its
+// event unfinished, so its offset is not committed) and the parking
+// records (parking.go). A batch's failed messages go back to the front of
+// the queue, so a message is not written after one queued in a later
+// batch (see write for one batch).
+type outbox[T outMessage] struct {
 	w         producer
 	log       *slog.Logger
+	what      string // "dead-letter" or "parking", for logs
 	maxBatch  int
 	maxQueued int
-	// written is called for each dead letter once the broker acknowledged
-	// it; skip reports a dead letter no longer worth writing (its event
-	// was superseded by a redelivery).
-	written func(*deadLetter)
-	skip    func(*deadLetter) bool
+	// written is called for each message once the broker acknowledged
+	// it; skip reports one no longer worth writing (a dead letter whose
+	// event a redelivery superseded).
+	written func(T)
+	skip    func(T) bool
 
 	mu      sync.Mutex
-	queue   []*deadLetter
-	busy    int           // dead letters taken by the writing loop
+	queue   []T
+	busy    int           // messages taken by the writing loop
 	wake    chan struct{} // signalled when the queue grows
 	changed chan struct{} // closed and replaced when the queue shrinks
 }
 
+// outMessage is what an outbox writes.
+type outMessage interface {
+	message() kafka.Message
+}
+
+// dlq is the dead-letter queue.
+type dlq = outbox[*deadLetter]
+
 func newDLQ(w producer, log *slog.Logger, written func(*deadLetter), skip func(*deadLetter) bool) *dlq {
-	return &dlq{
-		w: w, log: log, maxBatch: 500, maxQueued: 10_000, written: written, skip: skip,
+	return newOutbox(w, log, "dead-letter", written, skip)
+}
+
+func newOutbox[T outMessage](w producer, log *slog.Logger, what string, written func(T), skip func(T) bool) *outbox[T] {
+	return &outbox[T]{
+		w: w, log: log, what: what, maxBatch: 500, maxQueued: 10_000, written: written, skip: skip,
 		wake: make(chan struct{}, 1), changed: make(chan struct{}),
 	}
 }
 
-// enqueue adds a dead letter. It never blocks: write callbacks call it.
-func (q *dlq) enqueue(d *deadLetter) {
+// enqueue adds a message. It never blocks: write callbacks call it.
+func (q *outbox[T]) enqueue(d T) {
 	q.mu.Lock()
 	q.queue = append(q.queue, d)
 	q.mu.Unlock()
@@ -101,14 +118,25 @@ func (q *dlq) enqueue(d *deadLetter) {
 	}
 }
 
-// waitRoom blocks while the queue is full, so that a dead-letter topic
-// that is down slows fetching instead of filling memory.
-func (q *dlq) waitRoom(ctx context.Context) error {
+// waitRoom blocks while the queue is full, so that a topic that is down
+// slows fetching instead of filling memory.
+func (q *outbox[T]) waitRoom(ctx context.Context) error {
+	return q.waitBelow(ctx, q.maxQueued)
+}
+
+// waitEmpty blocks until every message enqueued is written.
+func (q *outbox[T]) waitEmpty(ctx context.Context) error {
+	return q.waitBelow(ctx, 1)
+}
+
+// waitBelow blocks until fewer than n messages are queued or being
+// written.
+func (q *outbox[T]) waitBelow(ctx context.Context, n int) error {
 	for {
 		q.mu.Lock()
-		n, ch := len(q.queue)+q.busy, q.changed
+		have, ch := len(q.queue)+q.busy, q.changed
 		q.mu.Unlock()
-		if n < q.maxQueued {
+		if have < n {
 			return nil
 		}
 		select {
@@ -119,35 +147,18 @@ func (q *dlq) waitRoom(ctx context.Context) error {
 	}
 }
 
-// waitEmpty blocks until every dead letter enqueued is written.
-func (q *dlq) waitEmpty(ctx context.Context) error {
-	for {
-		q.mu.Lock()
-		n, ch := len(q.queue)+q.busy, q.changed
-		q.mu.Unlock()
-		if n == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-ch:
-		}
-	}
-}
-
-func (q *dlq) signalChanged() {
+func (q *outbox[T]) signalChanged() {
 	close(q.changed)
 	q.changed = make(chan struct{})
 }
 
-// run writes dead letters until ctx ends.
-func (q *dlq) run(ctx context.Context) error {
+// run writes messages until ctx ends.
+func (q *outbox[T]) run(ctx context.Context) error {
 	failures := 0
 	for {
 		q.mu.Lock()
 		n := min(len(q.queue), q.maxBatch)
-		batch := append([]*deadLetter(nil), q.queue[:n]...)
+		batch := append([]T(nil), q.queue[:n]...)
 		clear(q.queue[:n])
 		q.queue = q.queue[n:]
 		q.busy = n
@@ -179,15 +190,14 @@ func (q *dlq) run(ctx context.Context) error {
 	}
 }
 
-// dlqBackoff spaces the attempts at a batch of dead letters the broker
-// refused.
+// dlqBackoff spaces the attempts at a batch the broker refused.
 var dlqBackoff = bulk.Backoff{Initial: 200 * time.Millisecond, Max: 2 * time.Second}
 
-// write sends one batch and returns the dead letters to retry.
-func (q *dlq) write(ctx context.Context, batch []*deadLetter) []*deadLetter {
+// write sends one batch and returns the messages to retry.
+func (q *outbox[T]) write(ctx context.Context, batch []T) []T {
 	live := batch[:0]
 	for _, d := range batch {
-		if !q.skip(d) {
+		if q.skip == nil || !q.skip(d) {
 			live = append(live, d)
 		}
 	}
@@ -208,11 +218,16 @@ func (q *dlq) write(ctx context.Context, batch []*deadLetter) []*deadLetter {
 	var werrs kafka.WriteErrors
 	if !errors.As(err, &werrs) || len(werrs) != len(live) {
 		if ctx.Err() == nil {
-			q.log.Warn("dead-letter write failed; retrying", "count", len(live), "error", err)
+			q.log.Warn(q.what+" write failed; retrying", "count", len(live), "error", err)
 		}
-		return append([]*deadLetter(nil), live...)
+		return append([]T(nil), live...)
 	}
-	var retry []*deadLetter
+	// A message that failed is retried before anything queued after this
+	// batch. Within the batch kafka-go may have written a later message
+	// of the same partition (when a partition's messages needed two
+	// produce requests): a parking record's tombstone before its record
+	// leaves the record, whose dish, read back, is written again as Stale.
+	var retry []T
 	for i, d := range live {
 		if werrs[i] == nil {
 			q.written(d)
@@ -221,7 +236,7 @@ func (q *dlq) write(ctx context.Context, batch []*deadLetter) []*deadLetter {
 		retry = append(retry, d)
 	}
 	if ctx.Err() == nil {
-		q.log.Warn("dead-letter write partly failed; retrying", "count", len(retry), "error", err)
+		q.log.Warn(q.what+" write partly failed; retrying", "count", len(retry), "error", err)
 	}
 	return retry
 }

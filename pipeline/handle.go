@@ -34,6 +34,10 @@ type event struct {
 	rid string
 	// flying: the indexer counts the event's writes in flight (fly).
 	flying bool
+	// parkedAt is when the dish was parked to wait for its restaurant
+	// (parking.go); zero if it never was. Set on the loop before the
+	// event reaches another goroutine.
+	parkedAt time.Time
 
 	mu          sync.Mutex
 	outstanding int    // writes not yet answered
@@ -375,7 +379,14 @@ func (ix *indexer) dishUpsert(ctx context.Context, ev *event) error {
 	c := ev.change
 	cell, ok := ix.dir.lookup(c.RestaurantID)
 	if !ok {
-		for _, x := range ix.pend.add(ev, time.Now()) {
+		now := time.Now()
+		at := ev.parkedAt
+		if at.IsZero() {
+			at = now
+		}
+		evicted := ix.pend.add(ev, at)
+		ix.host.park(ev, now)
+		for _, x := range evicted {
 			if err := ix.host.deadLetter(ctx, x, ReasonUnknownRestaurant, "restaurant "+x.change.RestaurantID+" unknown; the pending set is full", resultPendingExpired); err != nil {
 				return err
 			}
@@ -471,7 +482,9 @@ func (ix *indexer) expirePending(ctx context.Context, maxAge time.Duration) erro
 	if len(dead) > 0 {
 		parts := map[partKey]bool{}
 		for _, x := range dead {
-			parts[x.part] = true
+			if x.parkedAt.IsZero() { // a parked dish's offset is committed while it waits
+				parts[x.part] = true
+			}
 		}
 		var err error
 		if committed, err = ix.host.committedOffsets(ctx, parts); err != nil {
@@ -479,7 +492,7 @@ func (ix *indexer) expirePending(ctx context.Context, maxAge time.Duration) erro
 		}
 	}
 	for _, x := range dead {
-		if c, ok := committed[x.part]; ok && c > x.offset {
+		if c, ok := committed[x.part]; ok && c > x.offset && x.parkedAt.IsZero() {
 			ix.log.Debug("expired dish already finished by another member", "partition", x.part.String(), "offset", x.offset, "committed", c)
 			ix.host.finish(x, resultNoop)
 			continue
@@ -579,6 +592,7 @@ func (p *Pipeline) finish(ev *event, result string) bool {
 	if !p.track.finish(ev.entry) {
 		return false
 	}
+	p.unpark(ev)
 	typ, op := ev.labels()
 	p.met.events.WithLabelValues(typ, op, result).Inc()
 	now := time.Now()

@@ -75,6 +75,13 @@ func (p *Pipeline) handOver(stop, work context.Context, r consumer, ask joinAsk)
 	if err := p.ix.quiesce(work); err != nil {
 		return err
 	}
+	// The next owner of a partition reads its parked dishes: every record
+	// and tombstone made here is written first.
+	if p.parking != nil {
+		if err := p.parking.waitEmpty(work); err != nil {
+			return err
+		}
+	}
 	close(ask.done)
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()

@@ -136,6 +136,9 @@ type host interface {
 	// rejected dead-letters an event a write of which the index rejected.
 	// It never blocks: writer callbacks call it.
 	rejected(ev *event, err error)
+	// park writes a dish that starts waiting for its restaurant to the
+	// parking topic (parking.go). Only the loop calls it.
+	park(ev *event, now time.Time)
 	// committedOffsets reads the group's committed offsets from the broker
 	// (nil, nil when it cannot be asked).
 	committedOffsets(ctx context.Context, parts map[partKey]bool) (map[partKey]int64, error)

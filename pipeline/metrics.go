@@ -30,6 +30,8 @@ type metrics struct {
 	moves        prometheus.Counter
 	// refreshes counts the index refreshes the pipeline asked for.
 	refreshes prometheus.Counter
+	// parked counts the dishes parked to wait for their restaurant.
+	parked prometheus.Counter
 	// repartitioned counts dish events re-keyed into the repartition
 	// topic (repartition.go).
 	repartitioned prometheus.Counter
@@ -76,6 +78,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "geoshard_ingest_refreshes_total",
 			Help: "Index refreshes the pipeline asked for, so that a move's, a delete's or a lookup's search sees every acknowledged write; shared by everything waiting at that moment.",
 		}),
+		parked: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "geoshard_ingest_parked_total",
+			Help: "Dishes parked in the parking topic to wait for their restaurant, their offsets committed meanwhile.",
+		}),
 		repartitioned: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "geoshard_ingest_repartitioned_total",
 			Help: "Dish events re-keyed by restaurant into the repartition topic (--dish-key dish).",
@@ -94,7 +100,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.deadLetters.WithLabelValues(string(r))
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.lag, m.events, m.endToEnd, m.pending, m.directory, m.deadLetters, m.lastProgress, m.moves, m.refreshes, m.repartitioned, m.committed, m.phase} {
+		for _, c := range []prometheus.Collector{m.lag, m.events, m.endToEnd, m.pending, m.directory, m.deadLetters, m.lastProgress, m.moves, m.refreshes, m.parked, m.repartitioned, m.committed, m.phase} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

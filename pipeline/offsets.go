@@ -23,9 +23,17 @@ func (k partKey) String() string { return k.topic + "/" + strconv.Itoa(k.partiti
 type trackEntry struct {
 	part    *partState
 	offset  int64
-	done    bool // finished: written or dead-lettered
+	done    bool // finished: written or dead-lettered, or parked
 	dropped bool // superseded by a redelivery; its finish counts for nothing
+	// parked: done for the commit because its dish is parked durably
+	// (parking.go), while the event itself goes on; its finish still
+	// reports true, once.
+	parked bool
 }
+
+// parkedEntry is the entry of a dish read back from the parking topic:
+// its offset is committed already, and its finish reports true once.
+func parkedEntry() *trackEntry { return &trackEntry{done: true, parked: true} }
 
 // partState tracks one partition.
 type partState struct {
@@ -143,11 +151,34 @@ func (t *tracker) track(k partKey, offset, hwm int64) (e *trackEntry, dropped []
 func (t *tracker) finish(e *trackEntry) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if e.parked && !e.dropped {
+		e.parked = false
+		return true
+	}
 	if e.done || e.dropped {
 		return false
 	}
 	e.done = true
-	p := e.part
+	t.advance(e.part)
+	return true
+}
+
+// park marks an entry done for the commit while its event goes on: its
+// dish is parked in the parking topic. It reports false for an entry a
+// redelivery dropped or that is done already (finished, or parked).
+func (t *tracker) park(e *trackEntry) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e.done || e.dropped {
+		return false
+	}
+	e.done, e.parked = true, true
+	t.advance(e.part)
+	return true
+}
+
+// advance moves p's commit point over the done run at its front.
+func (t *tracker) advance(p *partState) {
 	for p.head < len(p.entries) && p.entries[p.head].done {
 		if off := p.entries[p.head].offset + 1; off > p.ready {
 			p.ready = off
@@ -161,7 +192,6 @@ func (t *tracker) finish(e *trackEntry) bool {
 		p.entries = p.entries[:n]
 		p.head = 0
 	}
-	return true
 }
 
 // isDropped reports whether a redelivery superseded the entry.

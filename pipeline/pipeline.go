@@ -41,6 +41,8 @@ type Pipeline struct {
 	// Hooks, replaced by tests.
 	newConsumer func(kafka.ReaderConfig) consumer
 	newProducer func(*kafka.Transport) producer
+	// newParkingProducer writes the parking topic.
+	newParkingProducer func(*kafka.Transport) producer
 	// groupCommitted reads the group's committed offsets from the broker.
 	groupCommitted func(ctx context.Context, parts map[partKey]bool) (map[partKey]int64, error)
 	// describeGroup reads this member's assignment from the broker.
@@ -60,6 +62,13 @@ type Pipeline struct {
 	ix    *indexer
 	track *tracker
 	dead  *dlq
+	// parking writes the parking records and their tombstones (nil until
+	// Run); kafkaClient reads them back. unparkedParts are the partitions
+	// whose parked dishes were read back, owned by the processing
+	// goroutine (parking.go).
+	parking       *outbox[*parkRecord]
+	kafkaClient   *kafka.Client
+	unparkedParts map[int]bool
 	// modeWake tells the processing goroutine that a new mode is wanted
 	// (p.wanted); it applies it between events, then signals applied,
 	// which makes the watcher write the heartbeat.
@@ -92,10 +101,13 @@ type Pipeline struct {
 	groupReader consumer
 
 	fetched, finished, deadLetters atomic.Int64
-	lastProgress                   atomic.Int64 // unix nanoseconds
-	rebalances                     atomic.Int64
-	migPolled, lastBeat            atomic.Int64 // unix nanoseconds
-	hbIndexReady                   atomic.Bool
+	// parkedCount, unparkedCount and readBack count the parking records
+	// written, their tombstones written, and the records read back.
+	parkedCount, unparkedCount, readBack atomic.Int64
+	lastProgress                         atomic.Int64 // unix nanoseconds
+	rebalances                           atomic.Int64
+	migPolled, lastBeat                  atomic.Int64 // unix nanoseconds
+	hbIndexReady                         atomic.Bool
 }
 
 // New checks the configuration and registers the metrics. It does no
@@ -114,17 +126,19 @@ func New(cfg Config, client *opensearch.Client) (*Pipeline, error) {
 	}
 	p := &Pipeline{
 		cfg: cfg, log: cfg.Logger, client: client, admin: bulk.NewAdmin(client), met: m,
-		newConsumer: func(rc kafka.ReaderConfig) consumer { return kafka.NewReader(rc) },
-		track:       newTracker(),
-		modeWake:    make(chan struct{}, 1),
-		joins:       make(chan joinAsk, 1),
-		applied:     make(chan struct{}, 1),
-		counts:      make(map[EventKey]int64),
-		deadCount:   make(map[Reason]int64),
-		token:       newToken(),
+		newConsumer:   func(rc kafka.ReaderConfig) consumer { return kafka.NewReader(rc) },
+		track:         newTracker(),
+		modeWake:      make(chan struct{}, 1),
+		joins:         make(chan joinAsk, 1),
+		applied:       make(chan struct{}, 1),
+		counts:        make(map[EventKey]int64),
+		deadCount:     make(map[Reason]int64),
+		token:         newToken(),
+		unparkedParts: map[int]bool{},
 	}
 	p.ix = newIndexer(p.log, p.admin, m, p, newPendingSet(cfg.PendingMax, cfg.PendingMaxAge))
 	p.newProducer = p.kafkaProducer
+	p.newParkingProducer = p.parkingProducer
 	return p, nil
 }
 
@@ -177,6 +191,22 @@ func (p *Pipeline) kafkaProducer(t *kafka.Transport) producer {
 	}
 }
 
+// parkingProducer is the parking topic's writer: each record goes to the
+// partition its message names (the parked event's partition number),
+// acknowledged by every in-sync replica.
+func (p *Pipeline) parkingProducer(t *kafka.Transport) producer {
+	return &kafka.Writer{
+		Addr:         kafka.TCP(p.cfg.Brokers...),
+		Topic:        p.cfg.ParkingTopic,
+		Balancer:     kafka.BalancerFunc(func(m kafka.Message, _ ...int) int { return m.Partition }),
+		RequiredAcks: kafka.RequireAll,
+		BatchSize:    500,
+		BatchTimeout: 2 * time.Millisecond,
+		MaxAttempts:  3,
+		Transport:    t,
+	}
+}
+
 // Run consumes until ctx is cancelled or a fatal error. On cancel it stops
 // fetching, gives the writes in flight and the dead letters
 // Config.DrainTimeout to finish, commits what is finished, closes the
@@ -206,6 +236,11 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if err := p.ensureRepartitionTopic(ctx, transport); err != nil {
 		return err
 	}
+	if err := p.ensureOwnTopic(ctx, transport, "parking", p.cfg.ParkingTopic, []kafka.ConfigEntry{
+		{ConfigName: "cleanup.policy", ConfigValue: "compact"},
+	}); err != nil {
+		return err
+	}
 	if err := p.checkPartitions(ctx, transport); err != nil {
 		return err
 	}
@@ -225,6 +260,11 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	p.groupReader = reader // read by beforeJoin only once the loop decides
 	prod := p.newProducer(transport)
 	p.dead = newDLQ(prod, p.log, p.deadLetterWritten, func(d *deadLetter) bool { return p.track.isDropped(d.ev.entry) })
+	p.kafkaClient = &kafka.Client{Addr: kafka.TCP(p.cfg.Brokers...), Timeout: 30 * time.Second, Transport: transport}
+	parkProd := p.newParkingProducer(transport)
+	p.parking = newOutbox(parkProd, p.log, "parking", p.parkWritten, func(r *parkRecord) bool {
+		return !r.tombstone && p.track.isDropped(r.ev.entry)
+	})
 
 	p.lastProgress.Store(time.Now().UnixNano())
 	p.running.Store(true)
@@ -235,6 +275,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	var bg sync.WaitGroup
 	bg.Go(func() { p.dead.run(lt.work) })
+	bg.Go(func() { p.parking.run(lt.work) })
 	bg.Go(func() { p.commitLoop(lt.commit, reader) })
 	bg.Go(func() { p.progressLoop(lt.work, reader) })
 	bg.Go(func() { p.watch(lt.intake, watch) })
@@ -255,6 +296,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	if err := prod.Close(); err != nil {
 		p.log.Warn("close dead-letter writer", "error", err)
+	}
+	if err := parkProd.Close(); err != nil {
+		p.log.Warn("close parking writer", "error", err)
 	}
 	p.publishGauges()
 	p.mu.Lock()
@@ -399,6 +443,7 @@ func (p *Pipeline) drain(lt *lifetimes, w *bulk.Writer) {
 	warn("drain: writes still in flight at the deadline", p.ix.quiesce(lt.work))
 	warn("drain: writes still in flight at the deadline", w.Flush(lt.work))
 	warn("drain: dead letters still unwritten at the deadline", p.dead.waitEmpty(lt.work))
+	warn("drain: parking records still unwritten at the deadline", p.parking.waitEmpty(lt.work))
 	closeCtx, cancelClose := context.WithTimeout(lt.work, time.Second)
 	_ = w.Close(closeCtx)
 	cancelClose()
@@ -619,8 +664,19 @@ func (p *Pipeline) newGeneration(ctx context.Context, gen int64) error {
 }
 
 // enterGeneration is newGeneration with the assignment read (nil: it
-// could not be).
+// could not be): the directory follows the assignment, then the parked
+// dishes of the partitions gained are read back.
 func (p *Pipeline) enterGeneration(ctx context.Context, gen int64, owned map[partKey]bool) error {
+	if err := p.followAssignment(ctx, gen, owned); err != nil {
+		return err
+	}
+	return p.unparkOwned(ctx, owned)
+}
+
+// followAssignment makes the directory follow the generation's
+// assignment: partitions lost are released, those gained are marked cold
+// (or the directory read again when the assignment is unknown).
+func (p *Pipeline) followAssignment(ctx context.Context, gen int64, owned map[partKey]bool) error {
 	if owned != nil {
 		p.releaseUnowned(owned)
 	}
@@ -726,7 +782,8 @@ func (p *Pipeline) assignment(ctx context.Context) map[partKey]bool {
 // the group has settled, the previous owners of our partitions may still
 // be writing, and a directory read before would miss what they wrote.
 // What they wrote but had not acknowledged they had not committed either,
-// so those events come to us again.
+// so those events come to us again. Then the parked dishes of the
+// assigned partitions are read back (parking.go).
 func (p *Pipeline) initialWarm(ctx context.Context, r consumer) error {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
@@ -748,5 +805,5 @@ func (p *Pipeline) initialWarm(ctx context.Context, r consumer) error {
 		return err
 	}
 	p.ix.dirGen = gen
-	return nil
+	return p.unparkOwned(ctx, p.assigned)
 }

@@ -328,29 +328,39 @@ func (p *Pipeline) newRepartitioner(d *kafka.Dialer, t *kafka.Transport) *repart
 	}
 }
 
-// RepartitionTopicError is the refusal to start with --dish-key dish
-// when the repartition topic is missing and cannot be created, or exists
-// with another partition count than the restaurant topic's.
-type RepartitionTopicError struct {
+// OwnTopicError is the refusal to start when a topic ingest owns (the
+// repartition topic under --dish-key dish, the parking topic) is missing
+// and cannot be created, or exists with another partition count than the
+// restaurant topic's.
+type OwnTopicError struct {
+	// What is "repartition" or "parking".
+	What                   string
 	Topic, RestaurantTopic string
 	// Partitions is the restaurant topic's partition count; Have the
-	// repartition topic's (0: missing).
+	// topic's (0: missing).
 	Partitions, Have int
 	// Command is what an operator can run instead.
 	Command string
 	Err     error
 }
 
-func (e *RepartitionTopicError) Error() string {
+// RepartitionTopicError is the OwnTopicError of the repartition topic.
+type RepartitionTopicError = OwnTopicError
+
+func (e *OwnTopicError) Error() string {
 	if e.Have > 0 {
-		return fmt.Sprintf("pipeline: repartition topic %q has %d partitions, the restaurant topic %q has %d: dishes would not be in their restaurant's partition; %s",
-			e.Topic, e.Have, e.RestaurantTopic, e.Partitions, e.Command)
+		why := "dishes would not be in their restaurant's partition"
+		if e.What == "parking" {
+			why = "a partition's parked dishes would be read by another member than the partition's"
+		}
+		return fmt.Sprintf("pipeline: %s topic %q has %d partitions, the restaurant topic %q has %d: %s; %s",
+			e.What, e.Topic, e.Have, e.RestaurantTopic, e.Partitions, why, e.Command)
 	}
-	return fmt.Sprintf("pipeline: cannot create the repartition topic %q (%v); create it with the restaurant topic's %d partitions: %s",
-		e.Topic, e.Err, e.Partitions, e.Command)
+	return fmt.Sprintf("pipeline: cannot create the %s topic %q (%v); create it with the restaurant topic's %d partitions: %s",
+		e.What, e.Topic, e.Err, e.Partitions, e.Command)
 }
 
-func (e *RepartitionTopicError) Unwrap() error { return e.Err }
+func (e *OwnTopicError) Unwrap() error { return e.Err }
 
 // ensureRepartitionTopic creates the repartition topic, with the
 // restaurant topic's partition count, if it is missing, and refuses one
@@ -359,49 +369,56 @@ func (p *Pipeline) ensureRepartitionTopic(ctx context.Context, t *kafka.Transpor
 	if p.cfg.DishKey != DishKeyDish {
 		return nil
 	}
-	client := &kafka.Client{Addr: kafka.TCP(p.cfg.Brokers...), Timeout: 10 * time.Second, Transport: t}
-	counts, err := partitionCounts(ctx, client, p.cfg.RestaurantTopic, p.cfg.RepartitionTopic)
-	if err != nil {
-		return fmt.Errorf("pipeline: read the partition counts of %q and %q: %w", p.cfg.RestaurantTopic, p.cfg.RepartitionTopic, err)
-	}
-	n := counts[p.cfg.RestaurantTopic]
-	if n == 0 {
-		return fmt.Errorf("pipeline: restaurant topic %q not found: the repartition topic %q takes its partition count", p.cfg.RestaurantTopic, p.cfg.RepartitionTopic)
-	}
-	bootstrap := strings.Join(p.cfg.Brokers, ",")
-	if have := counts[p.cfg.RepartitionTopic]; have > 0 {
-		if have == n {
-			return nil
-		}
-		fix := fmt.Sprintf("kafka-topics.sh --bootstrap-server %s --alter --topic %s --partitions %d", bootstrap, p.cfg.RepartitionTopic, n)
-		if have > n {
-			fix = fmt.Sprintf("a topic's partitions cannot be removed: stop ingest once group %q has no lag on it, then delete it (ingest creates it again): kafka-topics.sh --bootstrap-server %s --delete --topic %s",
-				p.cfg.Group, bootstrap, p.cfg.RepartitionTopic)
-		}
-		return &RepartitionTopicError{Topic: p.cfg.RepartitionTopic, RestaurantTopic: p.cfg.RestaurantTopic, Partitions: n, Have: have, Command: fix}
-	}
-	configs := []kafka.ConfigEntry{
+	return p.ensureOwnTopic(ctx, t, "repartition", p.cfg.RepartitionTopic, []kafka.ConfigEntry{
 		{ConfigName: "cleanup.policy", ConfigValue: "delete"},
 		{ConfigName: "retention.ms", ConfigValue: strconv.FormatInt(p.cfg.RepartitionRetention.Milliseconds(), 10)},
 		{ConfigName: "max.message.bytes", ConfigValue: strconv.Itoa(max(p.cfg.maxRepartitionMessage(), 1<<20+12))},
+	})
+}
+
+// ensureOwnTopic creates topic, one of ingest's own, with the restaurant
+// topic's partition count and configs, if it is missing, and refuses one
+// with another partition count.
+func (p *Pipeline) ensureOwnTopic(ctx context.Context, t *kafka.Transport, what, topic string, configs []kafka.ConfigEntry) error {
+	client := &kafka.Client{Addr: kafka.TCP(p.cfg.Brokers...), Timeout: 10 * time.Second, Transport: t}
+	counts, err := partitionCounts(ctx, client, p.cfg.RestaurantTopic, topic)
+	if err != nil {
+		return fmt.Errorf("pipeline: read the partition counts of %q and %q: %w", p.cfg.RestaurantTopic, topic, err)
 	}
-	command := fmt.Sprintf("kafka-topics.sh --bootstrap-server %s --create --topic %s --partitions %d", bootstrap, p.cfg.RepartitionTopic, n)
+	n := counts[p.cfg.RestaurantTopic]
+	if n == 0 {
+		return fmt.Errorf("pipeline: restaurant topic %q not found: the %s topic %q takes its partition count", p.cfg.RestaurantTopic, what, topic)
+	}
+	bootstrap := strings.Join(p.cfg.Brokers, ",")
+	if have := counts[topic]; have > 0 {
+		if have == n {
+			return nil
+		}
+		fix := fmt.Sprintf("kafka-topics.sh --bootstrap-server %s --alter --topic %s --partitions %d", bootstrap, topic, n)
+		if have > n {
+			fix = fmt.Sprintf("a topic's partitions cannot be removed: stop ingest once group %q has no lag on it, then delete it (ingest creates it again): kafka-topics.sh --bootstrap-server %s --delete --topic %s",
+				p.cfg.Group, bootstrap, topic)
+		}
+		return &OwnTopicError{What: what, Topic: topic, RestaurantTopic: p.cfg.RestaurantTopic, Partitions: n, Have: have, Command: fix}
+	}
+	command := fmt.Sprintf("kafka-topics.sh --bootstrap-server %s --create --topic %s --partitions %d", bootstrap, topic, n)
 	for _, c := range configs {
 		command += " --config " + c.ConfigName + "=" + c.ConfigValue
 	}
 	resp, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{
-		Topic: p.cfg.RepartitionTopic, NumPartitions: n, ReplicationFactor: -1, ConfigEntries: configs,
+		Topic: topic, NumPartitions: n, ReplicationFactor: -1, ConfigEntries: configs,
 	}}})
 	if err == nil {
-		err = resp.Errors[p.cfg.RepartitionTopic]
+		err = resp.Errors[topic]
 	}
 	if err != nil && !errors.Is(err, kafka.TopicAlreadyExists) {
-		return &RepartitionTopicError{Topic: p.cfg.RepartitionTopic, RestaurantTopic: p.cfg.RestaurantTopic, Partitions: n, Command: command, Err: err}
+		return &OwnTopicError{What: what, Topic: topic, RestaurantTopic: p.cfg.RestaurantTopic, Partitions: n, Command: command, Err: err}
 	}
 	if err == nil {
-		p.log.Info("created the repartition topic", "topic", p.cfg.RepartitionTopic, "partitions", n, "retention", p.cfg.RepartitionRetention)
+		p.log.Info("created the "+what+" topic", "topic", topic, "partitions", n)
 	}
-	// Created (by this instance or another): checkPartitions confirms its count.
+	// Created (by this instance or another): its count is confirmed at
+	// the next start.
 	return nil
 }
 

@@ -72,6 +72,10 @@ type Stats struct {
 	// Refreshes counts the index refreshes the pipeline asked for (each
 	// shared by the moves, deletes and lookups waiting at that moment).
 	Refreshes int64
+	// Parked counts the dishes parked to wait for their restaurant,
+	// Unparked the tombstones that ended their records, and ReadBack the
+	// records read back at a generation (parking.go).
+	Parked, Unparked, ReadBack int64
 	// Repartitioned counts dish events re-keyed into the repartition
 	// topic, under DishKeyDish; Misplaced, restaurant events in another
 	// partition than the default partitioner gives their key.
@@ -117,6 +121,9 @@ func (p *Pipeline) Stats() Stats {
 		Directory:     p.ix.dir.size(),
 		Moves:         p.ix.moves.Load(),
 		Refreshes:     p.ix.refresher.sent.Load(),
+		Parked:        p.parkedCount.Load(),
+		Unparked:      p.unparkedCount.Load(),
+		ReadBack:      p.readBack.Load(),
 		Repartitioned: p.repartitioned.Load(),
 		Misplaced:     p.misplaced.Load(),
 		Unowned:       p.unowned.Load(),

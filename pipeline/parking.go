@@ -1,0 +1,368 @@
+package pipeline
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/segmentio/kafka-go"
+)
+
+// A dish whose restaurant is not known yet waits for it (pending.go), up
+// to Config.PendingMaxAge. Were it to hold its partition's commit while
+// it waits, a restaurant that never comes would hold every later offset
+// of the partition for five minutes: a restart in that time reads the
+// partition again from there, and the lag a dashboard shows is events
+// long decided. So a waiting dish is parked: written to the parking
+// topic, a compacted topic of ingest's own (Config.ParkingTopic), and
+// once the broker has acknowledged that, its offset counts as finished
+// for the commit (tracker.park) while the dish itself goes on waiting in
+// memory. When it finishes — written once its restaurant comes, stale,
+// cancelled by its delete, or dead-lettered as unknown_restaurant — a
+// tombstone removes its record.
+//
+// The parking topic has the event topics' partition count, and a dish of
+// event partition N is parked in its partition N, so the member that owns
+// partition N (one member owns partition N of every event topic:
+// balancer.go) owns its parked dishes too. At each generation a member
+// reads the parked dishes of every partition it did not own before
+// (unparkOwned), start included, and they wait again with the time they
+// were first parked, so the age bound holds across restarts. A record is
+// keyed by the dish event's own place (topic/partition/offset), so two
+// waiting versions of one dish are two records, and each tombstone
+// removes exactly its own.
+//
+// Ordering: a member finishes a parked dish only after reading it back
+// or parking it; its tombstone goes through the same outbox as the
+// record, after it. A record whose dish finished before the record was
+// written is written and then removed. What the member wrote to the
+// parking topic is acknowledged before it joins a new generation
+// (handover.go), so the new owner of a partition reads every record and
+// tombstone it made.
+//
+// Limits: a member that stops without draining (SIGKILL) may have parked
+// dishes whose offsets it had not committed yet; both the event and its
+// record come back to the next owner, which decides the dish twice (the
+// second write is Stale; a dead letter may be written twice, as
+// anywhere). A tombstone lost that way leaves a record whose dish is
+// decided again when it is read back: Stale, or dead-lettered if its
+// restaurant was deleted since.
+
+// Parking headers; the source place uses the dead-letter headers
+// (HeaderSourceTopic, HeaderSourcePartition, HeaderSourceOffset).
+const (
+	// HeaderParkedAt is when the dish was first parked, in Unix
+	// milliseconds: its wait for its restaurant is counted from there.
+	HeaderParkedAt = "geoshard-parked-at"
+	// HeaderEventTime is the source message's timestamp, in Unix
+	// milliseconds.
+	HeaderEventTime = "geoshard-event-time"
+	// HeaderSourceKey is the source message's key; absent when it had
+	// none.
+	HeaderSourceKey = "geoshard-source-key"
+)
+
+// parkRecord is a dish's parking record, or its tombstone.
+type parkRecord struct {
+	ev        *event
+	tombstone bool
+}
+
+// parkKey is the record key of a parked event: its place.
+func parkKey(ev *event) []byte {
+	b := append([]byte(ev.part.topic), '/')
+	b = strconv.AppendInt(b, int64(ev.part.partition), 10)
+	b = append(b, '/')
+	return strconv.AppendInt(b, ev.offset, 10)
+}
+
+// message is the record as written, in the parking partition of the
+// event's partition number. A tombstone has no value.
+func (r *parkRecord) message() kafka.Message {
+	ev := r.ev
+	m := kafka.Message{Key: parkKey(ev), Partition: ev.part.partition}
+	if r.tombstone {
+		return m
+	}
+	m.Value = ev.value
+	m.Headers = []kafka.Header{
+		{Key: HeaderSourceTopic, Value: []byte(ev.part.topic)},
+		{Key: HeaderSourcePartition, Value: strconv.AppendInt(nil, int64(ev.part.partition), 10)},
+		{Key: HeaderSourceOffset, Value: strconv.AppendInt(nil, ev.offset, 10)},
+		{Key: HeaderParkedAt, Value: strconv.AppendInt(nil, ev.parkedAt.UnixMilli(), 10)},
+		{Key: HeaderEventTime, Value: strconv.AppendInt(nil, ev.ts.UnixMilli(), 10)},
+	}
+	if ev.key != nil {
+		m.Headers = append(m.Headers, kafka.Header{Key: HeaderSourceKey, Value: ev.key})
+	}
+	if o := ev.origin; o != nil {
+		m.Headers = append(m.Headers,
+			kafka.Header{Key: HeaderOriginTopic, Value: []byte(o.topic)},
+			kafka.Header{Key: HeaderOriginPartition, Value: strconv.AppendInt(nil, int64(o.partition), 10)},
+			kafka.Header{Key: HeaderOriginOffset, Value: strconv.AppendInt(nil, o.offset, 10)},
+		)
+		if o.key != nil {
+			m.Headers = append(m.Headers, kafka.Header{Key: HeaderOriginKey, Value: o.key})
+		}
+	}
+	return m
+}
+
+// unparked is a parking record read back: the source message as it was
+// fetched (its origin headers kept), and when it was first parked.
+type unparked struct {
+	msg      kafka.Message
+	parkedAt time.Time
+}
+
+// parseParked reads a parking record's value and headers back into the
+// source message.
+func parseParked(value []byte, headers []kafka.Header) (unparked, error) {
+	u := unparked{msg: kafka.Message{Value: value}}
+	seen := 0
+	for _, h := range headers {
+		switch h.Key {
+		case HeaderSourceTopic:
+			u.msg.Topic = string(h.Value)
+			seen |= 1
+		case HeaderSourcePartition:
+			n, err := strconv.Atoi(string(h.Value))
+			if err != nil {
+				return u, fmt.Errorf("header %s %q: %w", h.Key, h.Value, err)
+			}
+			u.msg.Partition = n
+			seen |= 2
+		case HeaderSourceOffset:
+			n, err := strconv.ParseInt(string(h.Value), 10, 64)
+			if err != nil {
+				return u, fmt.Errorf("header %s %q: %w", h.Key, h.Value, err)
+			}
+			u.msg.Offset = n
+			seen |= 4
+		case HeaderParkedAt, HeaderEventTime:
+			ms, err := strconv.ParseInt(string(h.Value), 10, 64)
+			if err != nil {
+				return u, fmt.Errorf("header %s %q: %w", h.Key, h.Value, err)
+			}
+			if h.Key == HeaderParkedAt {
+				u.parkedAt = time.UnixMilli(ms)
+				seen |= 8
+			} else {
+				u.msg.Time = time.UnixMilli(ms)
+			}
+		case HeaderSourceKey:
+			u.msg.Key = h.Value
+		case HeaderOriginTopic, HeaderOriginPartition, HeaderOriginOffset, HeaderOriginKey:
+			u.msg.Headers = append(u.msg.Headers, h)
+		}
+	}
+	if seen != 15 {
+		return u, errors.New("missing the source topic, partition or offset, or the parking time")
+	}
+	return u, nil
+}
+
+// park writes a dish that starts waiting for its restaurant to the
+// parking topic. The loop calls it once per event, when the event first
+// goes pending; an event read back from the topic is parked already.
+func (p *Pipeline) park(ev *event, now time.Time) {
+	if p.parking == nil || !ev.parkedAt.IsZero() {
+		return
+	}
+	ev.parkedAt = now
+	p.parking.enqueue(&parkRecord{ev: ev})
+}
+
+// parkWritten is the parking outbox's acknowledgement: a record lets its
+// event's offset be committed; a tombstone ends a record.
+func (p *Pipeline) parkWritten(r *parkRecord) {
+	if r.tombstone {
+		p.unparkedCount.Add(1)
+		return
+	}
+	if p.track.park(r.ev.entry) {
+		p.parkedCount.Add(1)
+		p.met.parked.Inc()
+	}
+}
+
+// unpark removes a finished event's parking record, if it has one.
+func (p *Pipeline) unpark(ev *event) {
+	if p.parking != nil && !ev.parkedAt.IsZero() {
+		p.parking.enqueue(&parkRecord{ev: ev, tombstone: true})
+	}
+}
+
+// unparkOwned reads back the parked dishes of the partitions in owned
+// that the member did not own at the previous generation, and decides
+// them again: each waits for its restaurant from the time it was first
+// parked (or is written at once if the directory knows the restaurant).
+// The partitions it no longer owns are forgotten; their waiting dishes
+// were dropped with the partitions (releaseUnowned). With no assignment
+// read (owned nil) nothing is read: the next generation whose assignment
+// is read does it.
+func (p *Pipeline) unparkOwned(ctx context.Context, owned map[partKey]bool) error {
+	if p.parking == nil {
+		return nil
+	}
+	if owned == nil {
+		if len(p.unparkedParts) == 0 {
+			p.log.Warn("parked dishes not read back: this member's assignment could not be read", "topic", p.cfg.ParkingTopic)
+		}
+		return nil
+	}
+	now := map[int]bool{}
+	for k := range owned {
+		now[k.partition] = true
+	}
+	for n := range p.unparkedParts {
+		if !now[n] {
+			delete(p.unparkedParts, n)
+		}
+	}
+	var read []int
+	for n := range now {
+		if !p.unparkedParts[n] {
+			read = append(read, n)
+		}
+	}
+	if len(read) == 0 {
+		return nil
+	}
+	start := time.Now()
+	total := 0
+	for _, n := range read {
+		recs, err := p.readParked(ctx, n)
+		if err != nil {
+			return err
+		}
+		for _, u := range recs {
+			if err := p.decideUnparked(ctx, u); err != nil {
+				return err
+			}
+		}
+		total += len(recs)
+		p.unparkedParts[n] = true
+	}
+	p.readBack.Add(int64(total))
+	p.log.Info("parked dishes read back", "topic", p.cfg.ParkingTopic, "partitions", len(read), "dishes", total, "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// decideUnparked hands a dish read back from the parking topic to the
+// indexer, as the event it was, its offset already committed.
+func (p *Pipeline) decideUnparked(ctx context.Context, u unparked) error {
+	d := p.decode(u.msg)
+	if d.reason != "" || d.change == nil || d.change.Type != TypeDish || d.change.Op != OpUpsert {
+		p.log.Warn("parking record is not a dish upsert; dropped", "topic", p.cfg.ParkingTopic, "source_topic", u.msg.Topic, "partition", u.msg.Partition, "offset", u.msg.Offset, "reason", d.reason)
+		return nil
+	}
+	k := partKey{topic: u.msg.Topic, partition: u.msg.Partition}
+	ev := &event{
+		part: k, offset: u.msg.Offset, key: u.msg.Key, value: u.msg.Value, ts: u.msg.Time,
+		entry: parkedEntry(), change: d.change, members: d.members, origin: d.origin,
+		rid: d.change.RestaurantID, parkedAt: u.parkedAt,
+	}
+	return p.ix.submit(ctx, ev)
+}
+
+// readParked reads partition n of the parking topic from its start to
+// its end as it is now, and returns the records that stand: the last of
+// each key, unless it is a tombstone, in offset order.
+func (p *Pipeline) readParked(ctx context.Context, n int) ([]unparked, error) {
+	type rec struct {
+		offset int64
+		u      unparked
+		live   bool
+	}
+	byKey := map[string]rec{}
+	topic := p.cfg.ParkingTopic
+	offset := int64(0)
+	for {
+		var res *kafka.FetchResponse
+		err := p.retry(ctx, "read parked dishes", func() error {
+			var err error
+			res, err = p.kafkaClient.Fetch(ctx, &kafka.FetchRequest{
+				Topic: topic, Partition: n, Offset: offset, MinBytes: 1, MaxBytes: 8 << 20, MaxWait: 100 * time.Millisecond,
+			})
+			if err == nil {
+				err = res.Error
+			}
+			var ke kafka.Error
+			if errors.As(err, &ke) && !ke.Temporary() {
+				return backoff.Permanent(err) // OffsetOutOfRange below, or the broker's refusal
+			}
+			return err
+		})
+		if errors.Is(err, kafka.OffsetOutOfRange) && res != nil && offset < res.LogStartOffset {
+			offset = res.LogStartOffset // removed below: start at the log's start
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("pipeline: read parking topic %s/%d: %w", topic, n, err)
+		}
+		got := 0
+		for {
+			r, err := res.Records.ReadRecord()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return nil, fmt.Errorf("pipeline: read parking topic %s/%d at %d: %w", topic, n, offset, err)
+			}
+			if r.Offset < offset {
+				continue // a batch may start before the offset asked for
+			}
+			got++
+			offset = r.Offset + 1
+			key, err := kafka.ReadAll(r.Key)
+			if err != nil {
+				return nil, err
+			}
+			value, err := kafka.ReadAll(r.Value)
+			if err != nil {
+				return nil, err
+			}
+			if value == nil {
+				byKey[string(key)] = rec{offset: r.Offset}
+				continue
+			}
+			headers := make([]kafka.Header, len(r.Headers))
+			for i, h := range r.Headers {
+				headers[i] = kafka.Header{Key: h.Key, Value: bytes.Clone(h.Value)}
+			}
+			u, err := parseParked(value, headers)
+			if err != nil {
+				p.log.Warn("parking record unreadable; dropped", "topic", topic, "partition", n, "offset", r.Offset, "error", err)
+				continue
+			}
+			byKey[string(key)] = rec{offset: r.Offset, u: u, live: true}
+		}
+		if offset >= res.HighWatermark {
+			break
+		}
+		if got == 0 {
+			p.log.Warn("parking topic read stopped short of its end", "topic", topic, "partition", n, "offset", offset, "high_watermark", res.HighWatermark)
+			break
+		}
+	}
+	var out []rec
+	for _, r := range byKey {
+		if r.live {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b rec) int { return cmp.Compare(a.offset, b.offset) })
+	us := make([]unparked, len(out))
+	for i, r := range out {
+		us[i] = r.u
+	}
+	return us, nil
+}
