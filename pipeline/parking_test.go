@@ -1,0 +1,157 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/geoshard/geoshard/internal/realenv"
+	"github.com/geoshard/geoshard/schema"
+)
+
+// A dish waiting for its restaurant does not hold its partition's
+// commit: with dishes of two unknown restaurants waiting (and an hour to
+// wait), every offset is committed, the dishes being parked. A new
+// instance reads them back: the dishes of the restaurant that comes are
+// written under its routing, those of the one that never comes are
+// dead-lettered as unknown_restaurant once their wait, counted from when
+// they were first parked, is over; and every record ends in a tombstone.
+func TestParkedDishesDoNotHoldTheCommit(t *testing.T) {
+	realenv.Parallel(t)
+	e := newEnv(t, envOptions{partitions: 2})
+	sf := [2]float64{37.77, -122.42}
+	var evs []genEvent
+	dish := func(id, rid string) genEvent {
+		return genEvent{dish: true, typ: TypeDish, op: OpUpsert, id: id, rid: rid, version: 1,
+			doc: map[string]any{"name": "dish " + id, "price_cents": 900}}
+	}
+	rest := func(rid string, i int) genEvent {
+		return genEvent{typ: TypeRestaurant, op: OpUpsert, id: rid, rid: rid, version: 1,
+			lat: sf[0] + float64(i)*0.001, lon: sf[1], doc: map[string]any{"name": "place " + rid}}
+	}
+	for d := range 3 {
+		evs = append(evs, dish(fmt.Sprintf("late-%d", d), "r-late"), dish(fmt.Sprintf("never-%d", d), "r-never"))
+	}
+	// Events after the waiting dishes, on both partitions.
+	for i := range 40 {
+		rid := fmt.Sprintf("r%03d", i)
+		evs = append(evs, rest(rid, i), dish("d"+rid, rid))
+	}
+	encodeAll(evs)
+	e.produce(context.Background(), evs)
+
+	cfg := e.config()
+	cfg.PendingMaxAge = time.Hour
+	r := e.start(cfg)
+	deadline := time.Now().Add(realenv.Slack(30 * time.Second))
+	for {
+		ok, why := e.committedAll(context.Background())
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not every offset committed with dishes waiting: %s; stats %+v", why, r.p.Stats())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	st := r.p.Stats()
+	if st.Pending != 6 || st.Parked != 6 {
+		t.Errorf("every offset committed with %d dishes pending and %d parked, want 6 and 6", st.Pending, st.Parked)
+	}
+	if n := e.parkedLive(); n != 6 {
+		t.Errorf("%d parking records live, want 6", n)
+	}
+	if err := r.Stop(t); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+
+	// The restaurant comes while no instance runs; the next one reads
+	// the parked dishes back.
+	late := encodeAll([]genEvent{rest("r-late", 99)})
+	e.produce(context.Background(), late)
+	cfg = e.config()
+	cfg.PendingMaxAge = 2 * time.Second
+	r2 := e.start(cfg)
+	e.waitCaughtUp(t, r2, 30*time.Second)
+	st = r2.p.Stats()
+	if err := r2.Stop(t); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	if st.ReadBack != 6 {
+		t.Errorf("%d parked dishes read back, want 6", st.ReadBack)
+	}
+	docs := e.scanIndex(t)
+	lat, lon := late[0].lat, late[0].lon
+	shard, err := e.m.Locate(lat, lon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	routing := e.m.Shard(shard).Routing
+	for d := range 3 {
+		id := schema.DishID(fmt.Sprintf("late-%d", d))
+		if doc, ok := docs[id]; !ok || doc.routing != routing {
+			t.Errorf("%s stored %v under routing %q, want under %q", id, ok, doc.routing, routing)
+		}
+		if _, ok := docs[schema.DishID(fmt.Sprintf("never-%d", d))]; ok {
+			t.Errorf("never-%d was written without its restaurant", d)
+		}
+	}
+	unknown := 0
+	for _, dl := range e.readDLQ(t) {
+		if dl.reason == string(ReasonUnknownRestaurant) {
+			unknown++
+		}
+	}
+	if unknown != 3 {
+		t.Errorf("%d unknown_restaurant dead letters, want the 3 dishes of r-never", unknown)
+	}
+	if n := e.parkedLive(); n != 0 {
+		t.Errorf("%d parking records live after every dish was decided, want 0", n)
+	}
+}
+
+// A parking record carries the event back as it was fetched: its place,
+// key, timestamp, origin headers and the time it was first parked.
+func TestParkRecordRoundTrip(t *testing.T) {
+	at := time.UnixMilli(1_700_000_000_123)
+	ts := time.UnixMilli(1_699_999_999_000)
+	for _, tc := range []struct {
+		name string
+		ev   *event
+	}{
+		{"keyed", &event{part: partKey{"dishes", 3}, offset: 812, key: []byte("r1"), value: []byte(`{"type":"dish"}`), ts: ts, parkedAt: at}},
+		{"no key", &event{part: partKey{"dishes", 0}, offset: 0, value: []byte(`{}`), ts: ts, parkedAt: at}},
+		{"repartitioned", &event{part: partKey{"g.dishes-by-restaurant", 1}, offset: 7, key: []byte("r2"), value: []byte(`{}`), ts: ts, parkedAt: at,
+			origin: &origin{topic: "dishes", partition: 4, offset: 99, key: []byte("d9")}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := (&parkRecord{ev: tc.ev}).message()
+			if want := fmt.Sprintf("%s/%d/%d", tc.ev.part.topic, tc.ev.part.partition, tc.ev.offset); string(m.Key) != want || m.Partition != tc.ev.part.partition {
+				t.Errorf("record key %q partition %d, want %q partition %d", m.Key, m.Partition, want, tc.ev.part.partition)
+			}
+			u, err := parseParked(m.Value, m.Headers)
+			if err != nil {
+				t.Fatalf("parseParked: %v", err)
+			}
+			got := u.msg
+			if got.Topic != tc.ev.part.topic || got.Partition != tc.ev.part.partition || got.Offset != tc.ev.offset ||
+				string(got.Key) != string(tc.ev.key) || string(got.Value) != string(tc.ev.value) || !got.Time.Equal(ts) || !u.parkedAt.Equal(at) {
+				t.Errorf("read back %+v parked at %v, want the event's place, key, value, time and %v", got, u.parkedAt, at)
+			}
+			o := originOf(kafka.Message{Headers: got.Headers})
+			if (o == nil) != (tc.ev.origin == nil) || o != nil && (o.topic != tc.ev.origin.topic || o.offset != tc.ev.origin.offset || string(o.key) != string(tc.ev.origin.key)) {
+				t.Errorf("origin read back %+v, want %+v", o, tc.ev.origin)
+			}
+			tomb := (&parkRecord{ev: tc.ev, tombstone: true}).message()
+			if tomb.Value != nil || string(tomb.Key) != string(m.Key) || tomb.Partition != m.Partition {
+				t.Errorf("tombstone %+v, want the record's key and partition and no value", tomb)
+			}
+		})
+	}
+	if _, err := parseParked([]byte(`{}`), nil); err == nil {
+		t.Error("a record without its source place parsed")
+	}
+}
