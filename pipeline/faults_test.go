@@ -3,9 +3,16 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"io"
+	"maps"
+	"net/http"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/opensearch-project/opensearch-go/v4"
 
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/internal/osfake"
@@ -252,4 +259,112 @@ func TestMapSwitch(t *testing.T) {
 	if err != nil || !found || version != 2 || !strings.Contains(string(src), `"name":"b"`) {
 		t.Errorf("menu-v2 restaurant:r1 with routing %s = %s, version %d, found %v, %v; want version 2", routing, src, version, found, err)
 	}
+}
+
+// flakyTransport sits between the pipeline's client and the cluster and
+// fails requests as a busy cluster does, deterministically: the first of
+// every few refreshes hangs until the client's request timeout, searches
+// and real-time GETs are answered 503 or 429 without reaching the
+// cluster, and bulk requests 502 as a proxy would. Each kind fails at
+// most limit times, so the run ends.
+type flakyTransport struct {
+	next  http.RoundTripper
+	limit int
+
+	mu     sync.Mutex
+	seen   map[string]int // requests by kind
+	failed map[string]int // faults by kind
+}
+
+func (f *flakyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	kind := "other"
+	switch p := req.URL.Path; {
+	case strings.HasSuffix(p, "/_refresh"):
+		kind = "refresh"
+	case strings.HasSuffix(p, "/_search"):
+		kind = "search"
+	case strings.HasSuffix(p, "/_bulk"):
+		kind = "bulk"
+	case strings.Contains(p, "/_doc/") && req.Method == http.MethodGet:
+		kind = "get"
+	}
+	f.mu.Lock()
+	f.seen[kind]++
+	n := f.seen[kind]
+	fail := kind != "other" && f.failed[kind] < f.limit && n%3 == 1
+	if fail {
+		f.failed[kind]++
+	}
+	f.mu.Unlock()
+	if !fail {
+		return f.next.RoundTrip(req)
+	}
+	switch kind {
+	case "refresh":
+		<-req.Context().Done() // no answer: the client's request timeout ends it
+		return nil, req.Context().Err()
+	case "bulk":
+		return httpAnswer(req, http.StatusBadGateway, "text/html", "<html><body>502 Bad Gateway</body></html>"), nil
+	}
+	status := http.StatusServiceUnavailable
+	if n%2 == 0 {
+		status = http.StatusTooManyRequests
+	}
+	return httpAnswer(req, status, "application/json",
+		`{"error":{"root_cause":[{"type":"es_rejected_execution_exception","reason":"rejected"}],"type":"es_rejected_execution_exception","reason":"rejected"},"status":`+strconv.Itoa(status)+`}`), nil
+}
+
+func httpAnswer(req *http.Request, status int, contentType, body string) *http.Response {
+	if req.Body != nil {
+		io.Copy(io.Discard, req.Body)
+		req.Body.Close()
+	}
+	return &http.Response{
+		StatusCode: status, Status: http.StatusText(status), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{"Content-Type": {contentType}}, Body: io.NopCloser(strings.NewReader(body)),
+		ContentLength: int64(len(body)), Request: req,
+	}
+}
+
+// TestTransientFaultsAreNotFatal ingests a stream with moves and deletes
+// while refreshes time out, searches and real-time GETs are refused with
+// 503 and 429, and bulk requests get a proxy's 502: nothing transient
+// stops the pipeline, and the index ends as the stream says. It runs
+// against the emulator and the real node alike: the faults are made in
+// front of either.
+func TestTransientFaultsAreNotFatal(t *testing.T) {
+	realenv.Parallel(t)
+	const seed = 8
+	e := newEnv(t, envOptions{partitions: 4})
+	evs := generate(t, defaultGen(seed, 1200))
+	t.Logf("seed %d: %d events: %s", seed, len(evs), summarize(evs))
+	where := e.produce(context.Background(), evs)
+	flaky := &flakyTransport{next: http.DefaultTransport, limit: 25, seen: map[string]int{}, failed: map[string]int{}}
+	client, err := opensearch.NewClient(opensearch.Config{Addresses: []string{e.url}, Transport: flaky, DisableRetry: true, RequestTimeout: realenv.Slack(2 * time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := e.config()
+	cfg.PendingMaxAge = 4 * time.Second
+	cfg.Bulk.RetryMax = 50 * time.Millisecond
+	p, err := New(cfg, client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &running{p: p, Running: testenv.Go(t, p.Run)}
+	e.waitCaughtUp(t, r, 90*time.Second)
+	st := r.p.Stats()
+	if err := r.Stop(t); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	flaky.mu.Lock()
+	failed := maps.Clone(flaky.failed)
+	flaky.mu.Unlock()
+	t.Logf("faults injected: %v; %d moves, %d refreshes, %d bulk retries", failed, st.Moves, st.Refreshes, st.Bulk.Retries)
+	for _, kind := range []string{"refresh", "search", "bulk"} {
+		if failed[kind] == 0 {
+			t.Errorf("no %s failed: the test tests nothing there (faults %v)", kind, failed)
+		}
+	}
+	checkFinal(t, e, evs, where)
 }
