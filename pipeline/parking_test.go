@@ -155,3 +155,86 @@ func TestParkRecordRoundTrip(t *testing.T) {
 		t.Error("a record without its source place parsed")
 	}
 }
+
+// Parked dishes follow their partition to its new owner: with dishes of
+// unknown restaurants parked in every partition by one instance, a second
+// joins and takes some partitions, reading their parked dishes back as it
+// gains them, and leaves again, when the first gains them back and reads
+// them again; when the restaurants come, every dish is written under its
+// restaurant's routing, and no record is left.
+func TestParkedDishesFollowTheirPartition(t *testing.T) {
+	realenv.Parallel(t)
+	e := newEnv(t, envOptions{partitions: 4})
+	var dishes, rests []genEvent
+	for i := range 16 {
+		rid := fmt.Sprintf("r-late-%02d", i)
+		for d := range 2 {
+			dishes = append(dishes, genEvent{dish: true, typ: TypeDish, op: OpUpsert, id: fmt.Sprintf("%s-%d", rid, d), rid: rid, version: 1,
+				doc: map[string]any{"name": "dish", "price_cents": 900}})
+		}
+		rests = append(rests, genEvent{typ: TypeRestaurant, op: OpUpsert, id: rid, rid: rid, version: 1,
+			lat: 40.71 + float64(i)*0.01, lon: -74.0, doc: map[string]any{"name": "place " + rid}})
+	}
+	encodeAll(dishes)
+	encodeAll(rests)
+	where := e.produce(context.Background(), dishes)
+	parts := map[int]bool{}
+	for _, w := range where {
+		parts[w.partition] = true
+	}
+	if len(parts) < 2 {
+		t.Fatalf("the dishes are in %d partitions, want several", len(parts))
+	}
+	cfg := e.config()
+	cfg.PendingMaxAge = time.Hour
+	a := e.start(cfg)
+	deadline := time.Now().Add(realenv.Slack(30 * time.Second))
+	for a.p.Stats().Parked < int64(len(dishes)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d dishes parked", a.p.Stats().Parked, len(dishes))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cfg = e.config()
+	cfg.PendingMaxAge = time.Hour
+	b := e.start(cfg)
+	deadline = time.Now().Add(realenv.Slack(60 * time.Second))
+	for b.p.Stats().ReadBack == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the second instance read no parked dish back: %+v", b.p.Stats())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The second instance leaves: the first gains its partitions back and
+	// reads their parked dishes again.
+	if err := b.Stop(t); err != nil {
+		t.Fatalf("second instance: Run = %v", err)
+	}
+	for a.p.Stats().ReadBack == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first instance read no parked dish back after regaining the partitions: %+v", a.p.Stats())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	e.produce(context.Background(), rests)
+	e.waitCaughtUp(t, a, 60*time.Second)
+	sa, sb := a.p.Stats(), b.p.Stats()
+	if err := a.Stop(t); err != nil {
+		t.Fatalf("first instance: Run = %v", err)
+	}
+	t.Logf("first instance: parked %d, read back %d; second: parked %d, read back %d", sa.Parked, sa.ReadBack, sb.Parked, sb.ReadBack)
+	docs := e.scanIndex(t)
+	for i, d := range dishes {
+		r := rests[i/2]
+		shard, err := e.m.Locate(r.lat, r.lon)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if doc, ok := docs[schema.DishID(d.id)]; !ok || doc.routing != e.m.Shard(shard).Routing {
+			t.Errorf("%s stored %v under %q, want under %q", d.id, ok, doc.routing, e.m.Shard(shard).Routing)
+		}
+	}
+	if n := e.parkedLive(); n != 0 {
+		t.Errorf("%d parking records live, want 0", n)
+	}
+}
