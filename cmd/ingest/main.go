@@ -67,6 +67,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.StringVar(&o.pipe.DishTopic, "dish-topic", "dishes", "topic of dish events; may equal --restaurant-topic (GEOSHARD_DISH_TOPIC)")
 	dishKey := fs.String("dish-key", string(pipeline.DishKeyRestaurant), "how dish events are keyed: restaurant (by their restaurant's id) or dish (by their own id, as change-data-capture tools key rows: ingest re-keys them by restaurant into --repartition-topic and consumes that) (GEOSHARD_DISH_KEY)")
 	fs.StringVar(&o.pipe.RepartitionTopic, "repartition-topic", "", "with --dish-key dish: the topic of dish events re-keyed by restaurant, created with the restaurant topic's partition count if missing; default <group>.dishes-by-restaurant (GEOSHARD_REPARTITION_TOPIC)")
+	fs.StringVar(&o.pipe.ParkingTopic, "parking-topic", "", "compacted topic where dishes wait for their restaurant with their offsets committed, created with the restaurant topic's partition count if missing; default <group>.parked (GEOSHARD_PARKING_TOPIC)")
 	fs.DurationVar(&o.pipe.RepartitionRetention, "repartition-retention", pipeline.DefaultRepartitionRetention, "with --dish-key dish: retention of the repartition topic when ingest creates it (GEOSHARD_REPARTITION_RETENTION)")
 	fs.StringVar(&o.pipe.Group, "group", "geoshard-ingest", "consumer group (GEOSHARD_GROUP)")
 	fs.StringVar(&o.pipe.DLQTopic, "dlq-topic", "geoshard.dlq", "dead-letter topic (GEOSHARD_DLQ_TOPIC)")

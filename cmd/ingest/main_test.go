@@ -55,7 +55,7 @@ func TestEnvironmentSetsDefaultsAndSecretsStayHidden(t *testing.T) {
 		"GEOSHARD_BROKERS": "k1:9092,k2:9092", "GEOSHARD_ALIAS": "food", "GEOSHARD_WORKERS": "7",
 		"GEOSHARD_OPENSEARCH": "https://search:9200", "GEOSHARD_OPENSEARCH_USERNAME": "ingest",
 		"GEOSHARD_OPENSEARCH_PASSWORD": "hunter2", "GEOSHARD_KAFKA_SASL_PASSWORD": "kafkapass",
-		"GEOSHARD_DISH_KEY": "dish", "GEOSHARD_REPARTITION_TOPIC": "dishes.rekeyed",
+		"GEOSHARD_DISH_KEY": "dish", "GEOSHARD_REPARTITION_TOPIC": "dishes.rekeyed", "GEOSHARD_PARKING_TOPIC": "ingest.waiting",
 	}
 	var errb bytes.Buffer
 	o, err := parseFlags(nil, envOf(env), &errb)
@@ -64,7 +64,7 @@ func TestEnvironmentSetsDefaultsAndSecretsStayHidden(t *testing.T) {
 	}
 	if strings.Join(o.pipe.Brokers, ",") != "k1:9092,k2:9092" || o.pipe.Alias != "food" || o.pipe.Bulk.Workers != 7 ||
 		o.client.Addresses[0] != "https://search:9200" || o.client.Password.Reveal() != "hunter2" || o.pipe.Kafka.Password.Reveal() != "kafkapass" ||
-		o.pipe.DishKey != "dish" || o.pipe.RepartitionTopic != "dishes.rekeyed" {
+		o.pipe.DishKey != "dish" || o.pipe.RepartitionTopic != "dishes.rekeyed" || o.pipe.ParkingTopic != "ingest.waiting" {
 		t.Errorf("options from the environment = %+v", o)
 	}
 	// Neither --help nor a printed config shows a secret.
