@@ -41,23 +41,27 @@ type dirEntry struct {
 // owned by the processing goroutine (and by the warm-up before it); only
 // the counters are read concurrently, for Stats and metrics.
 //
-// It holds every restaurant of a deployment, so it is built for size: 37
-// bytes a restaurant with ids like r000671 (24 MB for 650,000 restaurants,
-// 2% of them deleted), where a map[string]dirEntry took 94, as measured by
+// It holds every restaurant of a deployment, so it is built for size: 40
+// bytes a restaurant with ids like internal/datagen's r000671 (26 MB for
+// 650,000 restaurants, 2% of them deleted, where a map[string]dirEntry
+// took 94 bytes, 61 MB), 77 with 36-byte UUIDs (the map: 126), as
+// measured by
 //
 //	go test -run '^$' -bench DirectoryMemory -count 5 ./pipeline/
 //
-// A restaurant is a 24-byte record in one slice, an 8-byte slot of an
-// open-addressing table at most 3/4 full (grown by doubling: 11 to 21
-// bytes a restaurant), and its id's bytes, with their length, in an
-// append-only arena (idArena) rather than a string on the heap of its own.
-// Ids are arbitrary strings, of any length and any bytes.
+// A restaurant is a 24-byte record in one slice (grown by append: up to a
+// quarter of it unused), an 8-byte slot of an open-addressing table at most
+// 3/4 full (grown by doubling: 11 to 21 bytes a restaurant) and, for an id
+// longer than 7 bytes, the id's bytes and length in an append-only arena
+// (idArena) rather than a string on the heap of its own. Ids are
+// arbitrary strings, of any length and any bytes.
 //
-// A deleted restaurant costs as much as a live one, and its tombstone is
-// kept for the life of the process: the index shows no deleted document,
-// so adopt carries tombstones over to a directory read again. A
-// restaurant replace forgets keeps its record, unknown, until the next
-// adopt: get and lookup no longer find it.
+// A deleted restaurant costs as much as a live one (its record, slot and
+// id: 40 bytes with ids like r000671), and its tombstone is kept for the
+// life of the process: the index shows no deleted document, so adopt
+// carries tombstones over to a directory read again. A restaurant replace
+// forgets keeps its record, unknown, until the next adopt: get and lookup
+// no longer find it.
 type directory struct {
 	t    dirTable
 	live atomic.Int64 // entries that are not deleted
@@ -68,7 +72,7 @@ func newDirectory() *directory { return &directory{} }
 // get returns the entry of a restaurant.
 func (d *directory) get(id string) (dirEntry, bool) {
 	r := d.t.find(id)
-	if r == nil || !r.known {
+	if r == nil || !r.known() {
 		return dirEntry{}, false
 	}
 	return r.entry(), true
@@ -77,7 +81,7 @@ func (d *directory) get(id string) (dirEntry, bool) {
 // lookup returns the cell of a live restaurant.
 func (d *directory) lookup(id string) (s2.CellID, bool) {
 	r := d.t.find(id)
-	if r == nil || !r.known || r.deleted {
+	if r == nil || !r.known() || r.deleted() {
 		return 0, false
 	}
 	return r.cell, true
@@ -87,10 +91,10 @@ func (d *directory) lookup(id string) (s2.CellID, bool) {
 // than what the directory holds. It reports whether it changed anything.
 func (d *directory) set(id string, cell s2.CellID, version int64) bool {
 	r := d.t.record(id)
-	if r.known && version <= r.version {
+	if r.known() && version <= r.version {
 		return false
 	}
-	if !r.known || r.deleted {
+	if !r.known() || r.deleted() {
 		d.live.Add(1)
 	}
 	r.put(dirEntry{cell: cell, version: version})
@@ -110,10 +114,10 @@ func (d *directory) warm(id string, cell s2.CellID, version int64) {
 // know.
 func (d *directory) remove(id string, version int64) bool {
 	r := d.t.record(id)
-	if r.known && version <= r.version {
+	if r.known() && version <= r.version {
 		return false
 	}
-	if r.known && !r.deleted {
+	if r.known() && !r.deleted() {
 		d.live.Add(-1)
 	}
 	r.put(dirEntry{cell: r.cell, version: version, deleted: true})
@@ -129,7 +133,7 @@ func (d *directory) all() iter.Seq2[string, dirEntry] {
 	return func(yield func(string, dirEntry) bool) {
 		for i := range d.t.recs {
 			r := &d.t.recs[i]
-			if r.known && !yield(d.t.ids.str(r.id), r.entry()) {
+			if r.known() && !yield(d.t.id(r), r.entry()) {
 				return
 			}
 		}
@@ -153,14 +157,14 @@ func cellAt(c s2.CellID, level int) s2.CellID {
 func (d *directory) adopt(nd *directory) {
 	for i := range d.t.recs {
 		e := &d.t.recs[i]
-		if !e.known || !e.deleted {
+		if !e.known() || !e.deleted() {
 			continue
 		}
-		n := nd.t.record(d.t.ids.str(e.id))
-		if n.known && n.version >= e.version {
+		n := nd.t.record(d.t.id(e))
+		if n.known() && n.version >= e.version {
 			continue
 		}
-		if n.known && !n.deleted {
+		if n.known() && !n.deleted() {
 			nd.live.Add(-1)
 		}
 		n.put(e.entry())
@@ -174,12 +178,12 @@ func (d *directory) adopt(nd *directory) {
 // restaurant): a restaurant nd lacks becomes unknown.
 func (d *directory) replace(id string, nd *directory) {
 	old := d.t.find(id)
-	had := old != nil && old.known
+	had := old != nil && old.known()
 	n, found := nd.get(id)
-	if had && old.deleted && (!found || n.version < old.version) {
+	if had && old.deleted() && (!found || n.version < old.version) {
 		return
 	}
-	if had && !old.deleted {
+	if had && !old.deleted() {
 		d.live.Add(-1)
 	}
 	if !found {
@@ -194,33 +198,69 @@ func (d *directory) replace(id string, nd *directory) {
 	}
 }
 
-// dirRecord is a restaurant's entry as the directory stores it: 24 bytes,
-// the id a reference into the arena.
+// dirRecord is a restaurant's entry as the directory stores it, in 24
+// bytes: an id of at most 7 bytes, like r000671, is held in the record
+// itself, a longer one in the table's arena.
 type dirRecord struct {
 	cell    s2.CellID
 	version int64
-	id      idRef
-	// known is false for a record replace forgot, whose other fields are
-	// then zero: the directory does not know that restaurant.
-	known   bool
-	deleted bool
+	// key is the id and two flags:
+	//
+	//	bits 0-55   the id's bytes, the first lowest, if it has at most
+	//	            keyInline; else the idRef of its bytes (bits 0-31)
+	//	bits 56-59  the id's length if held here, keyInArena if not
+	//	bit 60      keyDeleted: the entry's deleted
+	//	bit 61      keyKnown: clear for a record just added or forgotten
+	//	            by replace, whose cell and version are then 0: the
+	//	            directory does not know that restaurant
+	key uint64
 }
 
+const (
+	keyInline   = 7
+	keyLenShift = 56
+	keyLen      = 0xf << keyLenShift
+	keyInArena  = 0xf << keyLenShift
+	keyID       = 1<<60 - 1 // the bits that name the id
+	keyDeleted  = 1 << 60
+	keyKnown    = 1 << 61
+)
+
+// inlineKey returns the id bits of the key of an id of at most keyInline
+// bytes, and false for a longer one.
+func inlineKey(id string) (uint64, bool) {
+	if len(id) > keyInline {
+		return 0, false
+	}
+	k := uint64(len(id)) << keyLenShift
+	for i := range len(id) {
+		k |= uint64(id[i]) << (8 * i)
+	}
+	return k, true
+}
+
+func (r *dirRecord) known() bool   { return r.key&keyKnown != 0 }
+func (r *dirRecord) deleted() bool { return r.key&keyDeleted != 0 }
+
 func (r *dirRecord) entry() dirEntry {
-	return dirEntry{cell: r.cell, version: r.version, deleted: r.deleted}
+	return dirEntry{cell: r.cell, version: r.version, deleted: r.deleted()}
 }
 
 func (r *dirRecord) put(e dirEntry) {
-	r.cell, r.version, r.deleted, r.known = e.cell, e.version, e.deleted, true
+	r.cell, r.version = e.cell, e.version
+	r.key = r.key&keyID | keyKnown
+	if e.deleted {
+		r.key |= keyDeleted
+	}
 }
 
-func (r *dirRecord) forget() { *r = dirRecord{id: r.id} }
+func (r *dirRecord) forget() { *r = dirRecord{key: r.key & keyID} }
 
 // dirTable finds a restaurant's record by id: an open-addressing hash
 // table with linear probing over slots, each 0 (empty) or a record's
 // 32-bit hash above its index in recs plus one. Comparing the slot's hash
-// first spares reading the id of most records probed in vain. Records are
-// never removed (forget clears one), so slots never need tombstones.
+// first spares reading the record of most slots probed in vain. Records
+// are never removed (forget clears one), so slots never need tombstones.
 //
 // The hash is maphash's, seeded afresh for each table: ids come from
 // events, and an unseeded hash would let crafted ids pile onto one run of
@@ -229,7 +269,7 @@ type dirTable struct {
 	seed  maphash.Seed
 	slots []uint64 // len a power of two, at most 3/4 in use
 	recs  []dirRecord
-	ids   idArena
+	ids   idArena // the ids longer than keyInline
 }
 
 func (t *dirTable) hash(id string) uint32 { return uint32(maphash.String(t.seed, id)) }
@@ -247,16 +287,20 @@ func (t *dirTable) probe(id string) (r *dirRecord, h uint32, slot int) {
 		return nil, 0, 0
 	}
 	h = t.hash(id)
+	want, inline := inlineKey(id)
 	mask := len(t.slots) - 1
 	for p := int(h) & mask; ; p = (p + 1) & mask {
 		s := t.slots[p]
 		if s == 0 {
 			return nil, h, p
 		}
-		if uint32(s>>32) == h {
-			if r := &t.recs[uint32(s)-1]; t.ids.equal(r.id, id) {
-				return r, h, p
-			}
+		if uint32(s>>32) != h {
+			continue
+		}
+		r := &t.recs[uint32(s)-1]
+		if inline && r.key&keyID == want ||
+			!inline && r.key&keyLen == keyInArena && t.ids.equal(idRef(r.key), id) {
+			return r, h, p
 		}
 	}
 }
@@ -270,15 +314,31 @@ func (t *dirTable) record(id string) *dirRecord {
 	}
 	if 4*(len(t.recs)+1) > 3*len(t.slots) {
 		t.grow()
-		h = t.hash(id)
+		h = t.hash(id) // the first grow makes the seed
 		p = t.vacant(h)
 	}
 	if len(t.recs) == math.MaxUint32 {
 		panic("pipeline: directory: more than 2^32-1 restaurants")
 	}
-	t.recs = append(t.recs, dirRecord{id: t.ids.add(id)})
+	k, inline := inlineKey(id)
+	if !inline {
+		k = keyInArena | uint64(t.ids.add(id))
+	}
+	t.recs = append(t.recs, dirRecord{key: k})
 	t.slots[p] = uint64(h)<<32 | uint64(len(t.recs))
 	return &t.recs[len(t.recs)-1]
+}
+
+// id returns r's id, a string of its own.
+func (t *dirTable) id(r *dirRecord) string {
+	if r.key&keyLen == keyInArena {
+		return t.ids.str(idRef(r.key))
+	}
+	b := make([]byte, r.key&keyLen>>keyLenShift)
+	for i := range b {
+		b[i] = byte(r.key >> (8 * i))
+	}
+	return string(b)
 }
 
 // grow doubles the slots (the first call makes 8, and the seed), placing
@@ -315,7 +375,8 @@ const (
 	// idChunk is the size of the arena's chunks: 64 KiB, some 8,000 ids
 	// like r000671.
 	idChunk = 1 << idChunkBits
-	// idChunkMax is how many chunks an idRef can name: 4 GiB of ids.
+	// idChunkMax is how many chunks an idRef can name: 4 GiB of ids
+	// shorter than a quarter of a chunk.
 	idChunkMax = 1 << (32 - idChunkBits)
 )
 

@@ -4,59 +4,508 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
+	"time"
+	"unsafe"
 
 	"github.com/golang/geo/s2"
 )
 
+// Cells the directory tests place restaurants at.
+var (
+	dirSF = s2.CellIDFromLatLng(s2.LatLngFromDegrees(37.77, -122.42))
+	dirNY = s2.CellIDFromLatLng(s2.LatLngFromDegrees(40.71, -74.0))
+)
+
+// dirOp is one call on a directory, and what set and remove must report.
+type dirOp struct {
+	op      string // "set", "remove" or "warm"
+	id      string
+	cell    s2.CellID
+	version int64
+	changed bool
+}
+
+// apply runs ops on d, failing t where set or remove reports another
+// change than the op wants.
+func apply(t *testing.T, d *directory, ops []dirOp) {
+	t.Helper()
+	for i, o := range ops {
+		var changed bool
+		switch o.op {
+		case "set":
+			changed = d.set(o.id, o.cell, o.version)
+		case "remove":
+			changed = d.remove(o.id, o.version)
+		case "warm":
+			d.warm(o.id, o.cell, o.version)
+			continue
+		default:
+			t.Fatalf("op %d: unknown op %q", i, o.op)
+		}
+		if changed != o.changed {
+			t.Errorf("op %d: %s(%q, v%d) = %v, want %v", i, o.op, clipID(o.id), o.version, changed, o.changed)
+		}
+	}
+}
+
+// checkDirectory fails t unless d holds exactly want: what get, lookup,
+// all and size say of it.
+func checkDirectory(t *testing.T, d *directory, want map[string]dirEntry) {
+	t.Helper()
+	live := int64(0)
+	for id, w := range want {
+		if !w.deleted {
+			live++
+		}
+		if e, ok := d.get(id); !ok || e != w {
+			t.Errorf("get(%q) = %+v, %v; want %+v, true", clipID(id), e, ok, w)
+		}
+		if c, ok := d.lookup(id); ok != !w.deleted || ok && c != w.cell {
+			t.Errorf("lookup(%q) = %v, %v; want %v, %v", clipID(id), c, ok, w.cell, !w.deleted)
+		}
+	}
+	if n := d.size(); n != live {
+		t.Errorf("size() = %d, want %d", n, live)
+	}
+	got := maps.Collect(d.all())
+	for id, e := range got {
+		if w, ok := want[id]; !ok || e != w {
+			t.Errorf("all() yields %q: %+v; want %+v, %v", clipID(id), e, w, ok)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("all() yields %d restaurants, want %d", len(got), len(want))
+	}
+	for _, id := range []string{"never-seen", "r", ""} {
+		if _, ok := want[id]; ok {
+			continue
+		}
+		if e, ok := d.get(id); ok {
+			t.Errorf("get(%q) = %+v, true; want unknown", id, e)
+		}
+		if _, ok := d.lookup(id); ok {
+			t.Errorf("lookup(%q) found a restaurant never set", id)
+		}
+	}
+}
+
+// clipID shortens long ids in failure messages.
+func clipID(id string) string {
+	if len(id) > 40 {
+		return fmt.Sprintf("%s…(%d bytes)", id[:20], len(id))
+	}
+	return id
+}
+
+func live(c s2.CellID, v int64) dirEntry { return dirEntry{cell: c, version: v} }
+func deleted(c s2.CellID, v int64) dirEntry {
+	return dirEntry{cell: c, version: v, deleted: true}
+}
+
+// Ids the directory must hold as they are, whatever their bytes: it makes
+// no assumption on their shape.
+var (
+	dirLongID   = strings.Repeat("long-", 30_000)           // longer than an arena chunk
+	dirMediumID = strings.Repeat("m", idChunk/4)            // a chunk of its own
+	dirID127    = strings.Repeat("x", 127)                  // its length in one byte
+	dirID128    = strings.Repeat("x", 128)                  // its length in two
+	dirUTF8ID   = "ресторан-東京-🍣"                           // non-ASCII
+	dirBinaryID = "r\x00\xff\xfe" + string([]byte{0x80, 0}) // not UTF-8, NULs
+)
+
 func TestDirectory(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ops  []dirOp
+		want map[string]dirEntry
+	}{
+		{"empty", nil, map[string]dirEntry{}},
+		{"set new", []dirOp{{"set", "r1", dirSF, 5, true}}, map[string]dirEntry{"r1": live(dirSF, 5)}},
+		{"set newer", []dirOp{{"set", "r1", dirSF, 5, true}, {"set", "r1", dirNY, 6, true}},
+			map[string]dirEntry{"r1": live(dirNY, 6)}},
+		{"set equal or older refused", []dirOp{{"set", "r1", dirSF, 5, true}, {"set", "r1", dirNY, 5, false}, {"set", "r1", dirNY, 4, false}},
+			map[string]dirEntry{"r1": live(dirSF, 5)}},
+		{"set at version 0", []dirOp{{"set", "r1", dirSF, 0, true}, {"set", "r1", dirNY, 0, false}},
+			map[string]dirEntry{"r1": live(dirSF, 0)}},
+		{"remove keeps the last cell", []dirOp{{"set", "r1", dirSF, 5, true}, {"remove", "r1", 0, 7, true}},
+			map[string]dirEntry{"r1": deleted(dirSF, 7)}},
+		{"remove equal or older refused", []dirOp{{"set", "r1", dirSF, 5, true}, {"remove", "r1", 0, 5, false}, {"remove", "r1", 0, 2, false}},
+			map[string]dirEntry{"r1": live(dirSF, 5)}},
+		{"remove of an unknown restaurant remembered, cell 0", []dirOp{{"remove", "r2", 0, 3, true}},
+			map[string]dirEntry{"r2": deleted(0, 3)}},
+		{"remove of a deleted one at a newer version", []dirOp{{"set", "r1", dirSF, 1, true}, {"remove", "r1", 0, 2, true}, {"remove", "r1", 0, 4, true}},
+			map[string]dirEntry{"r1": deleted(dirSF, 4)}},
+		{"upsert replayed at or below the delete's version stale", []dirOp{
+			{"set", "r1", dirSF, 5, true}, {"remove", "r1", 0, 7, true}, {"set", "r1", dirNY, 7, false}, {"set", "r1", dirNY, 6, false}},
+			map[string]dirEntry{"r1": deleted(dirSF, 7)}},
+		{"re-created after its delete", []dirOp{{"set", "r1", dirSF, 5, true}, {"remove", "r1", 0, 7, true}, {"set", "r1", dirNY, 8, true}},
+			map[string]dirEntry{"r1": live(dirNY, 8)}},
+		{"warm: two copies, newer first", []dirOp{{"warm", "r3", dirNY.Parent(10), 9, false}, {"warm", "r3", dirSF.Parent(10), 4, false}},
+			map[string]dirEntry{"r3": live(dirNY.Parent(10), 9)}},
+		{"warm: two copies, older first", []dirOp{{"warm", "r3", dirSF.Parent(10), 4, false}, {"warm", "r3", dirNY.Parent(10), 9, false}},
+			map[string]dirEntry{"r3": live(dirNY.Parent(10), 9)}},
+		{"restaurants apart", []dirOp{
+			{"set", "r1", dirSF, 1, true}, {"set", "r2", dirNY, 1, true}, {"remove", "r3", 0, 1, true}, {"remove", "r1", 0, 2, true}},
+			map[string]dirEntry{"r1": deleted(dirSF, 2), "r2": live(dirNY, 1), "r3": deleted(0, 1)}},
+		{"ids prefixes of each other", []dirOp{
+			{"set", "r1", dirSF, 1, true}, {"set", "r10", dirNY, 2, true}, {"set", "r1\x00", dirSF, 3, true}, {"set", "r", dirNY, 4, true}},
+			map[string]dirEntry{"r1": live(dirSF, 1), "r10": live(dirNY, 2), "r1\x00": live(dirSF, 3), "r": live(dirNY, 4)}},
+		{"ids of NULs", []dirOp{
+			{"set", "", dirSF, 1, true}, {"set", "\x00", dirNY, 2, true}, {"set", "\x00\x00", dirSF, 3, true},
+			{"set", "\x00\x00\x00\x00\x00\x00\x00", dirNY, 4, true}, {"set", "\x00\x00\x00\x00\x00\x00\x00\x00", dirSF, 5, true}},
+			map[string]dirEntry{"": live(dirSF, 1), "\x00": live(dirNY, 2), "\x00\x00": live(dirSF, 3),
+				"\x00\x00\x00\x00\x00\x00\x00": live(dirNY, 4), "\x00\x00\x00\x00\x00\x00\x00\x00": live(dirSF, 5)}},
+		{"ids held in the record and in the arena", []dirOp{
+			{"set", "r000671", dirSF, 1, true}, {"set", "r0006710", dirNY, 2, true}, {"set", "\xff\xff\xff\xff\xff\xff\xff", dirSF, 3, true},
+			{"remove", "r000671", 0, 2, true}, {"remove", "r0006710", 0, 1, false}},
+			map[string]dirEntry{"r000671": deleted(dirSF, 2), "r0006710": live(dirNY, 2), "\xff\xff\xff\xff\xff\xff\xff": live(dirSF, 3)}},
+		{"the empty id", []dirOp{{"set", "", dirSF, 1, true}, {"remove", "", 0, 2, true}, {"set", "", dirNY, 2, false}},
+			map[string]dirEntry{"": deleted(dirSF, 2)}},
+		{"ids of every length and byte", []dirOp{
+			{"set", dirLongID, dirSF, 1, true}, {"set", "r1", dirNY, 1, true}, {"set", dirMediumID, dirNY, 2, true},
+			{"set", dirID127, dirSF, 3, true}, {"set", dirID128, dirNY, 4, true}, {"set", dirUTF8ID, dirSF, 5, true},
+			{"set", dirBinaryID, dirNY, 6, true}, {"remove", dirLongID, 0, 2, true}, {"set", dirUTF8ID, dirNY, 5, false}},
+			map[string]dirEntry{
+				dirLongID: deleted(dirSF, 2), "r1": live(dirNY, 1), dirMediumID: live(dirNY, 2), dirID127: live(dirSF, 3),
+				dirID128: live(dirNY, 4), dirUTF8ID: live(dirSF, 5), dirBinaryID: live(dirNY, 6)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDirectory()
+			apply(t, d, tc.ops)
+			checkDirectory(t, d, tc.want)
+		})
+	}
+}
+
+// TestDirectoryAdopt: adopt takes the directory read again, keeping the
+// deletes it knows that are newer than what was read (the index shows no
+// deleted document), and only those.
+func TestDirectoryAdopt(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		old, new []dirOp // the directory, and the one read again
+		want     map[string]dirEntry
+	}{
+		{"read again replaces live entries",
+			[]dirOp{{"set", "a", dirSF, 1, true}, {"set", "b", dirSF, 1, true}},
+			[]dirOp{{"warm", "a", dirNY, 3, false}, {"warm", "c", dirNY, 1, false}},
+			map[string]dirEntry{"a": live(dirNY, 3), "c": live(dirNY, 1)}},
+		{"newer delete kept over the copy read",
+			[]dirOp{{"set", "a", dirSF, 1, true}, {"remove", "a", 0, 5, true}},
+			[]dirOp{{"warm", "a", dirNY, 3, false}, {"warm", "b", dirNY, 1, false}},
+			map[string]dirEntry{"a": deleted(dirSF, 5), "b": live(dirNY, 1)}},
+		{"delete of a restaurant not read kept",
+			[]dirOp{{"remove", "a", 0, 2, true}, {"set", "b", dirSF, 1, true}, {"remove", "b", 0, 4, true}},
+			nil,
+			map[string]dirEntry{"a": deleted(0, 2), "b": deleted(dirSF, 4)}},
+		{"older delete gives way",
+			[]dirOp{{"remove", "a", 0, 2, true}},
+			[]dirOp{{"warm", "a", dirNY, 3, false}},
+			map[string]dirEntry{"a": live(dirNY, 3)}},
+		{"delete at the version read gives way",
+			[]dirOp{{"remove", "a", 0, 3, true}},
+			[]dirOp{{"warm", "a", dirNY, 3, false}},
+			map[string]dirEntry{"a": live(dirNY, 3)}},
+		{"long and odd ids",
+			[]dirOp{{"remove", dirLongID, 0, 2, true}, {"remove", "", 0, 2, true}, {"remove", dirUTF8ID, 0, 9, true}},
+			[]dirOp{{"warm", dirUTF8ID, dirNY, 3, false}, {"warm", dirMediumID, dirSF, 1, false}},
+			map[string]dirEntry{dirLongID: deleted(0, 2), "": deleted(0, 2), dirUTF8ID: deleted(0, 9), dirMediumID: live(dirSF, 1)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, nd := newDirectory(), newDirectory()
+			apply(t, d, tc.old)
+			apply(t, nd, tc.new)
+			d.adopt(nd)
+			checkDirectory(t, d, tc.want)
+			// d goes on with what it took.
+			apply(t, d, []dirOp{{"set", "after", dirSF, 1, true}})
+			tc.want["after"] = live(dirSF, 1)
+			checkDirectory(t, d, tc.want)
+		})
+	}
+}
+
+// TestDirectoryReplace: replace takes what the index holds of one
+// restaurant, keeping a newer delete; a restaurant the index lacks becomes
+// unknown, as one never seen.
+func TestDirectoryReplace(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		old, new []dirOp // the directory, and what the index holds
+		want     map[string]dirEntry
+		then     []dirOp // after it
+		wantThen map[string]dirEntry
+	}{
+		{"newer copy replaces a live entry",
+			[]dirOp{{"set", "a", dirSF, 1, true}}, []dirOp{{"warm", "a", dirNY, 3, false}},
+			map[string]dirEntry{"a": live(dirNY, 3)}, nil, nil},
+		{"older copy replaces a live entry too",
+			[]dirOp{{"set", "a", dirSF, 5, true}}, []dirOp{{"warm", "a", dirNY, 3, false}},
+			map[string]dirEntry{"a": live(dirNY, 3)}, nil, nil},
+		{"unknown restaurant found",
+			nil, []dirOp{{"warm", "a", dirNY, 3, false}},
+			map[string]dirEntry{"a": live(dirNY, 3)}, nil, nil},
+		{"live restaurant the index lacks becomes unknown",
+			[]dirOp{{"set", "a", dirSF, 5, true}, {"set", "b", dirSF, 1, true}}, nil,
+			map[string]dirEntry{"b": live(dirSF, 1)},
+			// Unknown: any version is taken, and a delete knows no cell.
+			[]dirOp{{"remove", "a", 0, 1, true}, {"set", "a", dirNY, 2, true}, {"set", "a", dirNY, 2, false}},
+			map[string]dirEntry{"a": live(dirNY, 2), "b": live(dirSF, 1)}},
+		{"forgotten, then deleted: no cell",
+			[]dirOp{{"set", "a", dirSF, 5, true}}, nil,
+			map[string]dirEntry{},
+			[]dirOp{{"remove", "a", 0, 1, true}},
+			map[string]dirEntry{"a": deleted(0, 1)}},
+		{"unknown restaurant the index lacks stays unknown",
+			nil, nil, map[string]dirEntry{}, nil, nil},
+		{"newer delete kept over an older copy",
+			[]dirOp{{"set", "a", dirSF, 1, true}, {"remove", "a", 0, 9, true}}, []dirOp{{"warm", "a", dirNY, 5, false}},
+			map[string]dirEntry{"a": deleted(dirSF, 9)}, nil, nil},
+		{"newer delete kept when the index lacks it",
+			[]dirOp{{"remove", "a", 0, 9, true}}, nil,
+			map[string]dirEntry{"a": deleted(0, 9)}, nil, nil},
+		{"older delete gives way to the copy",
+			[]dirOp{{"remove", "a", 0, 2, true}}, []dirOp{{"warm", "a", dirNY, 5, false}},
+			map[string]dirEntry{"a": live(dirNY, 5)}, nil, nil},
+		{"delete at the copy's version gives way",
+			[]dirOp{{"remove", "a", 0, 5, true}}, []dirOp{{"warm", "a", dirNY, 5, false}},
+			map[string]dirEntry{"a": live(dirNY, 5)}, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, nd := newDirectory(), newDirectory()
+			apply(t, d, tc.old)
+			apply(t, nd, tc.new)
+			d.replace("a", nd)
+			checkDirectory(t, d, tc.want)
+			if tc.then != nil {
+				apply(t, d, tc.then)
+				checkDirectory(t, d, tc.wantThen)
+			}
+		})
+	}
+}
+
+// TestDirectoryManyIDs fills a directory with enough ids of varied
+// lengths to cross many arena chunks and table growths, some ids longer
+// than a chunk, and checks every one.
+func TestDirectoryManyIDs(t *testing.T) {
 	d := newDirectory()
-	sf := s2.CellIDFromLatLng(s2.LatLngFromDegrees(37.77, -122.42))
-	ny := s2.CellIDFromLatLng(s2.LatLngFromDegrees(40.71, -74.0))
-	if _, ok := d.lookup("r1"); ok {
-		t.Fatal("lookup of an unknown restaurant succeeded")
+	want := map[string]dirEntry{}
+	const n = 60_000
+	for i := range n {
+		id := fmt.Sprintf("r%06d", i)
+		switch {
+		case i%2 == 0:
+			id = "restaurant-" + id // in the arena
+		case i%10_000 == 1:
+			id = strings.Repeat(id, idChunk/len(id)+1) // longer than a chunk
+		case i%1_000 == 2:
+			id = strings.Repeat(id, 3_000) // a chunk of its own
+		case i%100 == 3:
+			id = strings.Repeat("é", i%300) + id // non-ASCII, 1 or 2 length bytes
+		case i%7 == 4:
+			id = id[:1+i%7] // short, and seen again: a newer version
+		}
+		c := s2.CellIDFromFacePosLevel(i%6, uint64(i)<<20, s2.MaxLevel)
+		v := int64(i)
+		if i%5 == 0 {
+			d.remove(id, v)
+			want[id] = deleted(want[id].cell, v)
+			continue
+		}
+		d.set(id, c, v)
+		want[id] = live(c, v)
 	}
-	if !d.set("r1", sf, 5) || d.size() != 1 {
-		t.Fatalf("set r1 v5: size %d", d.size())
+	shared := 0 // chunks of ids not long enough for one of their own
+	for _, c := range d.t.ids.chunks {
+		if cap(c) == idChunk {
+			shared++
+		}
 	}
-	if d.set("r1", ny, 5) || d.set("r1", ny, 4) {
-		t.Error("set with an equal or older version changed the entry")
+	if shared < 5 {
+		t.Fatalf("%d ids took %d shared arena chunks, want 5 or more to cross their bounds", n, shared)
 	}
-	if c, ok := d.lookup("r1"); !ok || c != sf {
-		t.Errorf("lookup(r1) = %v, %v; want the SF cell", c, ok)
+	checkDirectory(t, d, want)
+}
+
+// TestDirectoryHashCollision: two ids whose 32-bit hashes are equal are
+// still two restaurants, each held in the record or in the arena. The
+// pairs are found by trying ids under the table's seed: 2^16 of one kind,
+// then some 2^16 of the other until one shares a hash with the first.
+func TestDirectoryHashCollision(t *testing.T) {
+	short := func(p string) func(int) string { return func(i int) string { return fmt.Sprintf("%s%x", p, i) } }
+	long := func(p string) func(int) string {
+		return func(i int) string { return fmt.Sprintf("%s-restaurant-%d", p, i) }
 	}
-	if !d.set("r1", ny, 6) {
-		t.Error("set with a newer version was refused")
+	for _, tc := range []struct {
+		name string
+		a, b func(int) string
+	}{
+		{"held in the record", short("a"), short("b")},
+		{"held in the record and in the arena", short("a"), long("b")},
+		{"held in the arena", long("a"), long("b")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDirectory()
+			d.set("seeds the table", dirSF, 1)
+			seen := map[uint32]string{}
+			for i := range 1 << 16 {
+				seen[d.t.hash(tc.a(i))] = tc.a(i)
+			}
+			var a, b string
+			for i := 0; a == ""; i++ {
+				if i == 1<<24 {
+					t.Fatal("no id of 2^24 shares a hash with one of 2^16")
+				}
+				a, b = seen[d.t.hash(tc.b(i))], tc.b(i)
+			}
+			apply(t, d, []dirOp{{"set", a, dirSF, 3, true}, {"remove", b, 0, 2, true}, {"set", b, dirNY, 2, false}})
+			checkDirectory(t, d, map[string]dirEntry{"seeds the table": live(dirSF, 1), a: live(dirSF, 3), b: deleted(0, 2)})
+		})
 	}
-	if d.remove("r1", 6) {
-		t.Error("remove with an equal version changed the entry")
+}
+
+// TestDirRecordSize: the record stays 24 bytes, the figure the
+// directory's memory is built on.
+func TestDirRecordSize(t *testing.T) {
+	if n := unsafe.Sizeof(dirRecord{}); n != 24 {
+		t.Errorf("dirRecord is %d bytes, want 24", n)
 	}
-	if !d.remove("r1", 7) || d.size() != 0 {
-		t.Fatalf("remove r1 v7: size %d, want 0", d.size())
+}
+
+// TestIDArena: every id reads back as it was added, and is told apart
+// from ids a byte away from it.
+func TestIDArena(t *testing.T) {
+	ids := []string{"", "r000671", dirLongID, "r000672", dirMediumID, dirID127, dirID128, dirUTF8ID, dirBinaryID}
+	for i := range 20_000 {
+		ids = append(ids, fmt.Sprintf("r%06d", i))
 	}
-	if _, ok := d.lookup("r1"); ok {
-		t.Error("lookup of a deleted restaurant succeeded")
+	var a idArena
+	refs := make([]idRef, len(ids))
+	for i, id := range ids {
+		refs[i] = a.add(id)
 	}
-	e, ok := d.get("r1")
-	if !ok || !e.deleted || e.version != 7 || e.cell != ny {
-		t.Errorf("get(r1) = %+v, want deleted at v7, last cell kept", e)
+	for i, id := range ids {
+		if got := a.str(refs[i]); got != id {
+			t.Fatalf("str(ref of %q) = %q", clipID(id), clipID(got))
+		}
+		near := []string{id + "x", id + "\x00"}
+		if id != "" {
+			last := id[len(id)-1]
+			near = append(near, id[:len(id)-1], id[:len(id)-1]+string(last^1))
+		}
+		for _, other := range near {
+			if a.equal(refs[i], other) {
+				t.Errorf("equal(ref of %q, %q) = true", clipID(id), clipID(other))
+			}
+		}
+		if !a.equal(refs[i], id) {
+			t.Errorf("equal(ref of %q, itself) = false", clipID(id))
+		}
 	}
-	if d.set("r1", sf, 7) {
-		t.Error("an upsert replayed at the deleted version was accepted")
+}
+
+// TestDirectoryAgainstAMap runs random calls on a directory and on a
+// plain map that follows the same rules, and compares the two.
+func TestDirectoryAgainstAMap(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 7))
+	ids := []string{"", "r1", "r10", dirLongID, dirMediumID, dirUTF8ID, dirBinaryID}
+	for i := range 300 {
+		ids = append(ids, fmt.Sprintf("r%06d", i))
 	}
-	if !d.set("r1", sf, 8) || d.size() != 1 {
-		t.Errorf("re-creating r1 at v8: size %d, want 1", d.size())
+	pick := func() string { return ids[rng.IntN(len(ids))] }
+	cell := func() s2.CellID { return s2.CellIDFromFacePosLevel(rng.IntN(6), rng.Uint64(), s2.MaxLevel) }
+	d, ref := newDirectory(), map[string]dirEntry{}
+	// read is a directory read from the index, and what it holds.
+	read := func() (*directory, map[string]dirEntry) {
+		nd, m := newDirectory(), map[string]dirEntry{}
+		for range rng.IntN(200) {
+			id, c, v := pick(), cell(), rng.Int64N(40)
+			nd.warm(id, c, v)
+			if e, ok := m[id]; !ok || v > e.version {
+				m[id] = live(c, v)
+			}
+		}
+		return nd, m
 	}
-	// Unknown deletes are remembered, live count unchanged.
-	if !d.remove("r2", 3) || d.size() != 1 {
-		t.Errorf("remove of unknown r2: size %d, want 1", d.size())
+	for step := range 20_000 {
+		id, v := pick(), rng.Int64N(40)
+		old, ok := ref[id]
+		switch k := rng.IntN(100); {
+		case k < 50:
+			c := cell()
+			want := !ok || v > old.version
+			if want {
+				ref[id] = live(c, v)
+			}
+			if got := d.set(id, c, v); got != want {
+				t.Fatalf("step %d: set(%q, v%d) = %v, want %v", step, clipID(id), v, got, want)
+			}
+		case k < 85:
+			want := !ok || v > old.version
+			if want {
+				ref[id] = deleted(old.cell, v)
+			}
+			if got := d.remove(id, v); got != want {
+				t.Fatalf("step %d: remove(%q, v%d) = %v, want %v", step, clipID(id), v, got, want)
+			}
+		case k < 99:
+			nd, m := read()
+			n, found := m[id]
+			switch {
+			case ok && old.deleted && (!found || n.version < old.version):
+			case !found:
+				delete(ref, id)
+			default:
+				ref[id] = n
+			}
+			d.replace(id, nd)
+		default:
+			nd, m := read()
+			for id, e := range ref {
+				if n, found := m[id]; e.deleted && (!found || n.version < e.version) {
+					m[id] = e
+				}
+			}
+			ref = m
+			d.adopt(nd)
+		}
 	}
-	// Two copies seen while warming resolve to the higher version.
-	d.warm("r3", ny.Parent(10), 9)
-	d.warm("r3", sf.Parent(10), 4)
-	if c, _ := d.lookup("r3"); c != ny.Parent(10) {
-		t.Errorf("warm kept %v, want the version 9 copy's cell", c)
+	checkDirectory(t, d, ref)
+}
+
+// TestDirectorySizeWhileWritten reads the live count, as Stats does, while
+// the processing goroutine writes the directory (for -race).
+func TestDirectorySizeWhileWritten(t *testing.T) {
+	d := newDirectory()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+				if n := d.size(); n < 0 || n > 1000 {
+					t.Errorf("size() = %d, want 0 to 1000", n)
+				}
+			}
+		}
+	})
+	for i := range 1000 {
+		d.set(fmt.Sprint(i), dirSF, 1)
+	}
+	close(done)
+	wg.Wait()
+	if n := d.size(); n != 1000 {
+		t.Errorf("size() = %d, want 1000", n)
 	}
 }
 
