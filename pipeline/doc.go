@@ -27,12 +27,17 @@
 //   - The restaurant directory, id → cell of the location, warmed from the
 //     index at start and kept current from restaurant events
 //     (directory.go), and the bounded set of dishes that wait for their
-//     restaurant (pending.go). A document is never written without routing.
+//     restaurant (pending.go), each parked durably in a compacted topic of
+//     ingest's own so that its offset is committed while it waits
+//     (parking.go). A document is never written without routing.
 //   - Restaurant moves and deletes, which carry the restaurant's dishes
-//     with them in an order that a crash half-way cannot break (moves.go).
+//     with them in an order that a crash half-way cannot break (moves.go),
+//     and the index refreshes their searches need, shared by every move,
+//     delete and lookup waiting at that moment (refresh.go).
 //   - Offset tracking per partition and commits (offsets.go): an offset is
 //     committed only when every event below it is finished — written
-//     (ok, stale or not found) to every target, or dead-lettered.
+//     (ok, stale or not found) to every target, dead-lettered, or parked
+//     to wait for its restaurant.
 //   - Metrics (metrics.go), Stats, Ready and the run loop (pipeline.go).
 //
 // # Guarantees
@@ -42,7 +47,15 @@
 // event's source version with version_type=external, so a replay or a
 // reordering never overwrites newer data; the Kafka offset is never used
 // as a version. Dishes are always written under their restaurant's
-// routing, so parent and child share a shard. During a migration's dual
+// routing, so parent and child share a shard. Whatever is not finished
+// when the process stops includes no waiting dish: those are parked, and
+// the next owner of their partition reads them back (parking.go).
+//
+// Nothing transient stops the pipeline: a request that times out, a 429
+// or a 5xx is retried with the project's backoff for as long as it takes
+// (the writer's items too: bulk.NoRetryLimit), while back-pressure stops
+// the fetching; only what waiting cannot mend (a write block, a missing
+// index, a map that changed) stops it. During a migration's dual
 // writes all of this holds for each of the two indexes, each under its
 // own map, and an event counts as finished only when both sides are
 // settled.

@@ -7,8 +7,10 @@ import (
 
 // pendingSet holds dish events whose restaurant is unknown (or deleted)
 // until the restaurant arrives, bounded by a count and an age. A pending
-// event is unfinished, so it holds its partition's commit back: if the
-// process stops, the dish is fetched again.
+// event is unfinished, but it does not hold its partition's commit back:
+// it is parked in the parking topic (parking.go), and once the broker has
+// it its offset is committed; if the process stops, the partition's next
+// owner reads it back, and it waits again from the time it was parked.
 //
 // It is owned by the processing goroutine; only the count is read
 // concurrently.
