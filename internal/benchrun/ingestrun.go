@@ -25,7 +25,10 @@ func (b *bench) startIngest(r *ingestRun, logName string, epoch time.Time) (*Chi
 		return nil, err
 	}
 	r.metricsAddr = addr
+	// Ingest parks the dishes that wait for their restaurant in a topic of
+	// its own, named after its group, which it creates.
 	b.groups = append(b.groups, r.group)
+	b.topics = append(b.topics, r.group+".parked")
 	return StartChild(ChildSpec{
 		Name: "ingest",
 		Path: b.bin["ingest"],
@@ -72,4 +75,6 @@ func scrape(ctx context.Context, hc *http.Client, addr string) (Metrics, error) 
 const (
 	metricEvents    = "geoshard_ingest_events_total"
 	metricBulkItems = "geoshard_bulk_items_total"
+	metricHeapInuse = "go_memstats_heap_inuse_bytes"
+	metricDirectory = "geoshard_ingest_directory_restaurants"
 )

@@ -75,13 +75,12 @@ func nextPair(s string) (key, val, rest string) {
 	return key, s, ""
 }
 
-// IsProblem reports whether a line is a warning or an error, or not slog's
-// at all (a panic and its stack): what the report quotes as evidence.
+// IsProblem reports whether a line is a warning or an error (in any case:
+// Benthos writes level=error), or not a log line at all (a panic and its
+// stack): what the report quotes as evidence.
 func (l LogLine) IsProblem() bool {
-	switch l.Level {
-	case "WARN", "ERROR":
-		return true
-	case "":
+	switch strings.ToUpper(l.Level) {
+	case "WARN", "WARNING", "ERROR", "FATAL", "":
 		return true
 	}
 	return false

@@ -19,6 +19,8 @@ func TestParseLogLine(t *testing.T) {
 		{"a stack frame", `	/work/main/pipeline/handle.go:212 +0x1c4`, LogLine{}, true},
 		{"broken json", `{"level":"INFO"`, LogLine{}, true},
 		{"debug", `time=x level=DEBUG msg=fetch`, LogLine{"DEBUG", "fetch"}, false},
+		{"benthos, lower case", `level=error msg="Failed to send message to opensearch: routing is required" @service=benthos`, LogLine{"error", "Failed to send message to opensearch: routing is required"}, true},
+		{"benthos, info", `level=info msg="Running main config from specified file" @service=benthos`, LogLine{"info", "Running main config from specified file"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

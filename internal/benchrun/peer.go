@@ -94,7 +94,7 @@ func (b *bench) peerRun(ctx context.Context, tool string, round int, topics even
 	}
 	defer b.dropIndex(context.Background(), index)
 	logName := fmt.Sprintf("%s-r%d.log", tool, round)
-	nodeCPU := startCPU(b.enginePID("opensearch"))
+	nodeCPU, kafkaCPU, mach := startCPU(b.enginePID("opensearch")), startCPU(b.enginePID("kafka")), startMachine()
 	epoch := time.Now()
 	var child *Child
 	var err error
@@ -126,14 +126,17 @@ func (b *bench) peerRun(ctx context.Context, tool string, round int, topics even
 			obs.CPU = s.CPU
 		}
 	}
-	node := nodeCPU.since()
-	b.saveSeries(fmt.Sprintf("%s-r%d-series.csv", tool, round), nil, obs.Committed, obs.Writes, obs.Docs, nil, child.Samples())
+	node, kafka := nodeCPU.since(), kafkaCPU.since()
+	machCPU, load := mach.since()
+	b.saveSeries(fmt.Sprintf("%s-r%d-series.csv", tool, round), child.Samples(),
+		named{"committed", obs.Committed}, named{"writes", obs.Writes}, named{"docs", obs.Docs})
 	if _, err := child.Stop(stopGrace); err != nil {
 		b.logf("%v", err)
 	}
 	tr := obs.Round()
 	tr.Tool, tr.Round, tr.Index, tr.Note = tool, round, index, note
-	tr.NodeCPUSeconds = secs(node)
+	tr.NodeCPUSeconds, tr.KafkaCPUSeconds = secs(node), secs(kafka)
+	tr.OthersCPUSeconds, tr.Load = secs(others(machCPU, obs.CPU, node, kafka)), load
 	fctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := b.search.Refresh(fctx, index); err == nil {

@@ -144,3 +144,23 @@ func (s Series) Segments(k int) []float64 {
 	}
 	return out
 }
+
+// At is the first sample at or after t.
+func (s Series) At(t time.Duration) (Point, bool) {
+	i := sort.Search(len(s), func(i int) bool { return s[i].T >= t })
+	if i == len(s) {
+		return Point{}, false
+	}
+	return s[i], true
+}
+
+// MaxFrom is the largest value of the samples at or after t (for a gauge,
+// which may fall as well as rise); ok is false when none is that late.
+func (s Series) MaxFrom(t time.Duration) (p Point, ok bool) {
+	for _, q := range s {
+		if q.T >= t && (!ok || q.V > p.V) {
+			p, ok = q, true
+		}
+	}
+	return p, ok
+}

@@ -99,3 +99,29 @@ func TestSegments(t *testing.T) {
 		t.Errorf("Segments(4) of coarse samples = %v, want [20 0 20 0]", got)
 	}
 }
+
+func TestAtMaxFrom(t *testing.T) {
+	// A gauge: it rises and falls.
+	s := series(0, 10, 1000, 50, 2000, 80, 3000, 40, 4000, 60)
+	tests := []struct {
+		name string
+		got  func() (Point, bool)
+		want Point
+		ok   bool
+	}{
+		{"at a sample", func() (Point, bool) { return s.At(time.Second) }, Point{time.Second, 50}, true},
+		{"between samples: the next", func() (Point, bool) { return s.At(1500 * time.Millisecond) }, Point{2 * time.Second, 80}, true},
+		{"after the last", func() (Point, bool) { return s.At(5 * time.Second) }, Point{}, false},
+		{"max from the start", func() (Point, bool) { return s.MaxFrom(0) }, Point{2 * time.Second, 80}, true},
+		{"max after the peak", func() (Point, bool) { return s.MaxFrom(2500 * time.Millisecond) }, Point{4 * time.Second, 60}, true},
+		{"max after the last", func() (Point, bool) { return s.MaxFrom(time.Minute) }, Point{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := tt.got()
+			if got != tt.want || ok != tt.ok {
+				t.Errorf("= %v, %v, want %v, %v", got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}

@@ -101,11 +101,13 @@ func WriteSoak(w io.Writer, r *SoakResult, work string) {
 	row("index refreshes", "%s during the run (external %s); ingest's own metrics: %s", Commas(r.Refreshes.Total), Commas(r.Refreshes.External), rm)
 	row("RSS", "%s when warm; %s at %s (the baseline: warm and the first window through); peak after it %s; peak (VmHWM) %s; at the end %s",
 		MB(r.WarmRSS), MB(r.BaselineRSS), seconds(r.BaselineSeconds), MB(r.PeakAfterBaseline), MB(r.PeakHWM), MB(r.EndRSS))
+	row("Go heap in use", "%s at the baseline; peak after it %s; at the end %s (%s restaurants in the directory)", MB(r.HeapBaseline), MB(r.HeapPeak), MB(r.HeapEnd), Commas(r.Directory))
 	cpu := fmt.Sprintf("ingest %.1f s", r.IngestCPU)
 	if r.Events > 0 && r.IngestCPU >= 0 {
 		cpu += fmt.Sprintf(" (%.1f µs/event)", r.IngestCPU/float64(r.Events)*1e6)
 	}
 	row("CPU", "%s; OpenSearch node %s; Kafka broker %s", cpu, cpuOf(r.OpenSearchCPU), cpuOf(r.KafkaCPU))
+	row("the machine", "%s of CPU used by everything else meanwhile; load average %.1f at the end", cpuOf(r.OthersCPU), r.Load)
 	stop := r.Stopped
 	if stop == "" {
 		stop = fmt.Sprintf("every offset committed; SIGTERM, exited in %.1f s", r.StopSeconds)
@@ -120,6 +122,14 @@ func WriteSoak(w io.Writer, r *SoakResult, work string) {
 	fmt.Fprintln(w)
 	writeChecks(w, r.Checks)
 	fmt.Fprintln(w)
+}
+
+// num formats seconds with one decimal, "–" for Unknown.
+func num(s float64) string {
+	if s < 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f", s)
 }
 
 func cpuOf(s float64) string {
@@ -161,11 +171,11 @@ func WritePeer(w io.Writer, r *PeerResult, work string) {
 	fmt.Fprintf(w, "events/s: events over the time from the first poll of the group's offsets (at the start) to the poll that saw all committed;\n")
 	fmt.Fprintf(w, "by writes: over the time until the index's write counts last moved (Benthos commits every 5 s)\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "round\ttool\tevents/s\tby writes\tseconds\tCPU s\tCPU µs/event\tnode CPU s\tpeak RSS\tdocs\tdead letters\t")
+	fmt.Fprintln(tw, "round\ttool\tevents/s\tby writes\tseconds\tCPU s\tCPU µs/event\tpeak RSS\tnode CPU s\tKafka CPU s\tothers' CPU s\tload\tdocs\tdead letters\t")
 	for _, rd := range r.Rounds {
 		for _, t := range []ToolRound{rd.Ingest, rd.Benthos} {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%.1f\t%.1f\t%s\t%s\t%s\t%s\t\n", t.Round, t.Tool, perSec(t.Rate), perSec(t.WritesRate), seconds(t.Seconds),
-				t.CPUSeconds, t.CPUPerEvent, cpuOf(t.NodeCPUSeconds), MB(t.PeakRSS), Commas(t.Docs), Commas(t.DeadLetters))
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%.1f\t%.1f\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\t\n", t.Round, t.Tool, perSec(t.Rate), perSec(t.WritesRate), seconds(t.Seconds),
+				t.CPUSeconds, t.CPUPerEvent, MB(t.PeakRSS), num(t.NodeCPUSeconds), num(t.KafkaCPUSeconds), num(t.OthersCPUSeconds), t.Load, Commas(t.Docs), Commas(t.DeadLetters))
 		}
 	}
 	tw.Flush()

@@ -34,6 +34,8 @@ type SoakObservations struct {
 	Writes    Series // the index's index_total + delete_total (primaries)
 	Docs      Series // the index's docs.count (primaries)
 	BulkItems Series // ingest's bulk items finished (geoshard_bulk_items_total)
+	HeapInuse Series // ingest's Go heap in use (go_memstats_heap_inuse_bytes)
+	Directory Series // restaurants in ingest's directory (geoshard_ingest_directory_restaurants)
 	Proc      []ProcSample
 
 	WarmAt time.Duration // when ingest logged "directory warm"
@@ -85,10 +87,22 @@ type SoakResult struct {
 	RSSGrowth         float64 `json:"rss_growth"`
 	PeakHWM           int64   `json:"peak_rss_bytes"`
 	EndRSS            int64   `json:"end_rss_bytes"`
+	// The Go heap in use at the RSS baseline, at its peak after it, and
+	// at the end: whether RSS grew with live data or with the collector's
+	// headroom. Directory is the restaurants ingest knew at the end.
+	HeapBaseline int64 `json:"heap_inuse_baseline_bytes"`
+	HeapPeak     int64 `json:"heap_inuse_peak_bytes"`
+	HeapEnd      int64 `json:"heap_inuse_end_bytes"`
+	Directory    int64 `json:"directory_restaurants"`
 
 	IngestCPU     float64 `json:"ingest_cpu_seconds"`
 	OpenSearchCPU float64 `json:"opensearch_cpu_seconds"`
 	KafkaCPU      float64 `json:"kafka_cpu_seconds"`
+	// OthersCPU is what else the machine ran meanwhile (its busy CPU less
+	// ingest's and the engines'), Load its 1-minute load average at the
+	// end: how quiet the measurement was.
+	OthersCPU float64 `json:"others_cpu_seconds"`
+	Load      float64 `json:"load_average"`
 
 	Completed   bool     `json:"completed"`
 	ExitedEarly bool     `json:"exited_early"`
@@ -153,6 +167,7 @@ func (o *SoakObservations) Result() *SoakResult {
 		r.LastDocsChange = p.T.Seconds()
 	}
 	r.Docs = o.Docs.Last().V
+	r.HeapEnd, r.Directory = o.HeapInuse.Last().V, o.Directory.Last().V
 	if p, ok := o.BulkItems.Settled(); ok {
 		r.LastBulkItem = p.T.Seconds()
 	}
@@ -172,6 +187,12 @@ func (o *SoakObservations) Result() *SoakResult {
 			}
 		}
 		from := max(o.WarmAt, firstEnd.T)
+		if p, ok := o.HeapInuse.At(from); ok {
+			r.HeapBaseline = p.V
+		}
+		if p, ok := o.HeapInuse.MaxFrom(from); ok {
+			r.HeapPeak = p.V
+		}
 		if base, peak, g, ok := Growth(o.Proc, from); ok {
 			r.BaselineRSS, r.PeakAfterBaseline, r.RSSGrowth = base, peak, g
 			for _, s := range o.Proc {
@@ -213,12 +234,18 @@ type ToolRound struct {
 	WritesRate    float64 `json:"events_per_s_by_writes"`
 	CPUSeconds    float64 `json:"cpu_seconds"`
 	CPUPerEvent   float64 `json:"cpu_us_per_event"`
-	// NodeCPUSeconds is the OpenSearch node's CPU over the same run.
-	NodeCPUSeconds float64 `json:"opensearch_cpu_seconds"`
-	PeakRSS        int64   `json:"peak_rss_bytes"`
-	Docs           int64   `json:"docs"`
-	DeadLetters    int64   `json:"dead_letters"`
-	Note           string  `json:"note,omitempty"`
+	// NodeCPUSeconds and KafkaCPUSeconds are the engines' CPU over the
+	// same run; OthersCPUSeconds what else the machine ran (its busy CPU
+	// less the tool's and the engines'), and Load its 1-minute load
+	// average at the end.
+	NodeCPUSeconds   float64 `json:"opensearch_cpu_seconds"`
+	KafkaCPUSeconds  float64 `json:"kafka_cpu_seconds"`
+	OthersCPUSeconds float64 `json:"others_cpu_seconds"`
+	Load             float64 `json:"load_average"`
+	PeakRSS          int64   `json:"peak_rss_bytes"`
+	Docs             int64   `json:"docs"`
+	DeadLetters      int64   `json:"dead_letters"`
+	Note             string  `json:"note,omitempty"`
 }
 
 // Round computes a tool's figures from what it saw.

@@ -25,6 +25,8 @@ func soakRun() *SoakObservations {
 	for i, mb := range []int64{20, 30, 100, 103, 105, 104, 101, 100, 100, 100, 100, 99} {
 		o.Proc = append(o.Proc, ProcSample{T: time.Duration(i) * time.Second, Mem: Memory{RSS: mb << 20, HWM: 105 << 20}, CPU: time.Duration(i) * 800 * time.Millisecond})
 	}
+	o.HeapInuse = series(0, 5<<20, 2000, 60<<20, 4000, 70<<20, 8000, 62<<20, 11_000, 40<<20)
+	o.Directory = series(0, 0, 11_000, 7_900)
 	o.RefreshBefore, o.RefreshAfter = RefreshStats{2, 2}, RefreshStats{52, 40}
 	return o
 }
@@ -59,6 +61,9 @@ func TestSoakResult(t *testing.T) {
 	}
 	if r.WarmRSS != 30<<20 || r.BaselineRSS != 100<<20 || r.PeakAfterBaseline != 105<<20 || r.PeakHWM != 105<<20 || r.EndRSS != 99<<20 {
 		t.Errorf("RSS warm %d, baseline %d, peak after %d, peak %d, end %d", r.WarmRSS, r.BaselineRSS, r.PeakAfterBaseline, r.PeakHWM, r.EndRSS)
+	}
+	if r.HeapBaseline != 60<<20 || r.HeapPeak != 70<<20 || r.HeapEnd != 40<<20 || r.Directory != 7_900 {
+		t.Errorf("heap baseline %d, peak %d, end %d, directory %d", r.HeapBaseline, r.HeapPeak, r.HeapEnd, r.Directory)
 	}
 	if r.Refreshes != (RefreshStats{50, 38}) {
 		t.Errorf("Refreshes = %+v, want {50 38}", r.Refreshes)

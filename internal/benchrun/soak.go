@@ -48,7 +48,7 @@ func Soak(ctx context.Context, cfg SoakConfig, out, log io.Writer) (*SoakResult,
 	}
 
 	obs := &SoakObservations{Events: Events(start, end), WarmAt: Unknown, DoneAt: Unknown, OpenSearchCPU: Unknown, KafkaCPU: Unknown}
-	osCPU, kafkaCPU := startCPU(b.enginePID("opensearch")), startCPU(b.enginePID("kafka"))
+	osCPU, kafkaCPU, mach := startCPU(b.enginePID("opensearch")), startCPU(b.enginePID("kafka")), startMachine()
 	run := &ingestRun{alias: alias, group: b.runID + "-ingest", topics: topics}
 	epoch := time.Now()
 	child, err := b.startIngest(run, "ingest.log", epoch)
@@ -66,6 +66,7 @@ func Soak(ctx context.Context, cfg SoakConfig, out, log io.Writer) (*SoakResult,
 	_, _ = child.Sample()
 	obs.Proc, obs.WarmAt = child.Samples(), child.WarmAt()
 	obs.OpenSearchCPU, obs.KafkaCPU = osCPU.since(), kafkaCPU.since()
+	machCPU, load := mach.since()
 	obs.RefreshBefore = before.Refresh
 	fctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -89,6 +90,11 @@ func Soak(ctx context.Context, cfg SoakConfig, out, log io.Writer) (*SoakResult,
 	r.Commit, r.Source, r.Dirty, r.RunID = b.commit, b.cfg.Source, b.dirty, b.runID
 	r.Requested, r.ProduceSeconds = b.cfg.Events, produced.Seconds()
 	r.ExitedEarly, r.Stopped = exitedEarly, stopped
+	ingestCPU := time.Duration(Unknown)
+	if n := len(obs.Proc); n > 0 {
+		ingestCPU = obs.Proc[n-1].CPU
+	}
+	r.OthersCPU, r.Load = secs(others(machCPU, ingestCPU, obs.OpenSearchCPU, obs.KafkaCPU)), load
 	if !exitedEarly {
 		took, err := child.Stop(stopGrace)
 		r.StopSeconds = took.Seconds()
@@ -104,7 +110,8 @@ func Soak(ctx context.Context, cfg SoakConfig, out, log io.Writer) (*SoakResult,
 		}
 	}
 	r.Checks = SoakChecks(r)
-	b.saveSeries("soak-series.csv", obs.Finished, obs.Committed, obs.Writes, obs.Docs, obs.BulkItems, obs.Proc)
+	b.saveSeries("soak-series.csv", obs.Proc, named{"finished", obs.Finished}, named{"committed", obs.Committed}, named{"writes", obs.Writes},
+		named{"docs", obs.Docs}, named{"bulk_items", obs.BulkItems}, named{"heap_inuse", obs.HeapInuse}, named{"directory", obs.Directory})
 	WriteSoak(out, r, b.work)
 	if err := json.NewEncoder(out).Encode(r); err != nil {
 		return r, err
@@ -133,8 +140,12 @@ func (b *bench) followSoak(ctx context.Context, child *Child, run *ingestRun, in
 			if ms, err := scrape(ctx, hc, run.metricsAddr); err == nil {
 				ev, _ := ms.Sum(metricEvents)
 				items, _ := ms.Sum(metricBulkItems)
+				heap, _ := ms.Sum(metricHeapInuse)
+				dir, _ := ms.Sum(metricDirectory)
 				obs.Finished.Add(t, int64(ev))
 				obs.BulkItems.Add(t, int64(items))
+				obs.HeapInuse.Add(t, int64(heap))
+				obs.Directory.Add(t, int64(dir))
 				lastMetrics = now
 			}
 		}
@@ -183,14 +194,25 @@ func (b *bench) followSoak(ctx context.Context, child *Child, run *ingestRun, in
 	}
 }
 
+// named is a series and its name in a CSV file.
+type named struct {
+	name string
+	s    Series
+}
+
 // saveSeries writes a run's samples to a CSV file in the scratch
 // directory.
-func (b *bench) saveSeries(name string, finished, committed, writes, docs, items Series, proc []ProcSample) {
+func (b *bench) saveSeries(file string, proc []ProcSample, series ...named) {
 	rss, hwm, cpu := ProcSeries(proc)
-	f, err := os.Create(filepath.Join(b.work, name))
+	series = append(series, named{"rss", rss}, named{"hwm", hwm}, named{"cpu_ms", cpu})
+	var names []string
+	var ss []Series
+	for _, n := range series {
+		names, ss = append(names, n.name), append(ss, n.s)
+	}
+	f, err := os.Create(filepath.Join(b.work, file))
 	if err == nil {
-		err = WriteSeries(f, []string{"finished", "committed", "writes", "docs", "bulk_items", "rss", "hwm", "cpu_ms"},
-			[]Series{finished, committed, writes, docs, items, rss, hwm, cpu})
+		err = WriteSeries(f, names, ss)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
