@@ -194,7 +194,7 @@ func (ix *indexer) dropPartitions(lost func(partition int) bool) (queued, pendin
 		rs.queue = kept
 		ix.settle(rid)
 	}
-	ix.parked -= queued
+	ix.queuedBehind -= queued
 	pending = len(ix.pend.purge(func(ev *event) bool { return lost(ev.part.partition) }))
 	ix.met.pending.Set(float64(ix.pend.len()))
 	return queued, pending

@@ -156,11 +156,11 @@ func TestLostPartitionIsReleased(t *testing.T) {
 	ix.rest("r0").held = true
 	for range 3 {
 		ix.rest("r0").queue = append(ix.rest("r0").queue, ev(0, "r0", TypeDish))
-		ix.parked++
+		ix.queuedBehind++
 	}
 	ix.rest("r1").held = true
 	ix.rest("r1").queue = append(ix.rest("r1").queue, ev(1, "r1", TypeDish))
-	ix.parked++
+	ix.queuedBehind++
 	ix.pend.add(ev(0, "r9", TypeDish), time.Now())
 	kept := ev(1, "r8", TypeDish)
 	ix.pend.add(kept, time.Now())
@@ -171,8 +171,8 @@ func TestLostPartitionIsReleased(t *testing.T) {
 	if q := len(ix.rests["r0"].queue); q != 0 {
 		t.Errorf("%d events of the lost partition still queued, want none", q)
 	}
-	if q := len(ix.rests["r1"].queue); q != 1 || ix.parked != 1 {
-		t.Errorf("kept partition: %d queued, %d parked; want 1 and 1", q, ix.parked)
+	if q := len(ix.rests["r1"].queue); q != 1 || ix.queuedBehind != 1 {
+		t.Errorf("kept partition: %d queued, %d counted; want 1 and 1", q, ix.queuedBehind)
 	}
 	if n := ix.pend.len(); n != 1 {
 		t.Errorf("%d pending, want only the kept partition's", n)

@@ -462,7 +462,7 @@ func (ix *indexer) expirePending(ctx context.Context, maxAge time.Duration) erro
 	for i := len(held) - 1; i >= 0; i-- {
 		rs := ix.rests[held[i].rid]
 		rs.queue = append([]*event{held[i]}, rs.queue...)
-		ix.parked++
+		ix.queuedBehind++
 	}
 	if err := ix.lookupRestaurants(ctx, rids); err != nil {
 		return err

@@ -88,13 +88,13 @@ type indexer struct {
 	writer *bulk.Writer
 
 	// Owned by the loop.
-	targets []target // the current mode's, the primary first
-	dir     *directory
-	pend    *pendingSet
-	rests   map[string]*restState
-	parked  int       // events waiting in the queues of held restaurants
-	dirGen  int64     // the consumer-group generation the directory follows
-	cold    coldState // partitions gained since the directory was read (gained.go)
+	targets      []target // the current mode's, the primary first
+	dir          *directory
+	pend         *pendingSet
+	rests        map[string]*restState
+	queuedBehind int       // events waiting in the queues of held restaurants
+	dirGen       int64     // the consumer-group generation the directory follows
+	cold         coldState // partitions gained since the directory was read (gained.go)
 
 	flightMu   sync.Mutex
 	flights    map[string]int // per restaurant: events with writes not all answered
@@ -121,9 +121,9 @@ type indexer struct {
 // the pipeline asks for (refresher).
 const refreshGap = 200 * time.Millisecond
 
-// maxParked bounds the events held in the queues of held restaurants:
+// maxQueuedBehind bounds the events held in the queues of held restaurants:
 // beyond it the loop takes no new event until tasks end.
-const maxParked = 10_000
+const maxQueuedBehind = 10_000
 
 // host is what the indexer asks of the pipeline around it.
 type host interface {
@@ -196,7 +196,7 @@ func (ix *indexer) submit(ctx context.Context, ev *event) error {
 	}
 	if rs := ix.rests[ev.rid]; rs != nil && rs.held {
 		rs.queue = append(rs.queue, ev)
-		ix.parked++
+		ix.queuedBehind++
 		return nil
 	}
 	return ix.apply(ctx, ev)
@@ -258,7 +258,7 @@ func (ix *indexer) unhold(ctx context.Context, rid string) error {
 		ev := rs.queue[0]
 		rs.queue[0] = nil
 		rs.queue = rs.queue[1:]
-		ix.parked--
+		ix.queuedBehind--
 		if err := ix.apply(ctx, ev); err != nil {
 			return err
 		}

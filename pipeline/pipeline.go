@@ -581,7 +581,7 @@ func (p *Pipeline) process(stop, work context.Context, r consumer, msgs <-chan f
 		default:
 		}
 		in := msgs
-		if ix.parked >= maxParked {
+		if ix.queuedBehind >= maxQueuedBehind {
 			in = nil
 		}
 		select {
