@@ -52,13 +52,16 @@ func ParseIndexStats(body []byte) (IndexStats, error) {
 		return IndexStats{}, fmt.Errorf("benchrun: index stats: %w", err)
 	}
 	p := v.All.Primaries
-	for name, f := range map[string]*int64{
-		"docs.count": p.Docs.Count, "indexing.index_total": p.Indexing.IndexTotal,
-		"indexing.delete_total": p.Indexing.DeleteTotal, "refresh.total": p.Refresh.Total,
-		"refresh.external_total": p.Refresh.ExternalTotal,
+	for _, f := range []struct {
+		name string
+		v    *int64
+	}{
+		{"docs.count", p.Docs.Count}, {"indexing.index_total", p.Indexing.IndexTotal},
+		{"indexing.delete_total", p.Indexing.DeleteTotal}, {"refresh.total", p.Refresh.Total},
+		{"refresh.external_total", p.Refresh.ExternalTotal},
 	} {
-		if f == nil {
-			return IndexStats{}, fmt.Errorf("benchrun: index stats: no _all.primaries.%s", name)
+		if f.v == nil {
+			return IndexStats{}, fmt.Errorf("benchrun: index stats: no _all.primaries.%s", f.name)
 		}
 	}
 	return IndexStats{

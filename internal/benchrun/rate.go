@@ -164,3 +164,16 @@ func (s Series) MaxFrom(t time.Duration) (p Point, ok bool) {
 	}
 	return p, ok
 }
+
+// Cores is the average number of cores a CPU-time series (in
+// milliseconds) kept busy from a to b: its growth between the samples at
+// or after a and b, over the time between those samples. ok is false when
+// the series has no two such samples.
+func (s Series) Cores(a, b time.Duration) (float64, bool) {
+	p, ok1 := s.At(a)
+	q, ok2 := s.At(b)
+	if !ok1 || !ok2 || q.T <= p.T {
+		return 0, false
+	}
+	return Rate(p, q) / 1000, true
+}

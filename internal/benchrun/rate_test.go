@@ -125,3 +125,28 @@ func TestAtMaxFrom(t *testing.T) {
 		})
 	}
 }
+
+func TestCores(t *testing.T) {
+	// CPU milliseconds: 1.5 cores for 2 s, then 0.5.
+	s := series(0, 0, 1000, 1500, 2000, 3000, 3000, 3500, 4000, 4000)
+	tests := []struct {
+		name string
+		a, b time.Duration
+		want float64
+		ok   bool
+	}{
+		{"first two seconds", 0, 2 * time.Second, 1.5, true},
+		{"the rest", 2 * time.Second, 4 * time.Second, 0.5, true},
+		{"between samples", 500 * time.Millisecond, 3500 * time.Millisecond, 1.0 * 2500 / 3000, true},
+		{"one sample", 4 * time.Second, 4 * time.Second, 0, false},
+		{"past the end", 0, time.Minute, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := s.Cores(tt.a, tt.b)
+			if !near(got, tt.want) || ok != tt.ok {
+				t.Errorf("Cores(%v, %v) = %v, %v, want %v, %v", tt.a, tt.b, got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -108,6 +109,9 @@ func WriteSoak(w io.Writer, r *SoakResult, work string) {
 	}
 	row("CPU", "%s; OpenSearch node %s; Kafka broker %s", cpu, cpuOf(r.OpenSearchCPU), cpuOf(r.KafkaCPU))
 	row("the machine", "%s of CPU used by everything else meanwhile; load average %.1f at the end", cpuOf(r.OthersCPU), r.Load)
+	f, wh := r.Cores.First, r.Cores.Whole
+	row("cores busy", "first window / whole run: ingest %s / %s, OpenSearch %s / %s, the machine %s / %s (of %d)",
+		cores(f.Ingest), cores(wh.Ingest), cores(f.Node), cores(wh.Node), cores(f.Machine), cores(wh.Machine), runtime.NumCPU())
 	stop := r.Stopped
 	if stop == "" {
 		stop = fmt.Sprintf("every offset committed; SIGTERM, exited in %.1f s", r.StopSeconds)
@@ -122,6 +126,14 @@ func WriteSoak(w io.Writer, r *SoakResult, work string) {
 	fmt.Fprintln(w)
 	writeChecks(w, r.Checks)
 	fmt.Fprintln(w)
+}
+
+// cores formats a number of cores, "–" for Unknown.
+func cores(c float64) string {
+	if c < 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", c)
 }
 
 // num formats seconds with one decimal, "–" for Unknown.

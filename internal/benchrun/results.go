@@ -36,7 +36,10 @@ type SoakObservations struct {
 	BulkItems Series // ingest's bulk items finished (geoshard_bulk_items_total)
 	HeapInuse Series // ingest's Go heap in use (go_memstats_heap_inuse_bytes)
 	Directory Series // restaurants in ingest's directory (geoshard_ingest_directory_restaurants)
-	Proc      []ProcSample
+	// NodeCPU and MachineCPU are the OpenSearch node's CPU and the whole
+	// machine's busy CPU, in milliseconds (empty where unknown).
+	NodeCPU, MachineCPU Series
+	Proc                []ProcSample
 
 	WarmAt time.Duration // when ingest logged "directory warm"
 	DoneAt time.Duration // the first poll that saw every offset committed
@@ -103,6 +106,13 @@ type SoakResult struct {
 	// end: how quiet the measurement was.
 	OthersCPU float64 `json:"others_cpu_seconds"`
 	Load      float64 `json:"load_average"`
+	// Cores are the cores kept busy, on average, over the first window
+	// and over the whole run (to 99% of the events), by ingest, the node
+	// and the whole machine; Unknown where not measured.
+	Cores struct {
+		First CoreUse `json:"first_window"`
+		Whole CoreUse `json:"whole_run"`
+	} `json:"cores"`
 
 	Completed   bool     `json:"completed"`
 	ExitedEarly bool     `json:"exited_early"`
@@ -113,6 +123,13 @@ type SoakResult struct {
 	ProblemLog  []string `json:"log_problem_lines,omitempty"`
 
 	Checks []Check `json:"checks"`
+}
+
+// CoreUse is how many cores each party kept busy over a span.
+type CoreUse struct {
+	Ingest  float64 `json:"ingest"`
+	Node    float64 `json:"opensearch"`
+	Machine float64 `json:"machine"`
 }
 
 // Result computes the soak's figures from what it saw. The RSS baseline is
@@ -152,6 +169,27 @@ func (o *SoakObservations) Result() *SoakResult {
 		r.FirstEvents = SoakFirstWindow
 	}
 	r.WholeRate = o.Finished.Upto(SoakWholeFraction)
+	_, _, ingestCPU := ProcSeries(o.Proc)
+	cores := func(a, b time.Duration) CoreUse {
+		c := CoreUse{Unknown, Unknown, Unknown}
+		for _, x := range []struct {
+			s   Series
+			dst *float64
+		}{{ingestCPU, &c.Ingest}, {o.NodeCPU, &c.Node}, {o.MachineCPU, &c.Machine}} {
+			if v, ok := x.s.Cores(a, b); ok {
+				*x.dst = v
+			}
+		}
+		return c
+	}
+	if a, ok := o.Finished.Start(); ok {
+		r.Cores.First = cores(a.T, firstEnd.T)
+		if b, ok := o.Finished.Reach(a.V + int64(math.Ceil(SoakWholeFraction*float64(o.Finished.Last().V-a.V)))); ok {
+			r.Cores.Whole = cores(a.T, b.T)
+		}
+	} else {
+		r.Cores.First, r.Cores.Whole = cores(0, 0), cores(0, 0)
+	}
 	r.LastRate = o.Finished.Whole()
 	r.Segments = o.Finished.Segments(10)
 	if o.DoneAt > 0 {

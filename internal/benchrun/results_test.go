@@ -27,6 +27,8 @@ func soakRun() *SoakObservations {
 	}
 	o.HeapInuse = series(0, 5<<20, 2000, 60<<20, 4000, 70<<20, 8000, 62<<20, 11_000, 40<<20)
 	o.Directory = series(0, 0, 11_000, 7_900)
+	o.NodeCPU = series(0, 0, 1000, 500, 2000, 2000, 11_000, 11_000)
+	o.MachineCPU = series(0, 0, 1000, 1000, 2000, 3000, 11_000, 21_000)
 	o.RefreshBefore, o.RefreshAfter = RefreshStats{2, 2}, RefreshStats{52, 40}
 	return o
 }
@@ -64,6 +66,16 @@ func TestSoakResult(t *testing.T) {
 	}
 	if r.HeapBaseline != 60<<20 || r.HeapPeak != 70<<20 || r.HeapEnd != 40<<20 || r.Directory != 7_900 {
 		t.Errorf("heap baseline %d, peak %d, end %d, directory %d", r.HeapBaseline, r.HeapPeak, r.HeapEnd, r.Directory)
+	}
+	// The first window is 1 s to 2 s; the whole run 1 s to 10 s (99%).
+	// Ingest's CPU grows 800 ms a second.
+	if want := (CoreUse{0.8, 1.5, 2}); r.Cores.First != want {
+		t.Errorf("Cores.First = %+v, want %+v", r.Cores.First, want)
+	}
+	// The node and the machine have no sample at 10 s: their span runs
+	// from 1 s to the next one, at 11 s.
+	if c := r.Cores.Whole; !near(c.Ingest, 0.8) || !near(c.Node, 1.05) || !near(c.Machine, 2) {
+		t.Errorf("Cores.Whole = %+v, want ingest 0.8, node 1.05, machine 2", c)
 	}
 	if r.Refreshes != (RefreshStats{50, 38}) {
 		t.Errorf("Refreshes = %+v, want {50 38}", r.Refreshes)

@@ -48,7 +48,8 @@ func Soak(ctx context.Context, cfg SoakConfig, out, log io.Writer) (*SoakResult,
 	}
 
 	obs := &SoakObservations{Events: Events(start, end), WarmAt: Unknown, DoneAt: Unknown, OpenSearchCPU: Unknown, KafkaCPU: Unknown}
-	osCPU, kafkaCPU, mach := startCPU(b.enginePID("opensearch")), startCPU(b.enginePID("kafka")), startMachine()
+	nodePID := b.enginePID("opensearch")
+	osCPU, kafkaCPU, mach := startCPU(nodePID), startCPU(b.enginePID("kafka")), startMachine()
 	run := &ingestRun{alias: alias, group: b.runID + "-ingest", topics: topics}
 	epoch := time.Now()
 	child, err := b.startIngest(run, "ingest.log", epoch)
@@ -60,7 +61,7 @@ func Soak(ctx context.Context, cfg SoakConfig, out, log io.Writer) (*SoakResult,
 	sctx, stopSampling := context.WithCancel(ctx)
 	go child.SampleEvery(sctx, time.Second)
 
-	stopped := b.followSoak(ctx, child, run, index, start, end, epoch, obs)
+	stopped := b.followSoak(ctx, child, run, index, nodePID, start, end, epoch, obs)
 	stopSampling()
 	exitedEarly := child.Exited()
 	_, _ = child.Sample()
@@ -111,7 +112,8 @@ func Soak(ctx context.Context, cfg SoakConfig, out, log io.Writer) (*SoakResult,
 	}
 	r.Checks = SoakChecks(r)
 	b.saveSeries("soak-series.csv", obs.Proc, named{"finished", obs.Finished}, named{"committed", obs.Committed}, named{"writes", obs.Writes},
-		named{"docs", obs.Docs}, named{"bulk_items", obs.BulkItems}, named{"heap_inuse", obs.HeapInuse}, named{"directory", obs.Directory})
+		named{"docs", obs.Docs}, named{"bulk_items", obs.BulkItems}, named{"heap_inuse", obs.HeapInuse}, named{"directory", obs.Directory},
+		named{"node_cpu_ms", obs.NodeCPU}, named{"machine_cpu_ms", obs.MachineCPU})
 	WriteSoak(out, r, b.work)
 	if err := json.NewEncoder(out).Encode(r); err != nil {
 		return r, err
@@ -124,7 +126,7 @@ func Soak(ctx context.Context, cfg SoakConfig, out, log io.Writer) (*SoakResult,
 // stopped it ("" for the first). Ingest's events counter is read every
 // 100 ms until the first window is well past, so that the window's rate
 // is not a matter of the poll interval; then everything at Poll.
-func (b *bench) followSoak(ctx context.Context, child *Child, run *ingestRun, index string, start, end Offsets, epoch time.Time, obs *SoakObservations) string {
+func (b *bench) followSoak(ctx context.Context, child *Child, run *ingestRun, index string, nodePID int, start, end Offsets, epoch time.Time, obs *SoakObservations) string {
 	hc := &http.Client{Timeout: 5 * time.Second}
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
@@ -151,6 +153,14 @@ func (b *bench) followSoak(ctx context.Context, child *Child, run *ingestRun, in
 		}
 		if now.Sub(lastPoll) >= b.cfg.Poll {
 			lastPoll = now
+			if nodePID != 0 {
+				if c, err := ReadCPU(nodePID); err == nil {
+					obs.NodeCPU.Add(t, c.Milliseconds())
+				}
+			}
+			if c := machineCPU(); c >= 0 {
+				obs.MachineCPU.Add(t, c.Milliseconds())
+			}
 			if st, err := b.search.IndexStats(ctx, index); err == nil {
 				obs.Writes.Add(t, st.Writes)
 				obs.Docs.Add(t, st.Docs)
