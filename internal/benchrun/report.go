@@ -102,6 +102,7 @@ func WriteSoak(w io.Writer, r *SoakResult, work string) {
 	row("index refreshes", "%s during the run (external %s); ingest's own metrics: %s", Commas(r.Refreshes.Total), Commas(r.Refreshes.External), rm)
 	row("RSS", "%s when warm; %s at %s (the baseline: warm and the first window through); peak after it %s; peak (VmHWM) %s; at the end %s",
 		MB(r.WarmRSS), MB(r.BaselineRSS), seconds(r.BaselineSeconds), MB(r.PeakAfterBaseline), MB(r.PeakHWM), MB(r.EndRSS))
+	row("RSS, second half", "%s once half the events had finished (%s); peak after it %s: %+.0f%%", MB(r.HalfRSS), seconds(r.HalfSeconds), MB(r.HalfPeak), r.HalfGrowth*100)
 	row("Go heap in use", "%s at the baseline; peak after it %s; at the end %s (%s restaurants in the directory)", MB(r.HeapBaseline), MB(r.HeapPeak), MB(r.HeapEnd), Commas(r.Directory))
 	cpu := fmt.Sprintf("ingest %.1f s", r.IngestCPU)
 	if r.Events > 0 && r.IngestCPU >= 0 {

@@ -88,8 +88,15 @@ type SoakResult struct {
 	BaselineRSS       int64   `json:"rss_baseline_bytes"`
 	PeakAfterBaseline int64   `json:"rss_peak_after_baseline_bytes"`
 	RSSGrowth         float64 `json:"rss_growth"`
-	PeakHWM           int64   `json:"peak_rss_bytes"`
-	EndRSS            int64   `json:"end_rss_bytes"`
+	// HalfRSS is RSS once half the events have finished, HalfPeak the
+	// largest after it, HalfGrowth their ratio less 1: whether RSS still
+	// grows in the run's second half, once the ramp-up is over.
+	HalfSeconds float64 `json:"rss_half_seconds"`
+	HalfRSS     int64   `json:"rss_half_bytes"`
+	HalfPeak    int64   `json:"rss_half_peak_bytes"`
+	HalfGrowth  float64 `json:"rss_half_growth"`
+	PeakHWM     int64   `json:"peak_rss_bytes"`
+	EndRSS      int64   `json:"end_rss_bytes"`
 	// The Go heap in use at the RSS baseline, at its peak after it, and
 	// at the end: whether RSS grew with live data or with the collector's
 	// headroom. Directory is the restaurants ingest knew at the end.
@@ -215,6 +222,14 @@ func (o *SoakObservations) Result() *SoakResult {
 		r.EndRSS, r.IngestCPU = last.Mem.RSS, last.CPU.Seconds()
 		for _, s := range o.Proc {
 			r.PeakHWM = max(r.PeakHWM, s.Mem.HWM, s.Mem.RSS)
+		}
+	}
+	r.HalfSeconds = Unknown
+	if a, ok := o.Finished.Start(); ok {
+		if h, ok := o.Finished.Reach(a.V + (o.Finished.Last().V-a.V+1)/2); ok && o.Finished.Last().V > a.V {
+			if base, peak, g, ok := Growth(o.Proc, h.T); ok {
+				r.HalfSeconds, r.HalfRSS, r.HalfPeak, r.HalfGrowth = h.T.Seconds(), base, peak, g
+			}
 		}
 	}
 	if o.WarmAt >= 0 {

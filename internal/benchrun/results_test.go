@@ -64,6 +64,11 @@ func TestSoakResult(t *testing.T) {
 	if r.WarmRSS != 30<<20 || r.BaselineRSS != 100<<20 || r.PeakAfterBaseline != 105<<20 || r.PeakHWM != 105<<20 || r.EndRSS != 99<<20 {
 		t.Errorf("RSS warm %d, baseline %d, peak after %d, peak %d, end %d", r.WarmRSS, r.BaselineRSS, r.PeakAfterBaseline, r.PeakHWM, r.EndRSS)
 	}
+	// Half the events (50,000) had finished by the sample at 9 s, where RSS
+	// was 100 MB, and it grew no more.
+	if r.HalfSeconds != 9 || r.HalfRSS != 100<<20 || r.HalfPeak != 100<<20 || r.HalfGrowth != 0 {
+		t.Errorf("half: at %v RSS %d, peak %d, growth %v", r.HalfSeconds, r.HalfRSS, r.HalfPeak, r.HalfGrowth)
+	}
 	if r.HeapBaseline != 60<<20 || r.HeapPeak != 70<<20 || r.HeapEnd != 40<<20 || r.Directory != 7_900 {
 		t.Errorf("heap baseline %d, peak %d, end %d, directory %d", r.HeapBaseline, r.HeapPeak, r.HeapEnd, r.Directory)
 	}
