@@ -538,7 +538,7 @@ func TestStreamConfigValidate(t *testing.T) {
 			c.DeleteRate, c.MoveRate, c.ReplayRate, c.OutOfOrderRate, c.EarlyDishRate, c.OrphanRate, c.PoisonRate = 1, 1, 1, 1, 1, 1, 1
 		}, nil},
 		{"negative restaurants", func(c *StreamConfig) { c.Restaurants = -1 }, []string{"Restaurants = -1"}},
-		{"too many restaurants", func(c *StreamConfig) { c.Restaurants = MaxStreamRestaurants + 1 }, []string{"Restaurants = 100001"}},
+		{"too many restaurants", func(c *StreamConfig) { c.Restaurants = MaxStreamRestaurants + 1 }, []string{fmt.Sprintf("Restaurants = %d", MaxStreamRestaurants+1)}},
 		{"NaN dishes", func(c *StreamConfig) { c.MeanDishes = math.NaN() }, []string{"MeanDishes = NaN"}},
 		{"too many dishes", func(c *StreamConfig) { c.MeanDishes = 101 }, []string{"MeanDishes = 101"}},
 		{"update rate", func(c *StreamConfig) { c.UpdateRate = 11 }, []string{"UpdateRate = 11, want in [0, 10]"}},
@@ -548,7 +548,7 @@ func TestStreamConfigValidate(t *testing.T) {
 		{"topic with space", func(c *StreamConfig) { c.DishTopic = "my dishes" }, []string{`DishTopic = "my dishes"`}},
 		{"topic dot", func(c *StreamConfig) { c.RestaurantTopic = "." }, []string{`RestaurantTopic = "."`}},
 		{"long topic", func(c *StreamConfig) { c.DishTopic = strings.Repeat("d", 250) }, []string{"DishTopic"}},
-		{"too many documents", func(c *StreamConfig) { c.Restaurants, c.MeanDishes = 100_000, 100 }, []string{"10100000 documents, want <= 2000000"}},
+		{"too many documents", func(c *StreamConfig) { c.Restaurants, c.MeanDishes = 200_000, 100 }, []string{fmt.Sprintf("20200000 documents, want <= %d", MaxStreamDocs)}},
 		{"every bad field", func(c *StreamConfig) { c.Restaurants, c.OrphanRate, c.MoveRate = -5, 2, -1 },
 			[]string{"Restaurants = -5", "OrphanRate = 2", "MoveRate = -1"}},
 	}

@@ -21,13 +21,16 @@ const (
 	DefaultRestaurantTopic = "restaurants"
 	DefaultDishTopic       = "dishes"
 
-	// MaxStreamRestaurants bounds StreamConfig.Restaurants.
-	MaxStreamRestaurants = 100_000
+	// MaxStreamRestaurants bounds StreamConfig.Restaurants: the reference
+	// deployment's 650,000 restaurants, about 8 million messages at the
+	// default rates.
+	MaxStreamRestaurants = 650_000
 	// MaxStreamMeanDishes bounds StreamConfig.MeanDishes.
 	MaxStreamMeanDishes = 100
 	// MaxStreamDocs bounds Restaurants·(1+MeanDishes), the expected number
-	// of documents, which keeps a stream below a few GB of memory.
-	MaxStreamDocs = 2_000_000
+	// of documents, which keeps a stream (held in memory whole) below a
+	// few GB.
+	MaxStreamDocs = 10_000_000
 	// MaxUpdateRate bounds StreamConfig.UpdateRate.
 	MaxUpdateRate = 10
 	// maxTopicLen is Kafka's limit on topic names.
