@@ -110,21 +110,38 @@ func (b *bench) prepareSource(ctx context.Context) error {
 		b.logf("building from commit %s (git archive)", b.commit)
 		return nil
 	}
-	status, err := b.git(ctx, "status", "--porcelain", "--untracked-files=no")
+	status, err := b.git(ctx, "status", "--porcelain", "--untracked-files=all")
 	if err != nil {
 		return err
 	}
-	for _, line := range strings.Split(status, "\n") {
-		if len(line) > 3 {
-			b.dirty = append(b.dirty, strings.TrimSpace(line[3:]))
-		}
-	}
+	b.dirty = changedSources(status)
 	if len(b.dirty) > 0 {
 		b.logf("building from the working tree at %s, with %d files changed since: %s", b.commit, len(b.dirty), strings.Join(b.dirty, " "))
 	} else {
 		b.logf("building from the working tree at %s (clean)", b.commit)
 	}
 	return nil
+}
+
+// changedSources lists, from `git status --porcelain`, the files that
+// enter a build and differ from the commit: Go files, go.mod and go.sum,
+// changed or untracked (an untracked Go file is built all the same).
+func changedSources(status string) []string {
+	var out []string
+	for _, line := range strings.Split(status, "\n") {
+		if len(line) < 4 {
+			continue
+		}
+		path := line[3:]
+		if _, to, ok := strings.Cut(path, " -> "); ok {
+			path = to // a rename
+		}
+		base := filepath.Base(path)
+		if strings.HasSuffix(base, ".go") || base == "go.mod" || base == "go.sum" {
+			out = append(out, path)
+		}
+	}
+	return out
 }
 
 func (b *bench) git(ctx context.Context, args ...string) (string, error) {
