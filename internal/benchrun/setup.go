@@ -233,7 +233,7 @@ func (b *bench) produce(ctx context.Context, t eventTopics) (start, end Offsets,
 	n := Events(start, end)
 	b.logf("%s: %d events in %.1f s (%.0f events/s)", strings.TrimSpace(out), n, took.Seconds(), float64(n)/took.Seconds())
 	if n < int64(b.cfg.Events) {
-		b.logf("note: the producer made %d events where %d were asked for: it sizes its stream by restaurants, at most 100,000 of them (about 1.23 million events)", n, b.cfg.Events)
+		b.logf("note: the producer made %d events where %d were asked for (it sizes its stream by restaurants, and caps their number)", n, b.cfg.Events)
 	}
 	return start, end, took, nil
 }
