@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -13,6 +14,10 @@ import (
 	"unsafe"
 
 	"github.com/golang/geo/s2"
+
+	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/internal/realenv"
+	"github.com/geoshard/geoshard/schema"
 )
 
 // Cells the directory tests place restaurants at.
@@ -507,6 +512,96 @@ func TestDirectorySizeWhileWritten(t *testing.T) {
 	if n := d.size(); n != 1000 {
 		t.Errorf("size() = %d, want 1000", n)
 	}
+}
+
+func TestParseVersion(t *testing.T) {
+	for _, tc := range []struct {
+		raw  string
+		want int64
+		ok   bool
+	}{
+		{"7", 7, true},
+		{"0", 0, true},
+		{"-3", -3, true},
+		{"9223372036854775807", 1<<63 - 1, true},
+		{`"12"`, 12, true}, // a string that holds a number, as json.Number takes it
+		{"9223372036854775808", 0, false},
+		{"1.5", 0, false},
+		{"1e3", 0, false},
+		{`"abc"`, 0, false},
+		{`""`, 0, false},
+		{"null", 0, false},
+		{"", 0, false}, // absent
+		{"true", 0, false},
+		{"{}", 0, false},
+	} {
+		v, err := parseVersion(json.RawMessage(tc.raw))
+		if (err == nil) != tc.ok || tc.ok && v != tc.want {
+			t.Errorf("parseVersion(%s) = %d, %v; want %d, ok %v", tc.raw, v, err, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestWarmSkipsOnlyUnreadableDocuments: a restaurant document the warm
+// cannot read, of another shape than ingest writes (its page is then
+// decoded again hit by hit) or with a value it cannot take, is skipped,
+// and only it: the rest of its page and the pages after it are read.
+func TestWarmSkipsOnlyUnreadableDocuments(t *testing.T) {
+	e := newEnv(t, envOptions{partitions: 1})
+	p := offlinePipeline(t)
+	p.ix.admin = e.admin
+	p.ix.warmSize = 3 // pages of good and bad documents, and pages of good ones only
+	tg := newTarget(testIndex, e.m, true)
+	ctx := context.Background()
+	lat, lon := 37.7749, -122.4194
+	leaf := s2.CellIDFromLatLng(s2.LatLngFromDegrees(lat, lon))
+	lvl := e.m.Level()
+	shard, routing := tg.routing(leaf)
+	token := leaf.Parent(lvl).ToToken()
+	// doc is a restaurant's source with members in place of its location
+	// and version.
+	doc := func(id, members string) []byte {
+		return []byte(`{"relation":"restaurant","geo_cell":"` + token + `","doc_id":"restaurant:` + id + `",` + members + `}`)
+	}
+	bodies := map[string][]byte{
+		"r-array-location":  doc("r-array-location", fmt.Sprintf(`"version":3,"location":[%v,%v]`, lon, lat)),
+		"r-string-location": doc("r-string-location", fmt.Sprintf(`"version":3,"location":"%v,%v"`, lat, lon)),
+		"r-fraction":        doc("r-fraction", `"version":1.5`),
+		"r-string-version":  doc("r-string-version", `"version":"12"`),
+		"r-no-location":     doc("r-no-location", `"version":3`),
+		"r-number-cell": []byte(fmt.Sprintf(`{"relation":"restaurant","geo_cell":123,"doc_id":"restaurant:r-number-cell","version":3,"location":{"lat":%v,"lon":%v}}`,
+			lat, lon)),
+	}
+	want := map[string]dirEntry{"r-string-version": live(leaf.Parent(lvl), 12), "r-no-location": live(leaf.Parent(lvl), 3)}
+	for i := range 8 {
+		id := fmt.Sprintf("r-%d", i)
+		bodies[id] = restaurantBody(nil, id, 3, leaf, lat, lon, lvl)
+		want[id] = live(leaf, 3)
+	}
+	w, err := bulk.New(e.client, bulk.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, body := range bodies {
+		err := w.Add(ctx, bulk.Item{Action: bulk.Index, Index: testIndex, ID: schema.RestaurantID(id), Routing: routing,
+			Version: 3, VersionType: bulk.External, Shard: e.m.Shard(shard).Name, Body: body})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := w.Stats(); st.OK != int64(len(bodies)) {
+		t.Fatalf("%d of %d documents written", st.OK, len(bodies))
+	}
+	d := newDirectory()
+	ctx, cancel := context.WithTimeout(ctx, realenv.Slack(20*time.Second))
+	defer cancel()
+	if err := p.ix.warm(ctx, &tg, d); err != nil {
+		t.Fatal(err)
+	}
+	checkDirectory(t, d, want)
 }
 
 // A new generation never reads the whole directory again while the
