@@ -96,21 +96,25 @@ type indexer struct {
 	dirGen       int64     // the consumer-group generation the directory follows
 	cold         coldState // partitions gained since the directory was read (gained.go)
 
-	flightMu   sync.Mutex
-	flights    map[string]int // per restaurant: events with writes not all answered
-	quietFns   map[string]func(context.Context) error
-	inFlight   int         // the sum of flights
-	quiescing  atomic.Bool // a quiesce waits: wake it when inFlight reaches 0
-	inbox      inbox
-	tasks      sync.WaitGroup
-	tasksOn    atomic.Int64 // tasks started whose end is not posted yet
-	getSlots   chan struct{}
-	refresher  *refresher // the refreshes of moves, deletes and lookups, shared
-	moves      atomic.Int64
-	lookups    atomic.Int64 // restaurants of gained partitions looked up (gained.go)
-	warmStats  warmStats
-	searchSize int // dishes per page when moving or deleting a restaurant
-	warmSize   int // restaurants per page when warming the directory
+	flightMu  sync.Mutex
+	flights   map[string]int // per restaurant: events with writes not all answered
+	quietFns  map[string]func(context.Context) error
+	inFlight  int         // the sum of flights
+	quiescing atomic.Bool // a quiesce waits: wake it when inFlight reaches 0
+	inbox     inbox
+	tasks     sync.WaitGroup
+	tasksOn   atomic.Int64 // tasks started whose end is not posted yet
+	getSlots  chan struct{}
+	// searchSlots bounds the dish searches of moves and deletes in
+	// flight: a shared refresh releases every move waiting for it at once,
+	// and a node refuses what its search queue cannot hold (429).
+	searchSlots chan struct{}
+	refresher   *refresher // the refreshes of moves, deletes and lookups, shared
+	moves       atomic.Int64
+	lookups     atomic.Int64 // restaurants of gained partitions looked up (gained.go)
+	warmStats   warmStats
+	searchSize  int // dishes per page when moving or deleting a restaurant
+	warmSize    int // restaurants per page when warming the directory
 	// stepHook, if set, runs after each step of a move or delete, on the
 	// task's goroutine; an error stops the pipeline there (tests use it to
 	// crash mid-move).
@@ -120,6 +124,9 @@ type indexer struct {
 // refreshGap is the shortest time between two refreshes of one index that
 // the pipeline asks for (refresher).
 const refreshGap = 200 * time.Millisecond
+
+// maxDishSearches bounds the dish searches of moves and deletes in flight.
+const maxDishSearches = 8
 
 // maxQueuedBehind bounds the events held in the queues of held restaurants:
 // beyond it the loop takes no new event until tasks end.
@@ -158,13 +165,14 @@ func newIndexer(log *slog.Logger, admin *bulk.Admin, met *metrics, h host, pend 
 	ix := &indexer{
 		log: log, admin: admin, met: met, host: h,
 		dir: newDirectory(), pend: pend,
-		rests:      make(map[string]*restState),
-		flights:    make(map[string]int),
-		quietFns:   make(map[string]func(context.Context) error),
-		inbox:      inbox{wake: make(chan struct{}, 1)},
-		getSlots:   make(chan struct{}, 16),
-		searchSize: 1000,
-		warmSize:   10_000,
+		rests:       make(map[string]*restState),
+		flights:     make(map[string]int),
+		quietFns:    make(map[string]func(context.Context) error),
+		inbox:       inbox{wake: make(chan struct{}, 1)},
+		getSlots:    make(chan struct{}, 16),
+		searchSlots: make(chan struct{}, maxDishSearches),
+		searchSize:  1000,
+		warmSize:    10_000,
 	}
 	ix.refresher = newRefresher(refreshGap, &ix.tasks, func(ctx context.Context, index string) error {
 		ix.met.refreshes.Inc()

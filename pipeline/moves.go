@@ -414,11 +414,17 @@ func (ix *indexer) eachDish(ctx context.Context, index, rid, routing string, fn 
 			return err
 		}
 		var page *bulk.Page
+		select {
+		case ix.searchSlots <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 		err = retry(ctx, ix.log, "search dishes of restaurant "+rid, func() error {
 			var err error
 			page, err = ix.admin.Search(ctx, index, body, bulk.SearchParams{Routing: routing})
 			return err
 		})
+		<-ix.searchSlots
 		if err != nil {
 			return err
 		}
