@@ -80,7 +80,7 @@ func WriteSoak(w io.Writer, r *SoakResult, work string) {
 	row := func(k, format string, args ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, args...)...) }
 	produced := fmt.Sprintf("%s events", Commas(r.Events))
 	if r.Events < int64(r.Requested) {
-		produced += fmt.Sprintf(" (%s asked for: the producer sizes its stream by restaurants, and caps their number)", Commas(int64(r.Requested)))
+		produced += fmt.Sprintf(" (%s asked for: the producer sizes its stream by a number of restaurants)", Commas(int64(r.Requested)))
 	}
 	row("stream", "%s, produced in %.1f s (%s events/s)", produced, r.ProduceSeconds, perSec(float64(r.Events)/r.ProduceSeconds))
 	row("start-up", "first event finished %s after the start; directory warm at %s", seconds(r.StartupSeconds), seconds(r.WarmSeconds))

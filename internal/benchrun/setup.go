@@ -233,7 +233,7 @@ func (b *bench) produce(ctx context.Context, t eventTopics) (start, end Offsets,
 	n := Events(start, end)
 	b.logf("%s: %d events in %.1f s (%.0f events/s)", strings.TrimSpace(out), n, took.Seconds(), float64(n)/took.Seconds())
 	if n < int64(b.cfg.Events) {
-		b.logf("note: the producer made %d events where %d were asked for (it sizes its stream by restaurants, and caps their number)", n, b.cfg.Events)
+		b.logf("note: the producer made %d events where %d were asked for (it sizes its stream by a number of restaurants)", n, b.cfg.Events)
 	}
 	return start, end, took, nil
 }
@@ -259,12 +259,21 @@ func (b *bench) dropIndex(ctx context.Context, index string) {
 	}
 }
 
-// cleanup removes what the run created, unless -keep.
+// cleanup removes what the run created, unless -keep: its indexes,
+// topics and groups, and the binaries and source tree of its scratch
+// directory (the logs and series stay).
 func (b *bench) cleanup() {
 	if b.kafka == nil {
 		return
 	}
 	defer b.kafka.Close()
+	if !b.cfg.Keep {
+		for _, bin := range b.bin {
+			_ = os.Remove(bin)
+		}
+		_ = os.RemoveAll(filepath.Join(b.work, "src"))
+		_ = os.Remove(filepath.Join(b.work, "src.tar"))
+	}
 	if b.cfg.Keep {
 		b.logf("kept indexes %v, topics %v, groups %v", b.indexes, b.topics, b.groups)
 		return
