@@ -90,9 +90,10 @@ type Config struct {
 	// Kafka holds the connection security and consumer-group timing.
 	Kafka KafkaConfig
 	// Bulk configures the bulk writer (workers, batches, buffers, retries).
-	// Its OnResult, Registerer and Logger are set by the pipeline, and a
-	// zero RetryMaxElapsed becomes bulk.NoRetryLimit: a write that fails
-	// transiently is retried until it lands.
+	// Its OnResult, Registerer and Logger are set by the pipeline; a zero
+	// RetryMaxElapsed becomes bulk.NoRetryLimit (a write that fails
+	// transiently is retried until it lands), and a zero MaxBufferedItems
+	// DefaultMaxBufferedItems.
 	Bulk bulk.Config
 	// Logger receives the pipeline's logs. Default: discard.
 	Logger *slog.Logger
@@ -154,6 +155,12 @@ const (
 	// MaxIDBytes is the longest id (or restaurant id) accepted, in bytes:
 	// OpenSearch refuses an _id over 512 bytes.
 	MaxIDBytes = 512
+	// DefaultMaxBufferedItems bounds the writes in the bulk writer, queued
+	// or in flight. Each holds its event (the message, its decoded doc,
+	// the document body: about 1.7 KB for the generator's events), so the
+	// writer's own default of 100,000 held about 170 MB live, twice that
+	// in heap, on a backlog; 25,000 is over a second of a node's indexing.
+	DefaultMaxBufferedItems = 25_000
 )
 
 // withDefaults fills every zero field with its default.

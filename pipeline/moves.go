@@ -472,7 +472,7 @@ func retry(ctx context.Context, log *slog.Logger, op string, f func() error) err
 	err := bulk.Retry(ctx, bulk.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second},
 		bulk.Transient, func(err error, wait time.Duration) {
 			attempt++
-			log.Warn("opensearch call failed; retrying", "step", op, "attempt", attempt, "in", wait, "error", err)
+			log.Warn("request failed; retrying", "step", op, "attempt", attempt, "in", wait, "error", err)
 		}, f)
 	if err != nil {
 		return fmt.Errorf("pipeline: %s: %w", op, err)

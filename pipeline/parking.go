@@ -287,7 +287,7 @@ func (p *Pipeline) readParked(ctx context.Context, n int) ([]unparked, error) {
 	offset := int64(0)
 	for {
 		var res *kafka.FetchResponse
-		err := p.retry(ctx, "read parked dishes", func() error {
+		err := p.retry(ctx, "read parked dishes from Kafka", func() error {
 			var err error
 			res, err = p.kafkaClient.Fetch(ctx, &kafka.FetchRequest{
 				Topic: topic, Partition: n, Offset: offset, MinBytes: 1, MaxBytes: 8 << 20, MaxWait: 100 * time.Millisecond,

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -330,6 +331,14 @@ func (p *Pipeline) startWriter() (*bulk.Writer, error) {
 		// 5xx to, or does not answer, waits for it, and back-pressure
 		// stops the fetching meanwhile.
 		bcfg.RetryMaxElapsed = bulk.NoRetryLimit
+	}
+	if bcfg.MaxBufferedItems == 0 {
+		// At least one shard's own bound (bulk's default: four batches).
+		shard := bcfg.MaxShardItems
+		if shard == 0 {
+			shard = 4 * cmp.Or(bcfg.FlushItems, bulk.DefaultFlushItems)
+		}
+		bcfg.MaxBufferedItems = max(DefaultMaxBufferedItems, shard)
 	}
 	bcfg.OnResult = p.onResult
 	bcfg.Registerer = p.cfg.Registerer
