@@ -87,3 +87,29 @@ func TestClientTLSAndBasicAuth(t *testing.T) {
 		t.Errorf("NewClient with a missing CA file succeeded")
 	}
 }
+
+// Responses come uncompressed unless Gzip asks for them compressed: the
+// client sends Accept-Encoding: gzip only then.
+func TestClientGzip(t *testing.T) {
+	for _, gz := range []bool{false, true} {
+		t.Run(map[bool]string{false: "default", true: "gzip"}[gz], func(t *testing.T) {
+			var got string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				got = r.Header.Get("Accept-Encoding")
+				w.Header().Set("Content-Type", "application/json")
+				w.Write([]byte(`{}`))
+			}))
+			defer srv.Close()
+			client, err := NewClient(ClientConfig{Addresses: []string{srv.URL}, Gzip: gz})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := NewAdmin(client).Refresh(context.Background(), "menu"); err != nil {
+				t.Fatal(err)
+			}
+			if want := map[bool]string{false: "", true: "gzip"}[gz]; got != want {
+				t.Errorf("Accept-Encoding %q, want %q", got, want)
+			}
+		})
+	}
+}

@@ -19,6 +19,7 @@ import (
 //	(password)             GEOSHARD_OPENSEARCH_PASSWORD   or --opensearch-password-file
 //	--opensearch-ca        GEOSHARD_OPENSEARCH_CA         PEM file of CAs to trust
 //	--opensearch-insecure  GEOSHARD_OPENSEARCH_INSECURE   skip TLS verification
+//	--opensearch-gzip      GEOSHARD_OPENSEARCH_GZIP       ask for gzipped responses
 //
 // The password has no flag of its own, so it never shows in a process
 // list. Call Resolve after fs.Parse.
@@ -29,6 +30,7 @@ func RegisterClientFlags(fs *flag.FlagSet, c *bulk.ClientConfig, getenv func(str
 	fs.StringVar(&cf.passwordFile, "opensearch-password-file", "", "read the basic-auth password from this `file`")
 	fs.StringVar(&c.CACertFile, "opensearch-ca", "", "PEM `file` of CA certificates to trust (GEOSHARD_OPENSEARCH_CA)")
 	fs.BoolVar(&c.InsecureSkipVerify, "opensearch-insecure", false, "skip TLS certificate verification; for test clusters only (GEOSHARD_OPENSEARCH_INSECURE)")
+	fs.BoolVar(&c.Gzip, "opensearch-gzip", false, "ask OpenSearch to gzip its responses: less bandwidth over a slow link, more CPU on the nodes and here (GEOSHARD_OPENSEARCH_GZIP)")
 	return cf
 }
 
