@@ -24,12 +24,13 @@
 //     and the slow work of a move or a restaurant delete on tasks that
 //     hold up only that restaurant. Its doc comment states what is in
 //     flight, who owns what, what orders what, and the lock order.
-//   - The restaurant directory, id → cell of the location, warmed from the
-//     index at start and kept current from restaurant events
-//     (directory.go), and the bounded set of dishes that wait for their
-//     restaurant (pending.go), each parked durably in a compacted topic of
-//     ingest's own so that its offset is committed while it waits
-//     (parking.go). A document is never written without routing.
+//   - The restaurant directory, id → cell of the location, in about 40
+//     bytes a restaurant (directory.go), warmed from the index at start
+//     (warm.go) and kept current from restaurant events, and the bounded
+//     set of dishes that wait for their restaurant (pending.go), each
+//     parked durably in a compacted topic of ingest's own so that its
+//     offset is committed while it waits (parking.go). A document is never
+//     written without routing.
 //   - Restaurant moves and deletes, which carry the restaurant's dishes
 //     with them in an order that a crash half-way cannot break (moves.go),
 //     and the index refreshes their searches need, shared by every move,
