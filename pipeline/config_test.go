@@ -110,7 +110,9 @@ func TestMetricsAndHealth(t *testing.T) {
 	e.os.ClearFaults()
 	e.waitCaughtUp(t, r, 20*time.Second)
 	waitFor("ready", func() bool { ok, _ := p.Ready(); return ok })
-	waitFor("a progress report", func() bool { return progress.Load() > 0 })
+	// A report after the catch-up: the gauges are published with it.
+	reports := progress.Load()
+	waitFor("a progress report", func() bool { return progress.Load() > reports })
 
 	mfs, err := reg.Gather()
 	if err != nil {

@@ -290,7 +290,9 @@ func (p *Pipeline) readParked(ctx context.Context, n int) ([]unparked, error) {
 		err := p.retry(ctx, "read parked dishes from Kafka", func() error {
 			var err error
 			res, err = p.kafkaClient.Fetch(ctx, &kafka.FetchRequest{
-				Topic: topic, Partition: n, Offset: offset, MinBytes: 1, MaxBytes: 8 << 20, MaxWait: 100 * time.Millisecond,
+				// MinBytes 0: what the partition holds now, at once (an empty
+				// partition would otherwise be waited on for MaxWait).
+				Topic: topic, Partition: n, Offset: offset, MinBytes: 0, MaxBytes: 8 << 20, MaxWait: 100 * time.Millisecond,
 			})
 			if err == nil {
 				err = res.Error
