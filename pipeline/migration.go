@@ -340,7 +340,11 @@ func (p *Pipeline) pollMigration(ctx context.Context, w *watcher) bool {
 			lvl = p.log.Debug
 		}
 		w.bad = key
-		lvl("cannot apply the migration state; writes go on as they are", "migration", mig.ID, "phase", mig.Phase, "error", err)
+		id, phase := "", schema.Phase(phaseNone)
+		if mig != nil { // nil: no migration, and the alias could not be resolved
+			id, phase = mig.ID, mig.Phase
+		}
+		lvl("cannot apply the migration state; writes go on as they are", "migration", id, "phase", phase, "error", err)
 		return true
 	}
 	w.key, w.req, w.bad = key, m, migKey{}

@@ -762,3 +762,22 @@ func TestWarmHitTakesTheLocation(t *testing.T) {
 		}
 	}
 }
+
+// A migration document that disappears while the alias cannot be
+// resolved (its index deleted) is logged as a state that cannot be
+// applied, and writes go on as they are: the poll does not stop the
+// pipeline, nor crash on the missing document.
+func TestMigrationGoneAndAliasUnresolvable(t *testing.T) {
+	realenv.EmulatorOnly(t, "reads an alias that no index has")
+	e := newEnv(t, envOptions{partitions: 1})
+	p := offlinePipeline(t)
+	p.admin = e.admin
+	p.cfg.Alias = "no-such-alias"
+	w := &watcher{key: migKey{id: "m1", phase: schema.PhaseDualWrites}}
+	if !p.pollMigration(context.Background(), w) {
+		t.Fatal("pollMigration reported a fatal error")
+	}
+	if w.key.id != "m1" {
+		t.Errorf("watcher = %+v, want the old key kept: the state was not applied", w)
+	}
+}

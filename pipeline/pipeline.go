@@ -234,12 +234,16 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := p.ensureRepartitionTopic(ctx, transport); err != nil {
-		return err
+	err = p.ensureRepartitionTopic(ctx, transport)
+	if err == nil {
+		err = p.ensureOwnTopic(ctx, transport, "parking", p.cfg.ParkingTopic, []kafka.ConfigEntry{
+			{ConfigName: "cleanup.policy", ConfigValue: "compact"},
+		})
 	}
-	if err := p.ensureOwnTopic(ctx, transport, "parking", p.cfg.ParkingTopic, []kafka.ConfigEntry{
-		{ConfigName: "cleanup.policy", ConfigValue: "compact"},
-	}); err != nil {
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // cancelled while starting: a stop, not a failure
+		}
 		return err
 	}
 	if err := p.checkPartitions(ctx, transport); err != nil {
