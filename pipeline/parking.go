@@ -102,15 +102,8 @@ func (r *parkRecord) message() kafka.Message {
 	if ev.key != nil {
 		m.Headers = append(m.Headers, kafka.Header{Key: HeaderSourceKey, Value: ev.key})
 	}
-	if o := ev.origin; o != nil {
-		m.Headers = append(m.Headers,
-			kafka.Header{Key: HeaderOriginTopic, Value: []byte(o.topic)},
-			kafka.Header{Key: HeaderOriginPartition, Value: strconv.AppendInt(nil, int64(o.partition), 10)},
-			kafka.Header{Key: HeaderOriginOffset, Value: strconv.AppendInt(nil, o.offset, 10)},
-		)
-		if o.key != nil {
-			m.Headers = append(m.Headers, kafka.Header{Key: HeaderOriginKey, Value: o.key})
-		}
+	if ev.origin != nil {
+		m.Headers = appendOrigin(m.Headers, *ev.origin)
 	}
 	return m
 }

@@ -151,15 +151,21 @@ func rekey(m kafka.Message, maxBytes int) kafka.Message {
 			out.Headers = append(out.Headers, h)
 		}
 	}
-	out.Headers = append(out.Headers,
-		kafka.Header{Key: HeaderOriginTopic, Value: []byte(m.Topic)},
-		kafka.Header{Key: HeaderOriginPartition, Value: strconv.AppendInt(nil, int64(m.Partition), 10)},
-		kafka.Header{Key: HeaderOriginOffset, Value: strconv.AppendInt(nil, m.Offset, 10)},
-	)
-	if m.Key != nil {
-		out.Headers = append(out.Headers, kafka.Header{Key: HeaderOriginKey, Value: m.Key})
-	}
+	out.Headers = appendOrigin(out.Headers, origin{topic: m.Topic, partition: m.Partition, offset: m.Offset, key: m.Key})
 	return out
+}
+
+// appendOrigin appends the headers that originOf reads back.
+func appendOrigin(hs []kafka.Header, o origin) []kafka.Header {
+	hs = append(hs,
+		kafka.Header{Key: HeaderOriginTopic, Value: []byte(o.topic)},
+		kafka.Header{Key: HeaderOriginPartition, Value: strconv.AppendInt(nil, int64(o.partition), 10)},
+		kafka.Header{Key: HeaderOriginOffset, Value: strconv.AppendInt(nil, o.offset, 10)},
+	)
+	if o.key != nil {
+		hs = append(hs, kafka.Header{Key: HeaderOriginKey, Value: o.key})
+	}
+	return hs
 }
 
 // repartitioner moves dish events from the dish topic to the repartition
