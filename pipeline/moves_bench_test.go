@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/opensearch-project/opensearch-go/v4"
+
+	"github.com/geoshard/geoshard/internal/testenv"
 )
 
 // countingTransport counts the refresh requests that pass through it.
@@ -82,20 +84,14 @@ func BenchmarkMoves(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	r := testenv.Go(b, p.Run)
+	ctx := context.Background()
 	caughtUp := func() {
 		for ok, _ := e.caughtUp(ctx); !ok; ok, _ = e.caughtUp(ctx) {
-			select {
-			case err := <-done:
+			if err, exited := r.Exited(); exited {
 				b.Fatalf("Run = %v", err)
-			case <-time.After(5 * time.Millisecond):
 			}
+			time.Sleep(5 * time.Millisecond)
 		}
 	}
 	e.produce(ctx, setup)

@@ -25,14 +25,11 @@ func Peer(ctx context.Context, cfg PeerConfig, out, log io.Writer) (*PeerResult,
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	b, err := newBench(ctx, cfg.Config, log)
+	b, err := startBench(ctx, cfg.Config, log)
 	if err != nil {
 		return nil, err
 	}
 	defer b.cleanup()
-	if err := b.buildCommands(ctx); err != nil {
-		return nil, err
-	}
 	// Benthos is built from the working tree: its module is the harness's
 	// own, not the code under test.
 	btDir := filepath.Join(b.cfg.Repo, "deploy", "local", "benthos")

@@ -34,6 +34,20 @@ type bench struct {
 	indexes, topics, groups []string
 }
 
+// startBench makes a run's bench and builds the commands under test
+// (ingest, reshard, produce); the caller defers its cleanup.
+func startBench(ctx context.Context, cfg Config, log io.Writer) (*bench, error) {
+	b, err := newBench(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.buildCommands(ctx); err != nil {
+		b.cleanup()
+		return nil, err
+	}
+	return b, nil
+}
+
 // newBench checks the engines answer and prepares the scratch directory
 // and the source tree.
 func newBench(ctx context.Context, cfg Config, log io.Writer) (*bench, error) {

@@ -25,14 +25,11 @@ func Soak(ctx context.Context, cfg SoakConfig, out, log io.Writer) (*SoakResult,
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	b, err := newBench(ctx, cfg.Config, log)
+	b, err := startBench(ctx, cfg.Config, log)
 	if err != nil {
 		return nil, err
 	}
 	defer b.cleanup()
-	if err := b.buildCommands(ctx); err != nil {
-		return nil, err
-	}
 	topics := eventTopics{restaurants: b.runID + ".restaurants", dishes: b.runID + ".dishes", dlq: b.runID + ".dlq"}
 	start, end, produced, err := b.produce(ctx, topics)
 	if err != nil {
