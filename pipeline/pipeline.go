@@ -435,7 +435,10 @@ func (p *Pipeline) consume(lt *lifetimes, dialer *kafka.Dialer, transport *kafka
 	fetcher.Go(func() { p.fetch(lt.intake, reader, raw) })
 	fetcher.Go(func() { p.decodeAll(lt.intake, raw, msgs) })
 
-	if err := p.process(lt.intake, lt.work, reader, msgs); err != nil && lt.work.Err() == nil {
+	// An error that is only the stop reaching a call (intake cancelled,
+	// the drain not yet over) is a stop, not a failure.
+	err := p.process(lt.intake, lt.work, reader, msgs)
+	if err != nil && lt.work.Err() == nil && (lt.intake.Err() == nil || !errors.Is(err, context.Canceled)) {
 		p.fail(err)
 	}
 	lt.stopIntake()
@@ -818,5 +821,8 @@ func (p *Pipeline) initialWarm(ctx context.Context, r consumer) error {
 		return err
 	}
 	p.ix.dirGen = gen
-	return p.unparkOwned(ctx, p.assigned)
+	if err := p.unparkOwned(ctx, p.assigned); err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
 }
