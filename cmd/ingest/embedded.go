@@ -213,7 +213,7 @@ func runEmbedded(ctx context.Context, o *options, logger *slog.Logger, stdout io
 	if err != nil {
 		return err
 	}
-	stopHTTP, err := serveHTTP(o.metricsAddr, reg, p, logger)
+	stopHTTP, _, err := serveHTTP(o.metricsAddr, o.pprof, reg, p, logger)
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strings"
@@ -48,6 +49,7 @@ type options struct {
 	client      bulk.ClientConfig
 	mapFile     string
 	metricsAddr string
+	pprof       bool
 	logLevel    string
 
 	embedded     bool
@@ -88,6 +90,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.StringVar(&o.pipe.Instance, "instance", "", "this instance's name in migration heartbeats; default host name and pid (GEOSHARD_INSTANCE)")
 	fs.DurationVar(&o.pipe.MigrationPollInterval, "migration-poll-interval", 5*time.Second, "how often to read the reshard migration state (GEOSHARD_MIGRATION_POLL_INTERVAL)")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", ":9464", "listen `address` of /metrics, /healthz and /readyz; empty disables (GEOSHARD_METRICS_ADDR)")
+	fs.BoolVar(&o.pprof, "pprof", false, "also serve Go's runtime profiles (heap, CPU, goroutines) at /debug/pprof/ on --metrics-addr; keep that address private (GEOSHARD_PPROF)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error (GEOSHARD_LOG_LEVEL)")
 	cf := cli.RegisterClientFlags(fs, &o.client, getenv)
 
@@ -194,7 +197,7 @@ func runConsumer(ctx context.Context, o *options, logger *slog.Logger) error {
 	if err != nil {
 		return cli.UsageError{Err: err}
 	}
-	stopHTTP, err := serveHTTP(o.metricsAddr, reg, p, logger)
+	stopHTTP, _, err := serveHTTP(o.metricsAddr, o.pprof, reg, p, logger)
 	if err != nil {
 		return err
 	}
@@ -203,13 +206,14 @@ func runConsumer(ctx context.Context, o *options, logger *slog.Logger) error {
 	return p.Run(ctx)
 }
 
-// serveHTTP serves /metrics, /healthz and /readyz until the returned stop
-// function is called.
-func serveHTTP(addr string, reg *prometheus.Registry, p *pipeline.Pipeline, logger *slog.Logger) (func(), error) {
+// serveHTTP serves /metrics, /healthz and /readyz (and with withPprof
+// /debug/pprof/) on addr until the returned stop function is called; it
+// returns the address bound.
+func serveHTTP(addr string, withPprof bool, reg *prometheus.Registry, p *pipeline.Pipeline, logger *slog.Logger) (stop func(), bound string, err error) {
 	if addr == "" {
-		return func() {}, nil
+		return func() {}, "", nil
 	}
-	stop, _, err := serve.Start(addr, reg, map[string]http.Handler{
+	handlers := map[string]http.Handler{
 		"/healthz": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintln(w, "ok")
 		}),
@@ -221,6 +225,13 @@ func serveHTTP(addr string, reg *prometheus.Registry, p *pipeline.Pipeline, logg
 			}
 			fmt.Fprintln(w, "ready")
 		}),
-	}, logger)
-	return stop, err
+	}
+	if withPprof {
+		handlers["/debug/pprof/"] = http.HandlerFunc(pprof.Index)
+		handlers["/debug/pprof/cmdline"] = http.HandlerFunc(pprof.Cmdline)
+		handlers["/debug/pprof/profile"] = http.HandlerFunc(pprof.Profile)
+		handlers["/debug/pprof/symbol"] = http.HandlerFunc(pprof.Symbol)
+		handlers["/debug/pprof/trace"] = http.HandlerFunc(pprof.Trace)
+	}
+	return serve.Start(addr, reg, handlers, logger)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"regexp"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -222,5 +224,31 @@ func TestEmbeddedServeKeepsIngesting(t *testing.T) {
 	cancel()
 	if code := <-done; code != 0 {
 		t.Errorf("exit %d after the interrupt: %s", code, errb.String())
+	}
+}
+
+// --pprof adds Go's profiles to the metrics listener; without it they are
+// not served.
+func TestPprofOnlyWhenAsked(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		stop, addr, err := serveHTTP("127.0.0.1:0", on, prometheus.NewRegistry(), nil, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.Get("http://" + addr + "/debug/pprof/heap?debug=1")
+		if err != nil {
+			stop()
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		resp.Body.Close()
+		stop()
+		switch {
+		case on && (resp.StatusCode != http.StatusOK || !strings.Contains(b.String(), "heap profile")):
+			t.Errorf("with --pprof: GET /debug/pprof/heap = %s, %.80q; want 200 and a heap profile", resp.Status, b.String())
+		case !on && resp.StatusCode != http.StatusNotFound:
+			t.Errorf("without --pprof: GET /debug/pprof/heap = %s, want 404", resp.Status)
+		}
 	}
 }

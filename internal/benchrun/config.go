@@ -62,6 +62,10 @@ type Config struct {
 // SoakConfig configures Soak.
 type SoakConfig struct {
 	Config
+	// HeapProfiles starts ingest with --pprof and saves its heap (after a
+	// collection) when a quarter, half and three quarters of the events
+	// have finished, and once every offset is committed, in Work.
+	HeapProfiles bool
 }
 
 // PeerConfig configures Peer.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -15,6 +16,8 @@ type ingestRun struct {
 	alias, group string
 	topics       eventTopics
 	metricsAddr  string
+	// pprof serves Go's profiles beside the metrics (--pprof).
+	pprof bool
 }
 
 // startIngest starts the built ingest at its defaults, but for where it
@@ -29,19 +32,23 @@ func (b *bench) startIngest(r *ingestRun, logName string, epoch time.Time) (*Chi
 	// its own, named after its group, which it creates.
 	b.groups = append(b.groups, r.group)
 	b.topics = append(b.topics, r.group+".parked")
+	args := []string{
+		"--brokers", strings.Join(b.cfg.Brokers, ","),
+		"--opensearch", b.cfg.OpenSearch,
+		"--alias", r.alias,
+		"--group", r.group,
+		"--restaurant-topic", r.topics.restaurants,
+		"--dish-topic", r.topics.dishes,
+		"--dlq-topic", r.topics.dlq,
+		"--metrics-addr", addr,
+	}
+	if r.pprof {
+		args = append(args, "--pprof")
+	}
 	return StartChild(ChildSpec{
-		Name: "ingest",
-		Path: b.bin["ingest"],
-		Args: []string{
-			"--brokers", strings.Join(b.cfg.Brokers, ","),
-			"--opensearch", b.cfg.OpenSearch,
-			"--alias", r.alias,
-			"--group", r.group,
-			"--restaurant-topic", r.topics.restaurants,
-			"--dish-topic", r.topics.dishes,
-			"--dlq-topic", r.topics.dlq,
-			"--metrics-addr", addr,
-		},
+		Name:    "ingest",
+		Path:    b.bin["ingest"],
+		Args:    args,
 		Env:     childEnv(),
 		LogPath: filepath.Join(b.work, logName),
 		WarmMsg: "directory warm",
@@ -69,6 +76,34 @@ func scrape(ctx context.Context, hc *http.Client, addr string) (Metrics, error) 
 		return nil, err
 	}
 	return ParseMetrics(string(body))
+}
+
+// saveHeap saves ingest's heap profile, taken after a collection
+// (/debug/pprof/heap?gc=1; ingest runs with --pprof), to path.
+func saveHeap(ctx context.Context, hc *http.Client, addr, path string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/heap?gc=1", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("benchrun: GET /debug/pprof/heap: %s", resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // The ingest metrics the harness follows.

@@ -104,6 +104,9 @@ func WriteSoak(w io.Writer, r *SoakResult, work string) {
 		MB(r.WarmRSS), MB(r.BaselineRSS), seconds(r.BaselineSeconds), MB(r.PeakAfterBaseline), MB(r.PeakHWM), MB(r.EndRSS))
 	row("RSS, second half", "%s once half the events had finished (%s); peak after it %s: %+.0f%%", MB(r.HalfRSS), seconds(r.HalfSeconds), MB(r.HalfPeak), r.HalfGrowth*100)
 	row("Go heap in use", "%s at the baseline; peak after it %s; at the end %s (%s restaurants in the directory)", MB(r.HeapBaseline), MB(r.HeapPeak), MB(r.HeapEnd), Commas(r.Directory))
+	if len(r.HeapProfiles) > 0 {
+		row("heap profiles", "%s (go tool pprof -base one -sample_index inuse_space the next)", strings.Join(r.HeapProfiles, " "))
+	}
 	cpu := fmt.Sprintf("ingest %.1f s", r.IngestCPU)
 	if r.Events > 0 && r.IngestCPU >= 0 {
 		cpu += fmt.Sprintf(" (%.1f µs/event)", r.IngestCPU/float64(r.Events)*1e6)

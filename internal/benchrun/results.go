@@ -104,6 +104,8 @@ type SoakResult struct {
 	HeapPeak     int64 `json:"heap_inuse_peak_bytes"`
 	HeapEnd      int64 `json:"heap_inuse_end_bytes"`
 	Directory    int64 `json:"directory_restaurants"`
+	// HeapProfiles are the heap profiles saved (-heap-profiles).
+	HeapProfiles []string `json:"heap_profiles,omitempty"`
 
 	IngestCPU     float64 `json:"ingest_cpu_seconds"`
 	OpenSearchCPU float64 `json:"opensearch_cpu_seconds"`

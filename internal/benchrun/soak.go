@@ -47,7 +47,7 @@ func Soak(ctx context.Context, cfg SoakConfig, out, log io.Writer) (*SoakResult,
 	obs := &SoakObservations{Events: Events(start, end), WarmAt: Unknown, DoneAt: Unknown, OpenSearchCPU: Unknown, KafkaCPU: Unknown}
 	nodePID := b.enginePID("opensearch")
 	osCPU, kafkaCPU, mach := startCPU(nodePID), startCPU(b.enginePID("kafka")), startMachine()
-	run := &ingestRun{alias: alias, group: b.runID + "-ingest", topics: topics}
+	run := &ingestRun{alias: alias, group: b.runID + "-ingest", topics: topics, pprof: cfg.HeapProfiles}
 	epoch := time.Now()
 	child, err := b.startIngest(run, "ingest.log", epoch)
 	if err != nil {
@@ -58,7 +58,14 @@ func Soak(ctx context.Context, cfg SoakConfig, out, log io.Writer) (*SoakResult,
 	sctx, stopSampling := context.WithCancel(ctx)
 	go child.SampleEvery(sctx, time.Second)
 
-	stopped := b.followSoak(ctx, child, run, index, nodePID, start, end, epoch, obs)
+	var heaps *heapProfiles
+	if cfg.HeapProfiles {
+		heaps = &heapProfiles{dir: b.work, addr: run.metricsAddr, total: obs.Events, at: []float64{0.25, 0.5, 0.75}}
+	}
+	stopped := b.followSoak(ctx, child, run, index, nodePID, start, end, epoch, obs, heaps)
+	if heaps != nil && !child.Exited() {
+		heaps.save(ctx, b, "end")
+	}
 	stopSampling()
 	exitedEarly := child.Exited()
 	_, _ = child.Sample()
@@ -88,6 +95,9 @@ func Soak(ctx context.Context, cfg SoakConfig, out, log io.Writer) (*SoakResult,
 	r.Commit, r.Source, r.Dirty, r.RunID = b.commit, b.cfg.Source, b.dirty, b.runID
 	r.Requested, r.ProduceSeconds = b.cfg.Events, produced.Seconds()
 	r.ExitedEarly, r.Stopped = exitedEarly, stopped
+	if heaps != nil {
+		r.HeapProfiles = heaps.saved
+	}
 	ingestCPU := time.Duration(Unknown)
 	if n := len(obs.Proc); n > 0 {
 		ingestCPU = obs.Proc[n-1].CPU
@@ -123,7 +133,7 @@ func Soak(ctx context.Context, cfg SoakConfig, out, log io.Writer) (*SoakResult,
 // stopped it ("" for the first). Ingest's events counter is read every
 // 100 ms until the first window is well past, so that the window's rate
 // is not a matter of the poll interval; then everything at Poll.
-func (b *bench) followSoak(ctx context.Context, child *Child, run *ingestRun, index string, nodePID int, start, end Offsets, epoch time.Time, obs *SoakObservations) string {
+func (b *bench) followSoak(ctx context.Context, child *Child, run *ingestRun, index string, nodePID int, start, end Offsets, epoch time.Time, obs *SoakObservations, heaps *heapProfiles) string {
 	hc := &http.Client{Timeout: 5 * time.Second}
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
@@ -146,6 +156,7 @@ func (b *bench) followSoak(ctx context.Context, child *Child, run *ingestRun, in
 				obs.HeapInuse.Add(t, int64(heap))
 				obs.Directory.Add(t, int64(dir))
 				lastMetrics = now
+				heaps.due(ctx, b, int64(ev))
 			}
 		}
 		if now.Sub(lastPoll) >= b.cfg.Poll {
@@ -199,6 +210,36 @@ func (b *bench) followSoak(ctx context.Context, child *Child, run *ingestRun, in
 		case <-tick.C:
 		}
 	}
+}
+
+// heapProfiles saves ingest's heap at fractions of the events finished.
+type heapProfiles struct {
+	dir, addr string
+	total     int64
+	at        []float64 // the fractions still to save, ascending
+	saved     []string  // the files written
+}
+
+// due saves a profile for every fraction that finished has passed; a nil
+// heapProfiles saves nothing.
+func (h *heapProfiles) due(ctx context.Context, b *bench, finished int64) {
+	if h == nil {
+		return
+	}
+	for len(h.at) > 0 && float64(finished) >= h.at[0]*float64(h.total) {
+		h.save(ctx, b, fmt.Sprintf("%02.0f", h.at[0]*100))
+		h.at = h.at[1:]
+	}
+}
+
+func (h *heapProfiles) save(ctx context.Context, b *bench, name string) {
+	path := filepath.Join(h.dir, "heap-"+name+".pb.gz")
+	if err := saveHeap(ctx, http.DefaultClient, h.addr, path); err != nil {
+		b.logf("heap profile %s: %v", name, err)
+		return
+	}
+	h.saved = append(h.saved, path)
+	b.logf("heap profile %s saved: %s", name, path)
 }
 
 // named is a series and its name in a CSV file.

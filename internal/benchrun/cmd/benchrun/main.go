@@ -49,6 +49,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "soak":
 		var cfg benchrun.SoakConfig
 		fs, help := commonFlags("soak", &cfg.Config, benchrun.DefaultSoakEvents, benchrun.DefaultSoakTimeout, getenv, stderr)
+		fs.BoolVar(&cfg.HeapProfiles, "heap-profiles", false, "run ingest with --pprof and save its heap at a quarter, half and three quarters of the events and at the end, beside the logs (each forces a collection, which lowers the RSS figures a little)")
 		check := fs.Bool("check", false, "check the flags and exit")
 		if err = parse(fs, help, args[1:], cfg.Validate); err == nil && !*check {
 			_, err = benchrun.Soak(ctx, cfg, stdout, stderr)
