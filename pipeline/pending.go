@@ -19,15 +19,18 @@ type pendingSet struct {
 	maxAge time.Duration
 
 	byRest map[string][]*pendingItem
-	// queue is every item in arrival order, oldest first, from head on;
-	// removed items stay until they reach the head.
+	// queue is every item in arrival order, oldest first, from head on.
+	// A removed item lets go of its event at once and stays, empty, until
+	// it reaches the head or a sweep (add) drops it: behind a dish whose
+	// restaurant never comes, every dish that waited after it would
+	// otherwise be held for the whole age bound.
 	queue []*pendingItem
 	head  int
 	n     atomic.Int64 // items held
 }
 
 type pendingItem struct {
-	ev      *event
+	ev      *event // nil once removed
 	at      time.Time
 	removed bool
 }
@@ -47,6 +50,7 @@ func (s *pendingSet) add(ev *event, now time.Time) []*event {
 	s.byRest[rid] = append(s.byRest[rid], it)
 	s.queue = append(s.queue, it)
 	s.n.Add(1)
+	s.sweep()
 	var out []*event
 	for s.len() > s.max {
 		out = append(out, s.popOldest())
@@ -61,9 +65,10 @@ func (s *pendingSet) popOldest() *event {
 		s.queue[s.head] = nil
 		s.head++
 		if !it.removed {
+			ev := it.ev
 			s.unlink(it)
 			s.compact()
-			return it.ev
+			return ev
 		}
 	}
 }
@@ -98,8 +103,8 @@ func (s *pendingSet) take(rid string) []*event {
 	delete(s.byRest, rid)
 	out := make([]*event, len(items))
 	for i, it := range items {
-		it.removed = true
 		out[i] = it.ev
+		it.removed, it.ev = true, nil
 	}
 	s.n.Add(-int64(len(items)))
 	return out
@@ -130,8 +135,8 @@ func (s *pendingSet) removeIf(rid string, drop func(*event) bool) []*event {
 	kept := items[:0]
 	for _, it := range items {
 		if drop(it.ev) {
-			it.removed = true
 			out = append(out, it.ev)
+			it.removed, it.ev = true, nil
 			continue
 		}
 		kept = append(kept, it)
@@ -150,8 +155,8 @@ func (s *pendingSet) removeIf(rid string, drop func(*event) bool) []*event {
 
 // unlink removes it from its restaurant's list.
 func (s *pendingSet) unlink(it *pendingItem) {
-	it.removed = true
 	rid := it.ev.change.RestaurantID
+	it.removed, it.ev = true, nil
 	items := s.byRest[rid]
 	for i, x := range items {
 		if x == it {
@@ -165,6 +170,23 @@ func (s *pendingSet) unlink(it *pendingItem) {
 		s.byRest[rid] = items
 	}
 	s.n.Add(-1)
+}
+
+// sweep drops the removed items from the queue once they outnumber the
+// held ones by more than a few thousand, so that the queue's length
+// stays within a constant of the events held.
+func (s *pendingSet) sweep() {
+	if len(s.queue)-s.head <= 2*s.len()+4096 {
+		return
+	}
+	kept := s.queue[:0]
+	for _, it := range s.queue[s.head:] {
+		if !it.removed {
+			kept = append(kept, it)
+		}
+	}
+	clear(s.queue[len(kept):])
+	s.queue, s.head = kept, 0
 }
 
 // compact drops the consumed front of the queue once it is half of it.

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"strconv"
 	"testing"
 	"time"
 )
@@ -103,5 +104,45 @@ func TestPendingPurgeAndCompact(t *testing.T) {
 	}
 	if got := s.expire(now.Add(10 * time.Hour)); len(got) != 50 {
 		t.Errorf("final expire = %d, want 50", len(got))
+	}
+}
+
+// Behind a dish whose restaurant never comes, the dishes that waited and
+// were taken since let go of their events at once, and the queue stays
+// within a constant of the dishes held: nothing grows with the stream
+// while the oldest waits out its age bound.
+func TestPendingReleasesTakenEvents(t *testing.T) {
+	s := newPendingSet(1_000_000, 5*time.Minute)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s.add(pendingEvent("orphan", "o", OpUpsert, 1), t0)
+	const n = 100_000
+	for i := range n {
+		rid := "r" + strconv.Itoa(i)
+		s.add(pendingEvent(rid, "d"+strconv.Itoa(i), OpUpsert, 1), t0.Add(time.Millisecond))
+		if i%2 == 0 {
+			if got := s.take(rid); len(got) != 1 {
+				t.Fatalf("take(%s) = %v", rid, ids(got))
+			}
+		} else if got := s.cancel(rid, "d"+strconv.Itoa(i), 1); len(got) != 1 {
+			t.Fatalf("cancel(%s) = %v", rid, ids(got))
+		}
+	}
+	if s.len() != 1 {
+		t.Fatalf("len = %d, want 1 (the orphan)", s.len())
+	}
+	if q := len(s.queue) - s.head; q > 2*s.len()+4096+1 {
+		t.Errorf("queue holds %d items for %d events", q, s.len())
+	}
+	for _, it := range s.queue[s.head:] {
+		if it.removed && it.ev != nil {
+			t.Fatalf("a removed item still holds dish %s", it.ev.change.ID)
+		}
+	}
+	// The orphan still expires, alone.
+	if got := s.expire(t0.Add(6 * time.Minute)); len(got) != 1 || got[0].change.ID != "o" {
+		t.Errorf("expire = %v, want [o]", ids(got))
+	}
+	if s.len() != 0 {
+		t.Errorf("len = %d after the expiry, want 0", s.len())
 	}
 }
