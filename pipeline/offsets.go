@@ -187,9 +187,17 @@ func (t *tracker) advance(p *partState) {
 		p.head++
 	}
 	if p.head > 64 && p.head*2 >= len(p.entries) {
-		n := copy(p.entries, p.entries[p.head:])
-		clear(p.entries[n:])
-		p.entries = p.entries[:n]
+		live := p.entries[p.head:]
+		if c := cap(p.entries); c > 4096 && 4*len(live) < c {
+			// The array grew with a backlog of unfinished entries (a
+			// commit held by one slow event) and would keep that size for
+			// the rest of the run: a smaller one takes over.
+			p.entries = append(make([]*trackEntry, 0, max(2*len(live), 1024)), live...)
+		} else {
+			n := copy(p.entries, live)
+			clear(p.entries[n:])
+			p.entries = p.entries[:n]
+		}
 		p.head = 0
 	}
 }

@@ -218,3 +218,48 @@ func TestTrackerLostPartitions(t *testing.T) {
 		t.Errorf("after a message of t/1: owns %v, snapshot %v; want it back", tr.owns(b), tr.snapshot())
 	}
 }
+
+// A backlog of unfinished entries behind one slow event grows the
+// partition's array; once the backlog is finished and the stream goes on
+// at its usual depth, the array shrinks back instead of keeping its peak
+// size for the rest of the run, and the commit point stays right.
+func TestTrackerShrinksAfterBacklog(t *testing.T) {
+	tr := newTracker()
+	k := partKey{"t", 0}
+	slow, _ := tr.track(k, 0, 0)
+	var backlog []*trackEntry
+	for off := int64(1); off <= 200_000; off++ {
+		e, _ := tr.track(k, off, off)
+		backlog = append(backlog, e)
+	}
+	for _, e := range backlog {
+		tr.finish(e)
+	}
+	peak := cap(tr.parts[k].entries)
+	tr.finish(slow)
+	// The usual depth: a few hundred in flight, finished in order.
+	off := int64(200_001)
+	var inFlight []*trackEntry
+	for range 10_000 {
+		e, _ := tr.track(k, off, off)
+		off++
+		inFlight = append(inFlight, e)
+		if len(inFlight) > 300 {
+			tr.finish(inFlight[0])
+			inFlight = inFlight[1:]
+		}
+	}
+	if c := cap(tr.parts[k].entries); c*8 > peak {
+		t.Errorf("array capacity %d after the backlog, %d at its peak: not shrunk", c, peak)
+	}
+	want := []commitPoint{{k, inFlight[0].offset}}
+	if due := tr.due(); !reflect.DeepEqual(due, want) {
+		t.Errorf("due = %v, want %v", due, want)
+	}
+	for _, e := range inFlight {
+		tr.finish(e)
+	}
+	if due := tr.due(); !reflect.DeepEqual(due, []commitPoint{{k, off}}) {
+		t.Errorf("due = %v, want %v", due, []commitPoint{{k, off}})
+	}
+}
