@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -110,9 +111,17 @@ type partState struct {
 type tracker struct {
 	mu    sync.Mutex
 	parts map[partKey]*partState
+	// held is the number of entries tracked over every partition (what
+	// the snapshot's Tracked adds up to), peak the most ever held; both
+	// change under mu and are read without it.
+	held, peak atomic.Int64
 }
 
 func newTracker() *tracker { return &tracker{parts: make(map[partKey]*partState)} }
+
+// size is the number of fetched messages tracked: not finished, or
+// finished behind one that is not.
+func (t *tracker) size() int64 { return t.held.Load() }
 
 // track records a fetched message. dropped lists the entries a
 // redelivery superseded.
@@ -138,10 +147,14 @@ func (t *tracker) track(k partKey, offset, hwm int64) (e *trackEntry, dropped []
 		clear(p.entries[i:])
 		p.entries = p.entries[:i]
 		p.last = offset - 1
+		t.held.Add(-int64(len(dropped)))
 	}
 	e = &trackEntry{part: p, offset: offset}
 	p.entries = append(p.entries, e)
 	p.last = offset
+	if n := t.held.Add(1); n > t.peak.Load() {
+		t.peak.Store(n)
+	}
 	return e, dropped
 }
 
@@ -179,6 +192,7 @@ func (t *tracker) park(e *trackEntry) bool {
 
 // advance moves p's commit point over the done run at its front.
 func (t *tracker) advance(p *partState) {
+	from := p.head
 	for p.head < len(p.entries) && p.entries[p.head].done {
 		if off := p.entries[p.head].offset + 1; off > p.ready {
 			p.ready = off
@@ -186,6 +200,7 @@ func (t *tracker) advance(p *partState) {
 		p.entries[p.head] = nil
 		p.head++
 	}
+	t.held.Add(-int64(p.head - from))
 	if p.head > 64 && p.head*2 >= len(p.entries) {
 		live := p.entries[p.head:]
 		if c := cap(p.entries); c > 4096 && 4*len(live) < c {
@@ -290,6 +305,7 @@ func (t *tracker) release(lost func(partition int) bool) []partKey {
 		for _, e := range p.entries[p.head:] {
 			e.dropped = true
 		}
+		t.held.Add(-int64(len(p.entries) - p.head))
 		delete(t.parts, k)
 		out = append(out, k)
 	}

@@ -183,6 +183,42 @@ func TestTrackerRandom(t *testing.T) {
 		if got != want {
 			t.Fatalf("ready = %d, want %d", got, want)
 		}
+		if n, s := tr.size(), tr.snapshot()[k].Tracked; n != int64(s) {
+			t.Fatalf("size = %d, the partition tracks %d", n, s)
+		}
+	}
+}
+
+// The tracker's size follows what it holds through redelivery and the
+// release of lost partitions, and its peak is the most it held.
+func TestTrackerSize(t *testing.T) {
+	tr := newTracker()
+	a, b := partKey{"t", 0}, partKey{"t", 1}
+	var ea []*trackEntry
+	for off := range int64(10) {
+		e, _ := tr.track(a, off, 10)
+		ea = append(ea, e)
+		tr.track(b, off, 10)
+	}
+	if n := tr.size(); n != 20 {
+		t.Fatalf("size = %d, want 20", n)
+	}
+	tr.finish(ea[0])
+	tr.finish(ea[1])
+	tr.finish(ea[3]) // behind 2: still held
+	if n := tr.size(); n != 18 {
+		t.Fatalf("size after 0, 1 and 3 finished = %d, want 18", n)
+	}
+	tr.track(a, 5, 10) // redelivery from 5: 5..9 drop, 5 comes again
+	if n := tr.size(); n != 14 {
+		t.Fatalf("size after a redelivery from 5 = %d, want 14 (t/0 2..5, t/1 0..9)", n)
+	}
+	tr.release(func(p int) bool { return p == 1 })
+	if n := tr.size(); n != 4 {
+		t.Fatalf("size after t/1 was released = %d, want 4", n)
+	}
+	if p := tr.peak.Load(); p != 20 {
+		t.Errorf("peak = %d, want 20", p)
 	}
 }
 

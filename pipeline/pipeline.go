@@ -53,6 +53,9 @@ type Pipeline struct {
 	// assigned is the member's assignment when the directory was last
 	// read (nil: unknown). Owned by the processing goroutine.
 	assigned map[partKey]bool
+	// maxTracked bounds the fetched messages tracked (maxTracked; tests
+	// lower it).
+	maxTracked int64
 
 	started atomic.Bool
 	running atomic.Bool
@@ -136,6 +139,7 @@ func New(cfg Config, client *opensearch.Client) (*Pipeline, error) {
 		deadCount:     make(map[Reason]int64),
 		token:         newToken(),
 		unparkedParts: map[int]bool{},
+		maxTracked:    maxTracked,
 	}
 	p.ix = newIndexer(p.log, p.admin, m, p, newPendingSet(cfg.PendingMax, cfg.PendingMaxAge))
 	p.newProducer = p.kafkaProducer
@@ -597,7 +601,7 @@ func (p *Pipeline) process(stop, work context.Context, r consumer, msgs <-chan f
 		default:
 		}
 		in := msgs
-		if ix.queuedBehind >= maxQueuedBehind {
+		if ix.queuedBehind >= maxQueuedBehind || p.track.size() >= p.maxTracked {
 			in = nil
 		}
 		select {

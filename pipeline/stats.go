@@ -80,6 +80,11 @@ type Stats struct {
 	// topic, under DishKeyDish; Misplaced, restaurant events in another
 	// partition than the default partitioner gives their key.
 	Repartitioned, Misplaced int64
+	// Tracked is the number of fetched messages the offset tracker holds
+	// (over every partition: unfinished, or finished behind one that is
+	// not), TrackedPeak the most it has held; the loop takes no new event
+	// while it holds its bound, 2,000,000.
+	Tracked, TrackedPeak int64
 	// Unowned counts messages left unprocessed because the group had
 	// given their partition to another member by the time they came out
 	// of kafka-go's queue.
@@ -127,6 +132,8 @@ func (p *Pipeline) Stats() Stats {
 		Repartitioned: p.repartitioned.Load(),
 		Misplaced:     p.misplaced.Load(),
 		Unowned:       p.unowned.Load(),
+		Tracked:       p.track.size(),
+		TrackedPeak:   p.track.peak.Load(),
 		Partitions:    byName(p.track.snapshot()),
 		Warm: WarmProgress{
 			Pages: p.ix.warmStats.pages.Load(), Restaurants: p.ix.warmStats.seen.Load(), Total: p.ix.warmStats.total.Load(), Done: p.ix.warmStats.done.Load(),
