@@ -17,7 +17,8 @@ var Deletes = map[string]string{
 }
 
 // Peer runs ingest and Benthos side by side: the same produced stream,
-// rounds of ingest then Benthos, each from offset 0 in a fresh group into
+// rounds of both tools, the first of a round alternating (peerOrder), each
+// from offset 0 in a fresh group into
 // a fresh index made the same way (reshard init: 18 shards, no replica on
 // a one-node cluster). It writes the report (a table, then one JSON line)
 // to out and its progress to log.
@@ -48,8 +49,8 @@ func Peer(ctx context.Context, cfg PeerConfig, out, log io.Writer) (*PeerResult,
 		ProduceSeconds: produced.Seconds(), BenthosBuild: btBuild.Seconds(), Deletes: Deletes,
 	}
 	for round := 1; round <= cfg.Rounds && ctx.Err() == nil; round++ {
-		var rd PeerRound
-		for _, tool := range []string{"ingest", "benthos"} {
+		rd := PeerRound{First: peerOrder(round)[0]}
+		for _, tool := range peerOrder(round) {
 			if ctx.Err() != nil {
 				break
 			}
@@ -72,6 +73,17 @@ func Peer(ctx context.Context, cfg PeerConfig, out, log io.Writer) (*PeerResult,
 		return res, err
 	}
 	return res, nil
+}
+
+// peerOrder is the order of the tools in a round: ingest first in odd
+// rounds, Benthos in even ones. The node gets faster over its first runs
+// (its JIT, its caches), so whichever always went first would always meet
+// the colder node.
+func peerOrder(round int) []string {
+	if round%2 == 0 {
+		return []string{"benthos", "ingest"}
+	}
+	return []string{"ingest", "benthos"}
 }
 
 // peerRun runs one tool once: a fresh index, group and dead-letter topic,

@@ -197,12 +197,12 @@ func WritePeer(w io.Writer, r *PeerResult, work string) {
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "round\tevents/s ingest/Benthos\tby writes\tCPU per event ingest/Benthos\t")
+	fmt.Fprintln(tw, "round\tfirst\tevents/s ingest/Benthos\tby writes\tCPU per event ingest/Benthos\t")
 	for i, rd := range r.Rounds {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t\n", i+1, times(rd.RateRatio), times(rd.WritesRateRatio), times(rd.CPURatio))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t\n", i+1, rd.First, times(rd.RateRatio), times(rd.WritesRateRatio), times(rd.CPURatio))
 	}
 	m := r.Median
-	fmt.Fprintf(tw, "median\t%s\t%s\t%s\t\n", times(m.RateRatio), times(m.WritesRateRatio), times(m.CPURatio))
+	fmt.Fprintf(tw, "median\t\t%s\t%s\t%s\t\n", times(m.RateRatio), times(m.WritesRateRatio), times(m.CPURatio))
 	tw.Flush()
 	fmt.Fprintf(w, "\nmedians: ingest %s events/s, %.1f CPU s, %.1f µs/event, peak RSS %s; Benthos %s events/s, %.1f CPU s, %.1f µs/event, peak RSS %s\n",
 		perSec(float64(m.IngestRate)), m.IngestCPU, m.IngestCPUPerEvent, mbNum(m.IngestRSS),

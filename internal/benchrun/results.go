@@ -331,6 +331,8 @@ func (o *ToolObservations) Round() ToolRound {
 
 // PeerRound is one round: ingest, then Benthos, and their ratios.
 type PeerRound struct {
+	// First is the tool that ran first in the round (peerOrder).
+	First   string    `json:"first"`
 	Ingest  ToolRound `json:"ingest"`
 	Benthos ToolRound `json:"benthos"`
 	// RateRatio is ingest's events/s over Benthos's; CPURatio ingest's

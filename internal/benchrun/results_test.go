@@ -159,3 +159,13 @@ func TestPeerSummarize(t *testing.T) {
 		t.Errorf("JSON has no null ratio: %s", data)
 	}
 }
+
+// The tools take turns at going first, so that neither always meets the
+// colder node.
+func TestPeerOrderAlternates(t *testing.T) {
+	for round, want := range map[int]string{1: "ingest benthos", 2: "benthos ingest", 3: "ingest benthos", 4: "benthos ingest"} {
+		if got := strings.Join(peerOrder(round), " "); got != want {
+			t.Errorf("round %d: %s, want %s", round, got, want)
+		}
+	}
+}
