@@ -3,8 +3,8 @@ package bulk
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -194,18 +194,14 @@ func (w *Writer) post(body []byte) (int, []byte, error) {
 		return 0, nil, err
 	}
 	req.Header.Set("Content-Type", "application/x-ndjson")
-	resp, err := w.client.Perform(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
+	status, data, err := perform(w.client, req)
+	var rerr *readError
+	if errors.As(err, &rerr) {
 		// The connection dropped mid-response: the server may have applied
 		// the batch. Resending is safe under external versioning.
-		return 0, nil, fmt.Errorf("reading response: %w", err)
+		return 0, nil, fmt.Errorf("reading response: %w", rerr.err)
 	}
-	return resp.StatusCode, data, nil
+	return status, data, err
 }
 
 // itemVerdict applies Classify to one item's response.

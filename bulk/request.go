@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -64,18 +65,17 @@ func (a *Admin) Send(ctx context.Context, r Request, out any) error {
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := a.client.Perform(req)
-	if err != nil {
+	status, data, err := perform(a.client, req)
+	var rerr *readError
+	switch {
+	case errors.As(err, &rerr):
+		return fmt.Errorf("bulk: %s %s: read response: %w", r.Method, r.Path, rerr.err)
+	case err != nil:
 		return fmt.Errorf("bulk: %s %s: %w", r.Method, r.Path, err)
 	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return fmt.Errorf("bulk: %s %s: read response: %w", r.Method, r.Path, err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		ie := requestFailure(resp.StatusCode, data)
-		return &APIError{Method: r.Method, Path: r.Path, Status: resp.StatusCode, Type: ie.Type, Reason: ie.Reason}
+	if status < 200 || status > 299 {
+		ie := requestFailure(status, data)
+		return &APIError{Method: r.Method, Path: r.Path, Status: status, Type: ie.Type, Reason: ie.Reason}
 	}
 	if out != nil && r.Method != http.MethodHead {
 		if err := json.Unmarshal(data, out); err != nil {
@@ -84,6 +84,34 @@ func (a *Admin) Send(ctx context.Context, r Request, out any) error {
 	}
 	return nil
 }
+
+// perform sends req through the client (its retries, authentication and
+// compression) and reads the whole answer. The client's buffered Perform
+// is deprecated and would copy the body once more: Stream hands it over.
+// A failure to read the answer is a *readError: the request reached the
+// server, which may have acted on it.
+func perform(c *opensearch.Client, req *http.Request) (status int, body []byte, err error) {
+	resp, err := c.Stream(req)
+	if resp != nil && resp.Body != nil {
+		// Stream may answer with a response and an error (a context that
+		// ended during a retry's backoff): the body is closed either way.
+		defer resp.Body.Close()
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	body, err = io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, nil, &readError{err}
+	}
+	return resp.StatusCode, body, nil
+}
+
+// readError is a failure to read an answer's body.
+type readError struct{ err error }
+
+func (e *readError) Error() string { return "read response: " + e.err.Error() }
+func (e *readError) Unwrap() error { return e.err }
 
 // jsonBody encodes a request body indented, so that a dry run prints it
 // readably; map keys are sorted, so the same value gives the same body.

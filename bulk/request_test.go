@@ -2,6 +2,11 @@ package bulk
 
 import (
 	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/geoshard/geoshard/internal/osfake"
@@ -118,5 +123,48 @@ func TestRequestString(t *testing.T) {
 				t.Errorf("String() = %q, want %q", got, c.want)
 			}
 		})
+	}
+}
+
+// Send reads the whole answer: a 2xx is decoded, an error status becomes
+// an *APIError, and an answer cut off mid-body is a read failure, told
+// apart from a request that never reached the server.
+func TestSendReadsTheWholeAnswer(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/ok":
+			io.WriteString(w, `{"acknowledged":true}`)
+		case "/missing":
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, `{"error":{"type":"index_not_found_exception","reason":"no such index [x]"},"status":404}`)
+		case "/cut":
+			w.Header().Set("Content-Length", "100")
+			io.WriteString(w, `{"acknowledged":`)
+			w.(http.Flusher).Flush()
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+		}
+	}))
+	defer srv.Close()
+	client, err := NewClient(ClientConfig{Addresses: []string{srv.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := NewAdmin(client)
+	ctx := context.Background()
+	var out struct{ Acknowledged bool }
+	if err := a.Send(ctx, Request{Method: http.MethodGet, Path: "/ok"}, &out); err != nil || !out.Acknowledged {
+		t.Errorf("GET /ok: %v, %+v", err, out)
+	}
+	var ae *APIError
+	if err := a.Send(ctx, Request{Method: http.MethodGet, Path: "/missing"}, nil); !errors.As(err, &ae) || ae.Status != 404 || ae.Type != "index_not_found_exception" {
+		t.Errorf("GET /missing = %v, want an *APIError 404 index_not_found_exception", err)
+	}
+	err = a.Send(ctx, Request{Method: http.MethodGet, Path: "/cut"}, &out)
+	if err == nil || !strings.Contains(err.Error(), "read response") {
+		t.Errorf("GET /cut = %v, want a read failure", err)
 	}
 }
