@@ -62,10 +62,16 @@ image:
 fixtures:
 	$(GO) run ./internal/datagen/cmd/gendata -out testdata
 
-# A short run of every fuzz target.
+# A short run of every fuzz target (FUZZTIME each), found by name: go test
+# fuzzes one target of one package at a time.
+FUZZTIME ?= 30s
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 30s ./router
-	$(GO) test -run '^$$' -fuzz '^FuzzParseToken$$' -fuzztime 30s ./router
+	@set -e; for f in $$(grep -l '^func Fuzz' $$(git ls-files '*_test.go')); do \
+		for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+			echo "fuzz $$t ./$$(dirname $$f)"; \
+			$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) ./$$(dirname $$f); \
+		done; \
+	done
 
 # Real-engine benchmarks of ingest (internal/benchrun), each against a real
 # OpenSearch node and Kafka broker that real.sh brings up and down again
