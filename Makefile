@@ -43,10 +43,15 @@ bench-real:
 		$(GO) test -tags realcluster -run '^$$' -bench 'PipelineEngines' -benchtime 20000x -count 3 ./pipeline/ && \
 		$(GO) test -tags realcluster -run '^$$' -bench 'BackfillVsReindex' -benchtime 1x -count 3 -timeout 30m ./migrate/"
 
+# staticcheck, run from the module proxy at a fixed version (not a
+# dependency of the module).
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags realcluster ./...
+	$(GO) run $(STATICCHECK) ./...
+	$(GO) run $(STATICCHECK) -tags realcluster ./...
 
 # The ingest and reshard images (Dockerfile), tagged as the manifests'
 # kustomize component deploy/k8s/images gives: IMAGE_REPO prefixes them

@@ -354,13 +354,8 @@ func (e *testEnv) scanIndexOf(t testing.TB, index string) map[string]storedDoc {
 	return out
 }
 
-// shardCounts counts the documents of each physical shard.
-func (e *testEnv) shardCounts(t testing.TB) []int64 {
-	t.Helper()
-	return e.shardCountsOf(t, testIndex, e.m.NumShards())
-}
-
-// shardCountsOf is shardCounts of another index, of n shards.
+// shardCountsOf counts the documents of each of index's n physical
+// shards.
 func (e *testEnv) shardCountsOf(t testing.TB, index string, n int) []int64 {
 	t.Helper()
 	return testenv.ShardCounts(t, e.admin, index, n)

@@ -516,8 +516,7 @@ type modelDish struct {
 func runModel(evs []genEvent) *model {
 	m := &model{rests: map[string]*modelRest{}, dishes: map[string]*modelDish{}, deadLetters: map[int]Reason{}}
 	pending := map[string][]int{}
-	var applyDish func(i int)
-	applyDish = func(i int) {
+	applyDish := func(i int) {
 		ev := evs[i]
 		d := m.dishes[ev.id]
 		if d != nil && ev.version <= d.version {

@@ -75,8 +75,3 @@ func illegalArgument(reason string) *osError {
 func parseError(reason string) *osError {
 	return &osError{Status: 400, Type: "parse_exception", Reason: reason}
 }
-
-func notImplemented(w http.ResponseWriter, q *request) {
-	writeError(w, &osError{Status: 501, Type: "osfake_not_implemented",
-		Reason: "osfake does not emulate " + q.method + " " + q.r.URL.Path})
-}
