@@ -59,23 +59,16 @@ func (b *bench) startIngest(r *ingestRun, logName string, epoch time.Time) (*Chi
 func scrape(ctx context.Context, hc *http.Client, addr string) (Metrics, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	body, err := get(ctx, hc, addr, "/metrics")
 	if err != nil {
 		return nil, err
 	}
-	resp, err := hc.Do(req)
+	defer body.Close()
+	data, err := io.ReadAll(io.LimitReader(body, 32<<20))
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("benchrun: GET /metrics: %s", resp.Status)
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
-	if err != nil {
-		return nil, err
-	}
-	return ParseMetrics(string(body))
+	return ParseMetrics(string(data))
 }
 
 // saveHeap saves ingest's heap profile, taken after a collection
@@ -83,27 +76,38 @@ func scrape(ctx context.Context, hc *http.Client, addr string) (Metrics, error) 
 func saveHeap(ctx context.Context, hc *http.Client, addr, path string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/heap?gc=1", nil)
+	body, err := get(ctx, hc, addr, "/debug/pprof/heap?gc=1")
 	if err != nil {
 		return err
 	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("benchrun: GET /debug/pprof/heap: %s", resp.Status)
-	}
+	defer body.Close()
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
+	if _, err := io.Copy(f, body); err != nil {
 		f.Close()
 		return err
 	}
 	return f.Close()
+}
+
+// get GETs path from ingest's metrics listener and returns the body of a
+// 200 answer; any other status is an error.
+func get(ctx context.Context, hc *http.Client, addr, path string) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("benchrun: GET %s: %s", path, resp.Status)
+	}
+	return resp.Body, nil
 }
 
 // The ingest metrics the harness follows.
