@@ -205,11 +205,13 @@ func (w *Writer) Do(ctx context.Context, items ...Item) ([]Result, error) {
 		}
 	}
 	c := &call{results: make([]Result, len(items)), remaining: len(items), done: make(chan struct{})}
+	es := make([]*entry, len(items))
 	for i := range items {
 		it := items[i]
-		if err := w.add(ctx, &entry{item: &it, size: it.size(), call: c, idx: i}); err != nil {
-			return nil, err
-		}
+		es[i] = &entry{item: &it, size: it.size(), call: c, idx: i}
+	}
+	if err := w.addAll(ctx, es); err != nil {
+		return nil, err
 	}
 	select {
 	case <-c.done:
@@ -238,29 +240,56 @@ func (c *call) set(i int, r Result) {
 }
 
 // add queues an entry, waiting for budget.
-func (w *Writer) add(ctx context.Context, e *entry) error {
-	it := e.item
-	w.mu.Lock()
-	for {
-		if w.closed {
-			w.mu.Unlock()
-			return ErrClosed
+func (w *Writer) add(ctx context.Context, e *entry) error { return w.addAll(ctx, []*entry{e}) }
+
+// addAll queues entries in order, waiting for budget. The lanes they join
+// are scheduled once all are queued, or before a wait for budget (which
+// only sending frees): the entries of one Do that fit go out together, so
+// a worker cannot cut a batch between them, and an older version of a
+// document among them coalesces into the newer one.
+func (w *Writer) addAll(ctx context.Context, es []*entry) error {
+	var touched []*lane
+	scheduleTouched := func() {
+		for _, l := range touched {
+			w.schedule(l)
 		}
-		sq := w.shardQueue(it.shardKey())
-		fits := w.bufItems == 0 ||
-			(w.bufItems < w.cfg.MaxBufferedItems && w.bufBytes+e.size <= w.cfg.MaxBufferedBytes)
-		if fits && (sq.items == 0 || sq.items < w.cfg.MaxShardItems) {
-			break
-		}
-		space := w.space
-		w.mu.Unlock()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-space:
-		}
-		w.mu.Lock()
+		touched = touched[:0]
 	}
+	w.mu.Lock()
+	for _, e := range es {
+		for {
+			if w.closed {
+				scheduleTouched()
+				w.mu.Unlock()
+				return ErrClosed
+			}
+			sq := w.shardQueue(e.item.shardKey())
+			fits := w.bufItems == 0 ||
+				(w.bufItems < w.cfg.MaxBufferedItems && w.bufBytes+e.size <= w.cfg.MaxBufferedBytes)
+			if fits && (sq.items == 0 || sq.items < w.cfg.MaxShardItems) {
+				break
+			}
+			scheduleTouched()
+			space := w.space
+			w.mu.Unlock()
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-space:
+			}
+			w.mu.Lock()
+		}
+		touched = append(touched, w.enqueue(e))
+	}
+	scheduleTouched()
+	w.mu.Unlock()
+	return nil
+}
+
+// enqueue puts an entry that fits on its lane, unscheduled, and returns
+// the lane. Callers hold mu.
+func (w *Writer) enqueue(e *entry) *lane {
+	it := e.item
 	sq := w.shardQueue(it.shardKey())
 	w.seq++
 	e.seq, e.added = w.seq, time.Now()
@@ -277,9 +306,7 @@ func (w *Writer) add(ctx context.Context, e *entry) error {
 	if e.call != nil {
 		l.urgent++
 	}
-	w.schedule(l)
-	w.mu.Unlock()
-	return nil
+	return l
 }
 
 func checkItem(it *Item) error {
