@@ -30,7 +30,7 @@
 // out, or the writer closed first). Items rejected with 429, and items that
 // failed with 500, 502, 503 or 504, are resent with exponential backoff and
 // full jitter — only those items, never the ones that succeeded. A request
-// that fails whole (transport error, a 5xx or 429 status, a connection
+// that fails whole (transport error, one of those statuses, a connection
 // dropped mid-response) is resent whole; external versioning makes that
 // safe, since a copy that already landed comes back Stale. Classify is the
 // one place that decides.

@@ -114,6 +114,9 @@ const (
 //     load.
 //   - 500, 502, 503, 504: retry; the shard or a proxy failed transiently.
 //   - any other status: permanent.
+//
+// The two retry rules are retryableStatus, which Transient applies to a
+// whole request too.
 func Classify(status int, errType string, action Action, external bool) Class {
 	switch {
 	case status >= 200 && status < 300:
@@ -122,8 +125,22 @@ func Classify(status int, errType string, action Action, external bool) Class {
 		return ClassSuccess
 	case status == 409 && external && errType == "version_conflict_engine_exception":
 		return ClassSuccess
-	case status == 429, status == 500, status == 502, status == 503, status == 504:
+	case retryableStatus(status):
 		return ClassRetry
 	}
 	return ClassPermanent
+}
+
+// retryableStatus reports a status worth sending the same thing again
+// for: 429 (the server sheds load) and 500, 502, 503, 504 (a shard or a
+// proxy failed transiently). Every other status, 501 Not Implemented and
+// 505 among them, would get the same answer again. It is the one rule of
+// Classify (an item) and Transient (a request).
+func retryableStatus(status int) bool {
+	switch status {
+	case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,
+		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
 }

@@ -12,18 +12,19 @@ import (
 // Transient reports whether a failed call is worth trying again as it
 // is: a transport error (no answer: refused, reset, timed out — the
 // client's request timeout ends a request with context.DeadlineExceeded),
-// 429, or any 5xx. A cancelled context is not, nor is any other status:
-// the same request would get the same answer. Retry tells a request that
-// timed out from a caller whose own context ended by asking the caller's
-// context. It is the request-level counterpart of Classify, which judges
-// one bulk item.
+// or a status Classify retries for an item: 429, 500, 502, 503, 504
+// (retryableStatus, the rule both apply). A cancelled context is not, nor
+// is any other status, 501 and 505 among them: the same request would get
+// the same answer. Retry tells a request that timed out from a caller
+// whose own context ended by asking the caller's context. It is the
+// request-level counterpart of Classify, which judges one bulk item.
 func Transient(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return false
 	}
 	var ae *APIError
 	if errors.As(err, &ae) {
-		return ae.Status == 429 || ae.Status >= 500
+		return retryableStatus(ae.Status)
 	}
 	return true
 }

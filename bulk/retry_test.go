@@ -33,6 +33,23 @@ func TestTransient(t *testing.T) {
 	}
 }
 
+// Transient and Classify share one rule: for every status, a request
+// that failed with it is retried exactly when a bulk item that failed with
+// it would be (501 and 505 are permanent for both).
+func TestTransientAgreesWithClassify(t *testing.T) {
+	for s := 100; s <= 599; s++ {
+		item := Classify(s, "", Index, false) == ClassRetry
+		if got := Transient(&APIError{Status: s}); got != item {
+			t.Errorf("Transient(status %d) = %v, Classify retries an item: %v", s, got, item)
+		}
+	}
+	for _, s := range []int{501, 505} {
+		if Transient(&APIError{Status: s}) {
+			t.Errorf("Transient(status %d) = true, want permanent", s)
+		}
+	}
+}
+
 // The ceiling doubles from Initial to Max, each delay below it.
 func TestBackoffDelay(t *testing.T) {
 	b := &Backoff{Initial: 10 * time.Millisecond, Max: 80 * time.Millisecond}
