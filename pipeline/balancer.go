@@ -23,14 +23,7 @@ import (
 // two members; this one ranges over partition numbers. Members are sorted
 // by id, and member i of m takes the numbers [i·n/m, (i+1)·n/m) of the n
 // there are: the same contiguous split as range assignment.
-type copartitioned struct {
-	// token identifies this member in the group (ownership.go).
-	token []byte
-	// beforeJoin, if set, runs before each JoinGroup: kafka-go builds the
-	// request, user data included, once the previous generation has
-	// ended and before the member joins the next (Pipeline.beforeJoin).
-	beforeJoin func()
-}
+type copartitioned struct{}
 
 var _ kafka.GroupBalancer = copartitioned{}
 
@@ -38,14 +31,8 @@ var _ kafka.GroupBalancer = copartitioned{}
 // member of a group must offer it.
 func (copartitioned) ProtocolName() string { return "geoshard-copartitioned" }
 
-// UserData is the member's token: the assignment needs nothing of the
-// members, but the member finds its own assignment by it.
-func (b copartitioned) UserData() ([]byte, error) {
-	if b.beforeJoin != nil {
-		b.beforeJoin()
-	}
-	return b.token, nil
-}
+// UserData is empty: the assignment needs nothing of the members.
+func (copartitioned) UserData() ([]byte, error) { return nil, nil }
 
 // AssignGroups gives each member, for each topic it subscribes to, the
 // partitions whose numbers are its own. A partition of a topic its

@@ -48,10 +48,10 @@ type dirEntry struct {
 //
 // A deleted restaurant costs as much as a live one (its record, slot and
 // id: 40 bytes with ids like r000671), and its tombstone is kept for the
-// life of the process: the index shows no deleted document, so adopt
-// carries tombstones over to a directory read again. A restaurant replace
-// forgets keeps its record, unknown, until the next adopt: get and lookup
-// no longer find it.
+// life of the process: the index shows no deleted document, so a
+// restaurant read again keeps a delete newer than what was read
+// (replace). A restaurant replace forgets keeps its record, unknown: get
+// and lookup no longer find it.
 type directory struct {
 	t    dirTable
 	live atomic.Int64 // entries that are not deleted
@@ -140,32 +140,9 @@ func cellAt(c s2.CellID, level int) s2.CellID {
 	return c
 }
 
-// adopt replaces the entries with those of nd, read again from the index,
-// keeping the deletes newer than what nd says (the index shows no deleted
-// document, and an older upsert replayed later must still be stale). nd
-// must not be used afterwards: d holds its storage.
-func (d *directory) adopt(nd *directory) {
-	for i := range d.t.recs {
-		e := &d.t.recs[i]
-		if !e.known() || !e.deleted() {
-			continue
-		}
-		n := nd.t.record(d.t.id(e))
-		if n.known() && n.version >= e.version {
-			continue
-		}
-		if n.known() && !n.deleted() {
-			nd.live.Add(-1)
-		}
-		n.put(e.entry())
-	}
-	d.t = nd.t
-	d.live.Store(nd.live.Load())
-}
-
 // replace sets restaurant id's entry to what nd, read from the index,
-// holds of it, keeping a delete newer than that (as adopt does, for one
-// restaurant): a restaurant nd lacks becomes unknown.
+// holds of it, keeping a delete newer than that: a restaurant nd lacks
+// becomes unknown.
 func (d *directory) replace(id string, nd *directory) {
 	old := d.t.find(id)
 	had := old != nil && old.known()

@@ -187,54 +187,6 @@ func TestDirectory(t *testing.T) {
 	}
 }
 
-// TestDirectoryAdopt: adopt takes the directory read again, keeping the
-// deletes it knows that are newer than what was read (the index shows no
-// deleted document), and only those.
-func TestDirectoryAdopt(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		old, new []dirOp // the directory, and the one read again
-		want     map[string]dirEntry
-	}{
-		{"read again replaces live entries",
-			[]dirOp{{"set", "a", dirSF, 1, true}, {"set", "b", dirSF, 1, true}},
-			[]dirOp{{"warm", "a", dirNY, 3, false}, {"warm", "c", dirNY, 1, false}},
-			map[string]dirEntry{"a": live(dirNY, 3), "c": live(dirNY, 1)}},
-		{"newer delete kept over the copy read",
-			[]dirOp{{"set", "a", dirSF, 1, true}, {"remove", "a", 0, 5, true}},
-			[]dirOp{{"warm", "a", dirNY, 3, false}, {"warm", "b", dirNY, 1, false}},
-			map[string]dirEntry{"a": deleted(dirSF, 5), "b": live(dirNY, 1)}},
-		{"delete of a restaurant not read kept",
-			[]dirOp{{"remove", "a", 0, 2, true}, {"set", "b", dirSF, 1, true}, {"remove", "b", 0, 4, true}},
-			nil,
-			map[string]dirEntry{"a": deleted(0, 2), "b": deleted(dirSF, 4)}},
-		{"older delete gives way",
-			[]dirOp{{"remove", "a", 0, 2, true}},
-			[]dirOp{{"warm", "a", dirNY, 3, false}},
-			map[string]dirEntry{"a": live(dirNY, 3)}},
-		{"delete at the version read gives way",
-			[]dirOp{{"remove", "a", 0, 3, true}},
-			[]dirOp{{"warm", "a", dirNY, 3, false}},
-			map[string]dirEntry{"a": live(dirNY, 3)}},
-		{"long and odd ids",
-			[]dirOp{{"remove", dirLongID, 0, 2, true}, {"remove", "", 0, 2, true}, {"remove", dirUTF8ID, 0, 9, true}},
-			[]dirOp{{"warm", dirUTF8ID, dirNY, 3, false}, {"warm", dirMediumID, dirSF, 1, false}},
-			map[string]dirEntry{dirLongID: deleted(0, 2), "": deleted(0, 2), dirUTF8ID: deleted(0, 9), dirMediumID: live(dirSF, 1)}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			d, nd := newDirectory(), newDirectory()
-			apply(t, d, tc.old)
-			apply(t, nd, tc.new)
-			d.adopt(nd)
-			checkDirectory(t, d, tc.want)
-			// d goes on with what it took.
-			apply(t, d, []dirOp{{"set", "after", dirSF, 1, true}})
-			tc.want["after"] = live(dirSF, 1)
-			checkDirectory(t, d, tc.want)
-		})
-	}
-}
-
 // TestDirectoryReplace: replace takes what the index holds of one
 // restaurant, keeping a newer delete; a restaurant the index lacks becomes
 // unknown, as one never seen.
@@ -461,7 +413,7 @@ func TestDirectoryAgainstAMap(t *testing.T) {
 			if got := d.remove(id, v); got != want {
 				t.Fatalf("step %d: remove(%q, v%d) = %v, want %v", step, clipID(id), v, got, want)
 			}
-		case k < 99:
+		default:
 			nd, m := read()
 			n, found := m[id]
 			switch {
@@ -472,15 +424,6 @@ func TestDirectoryAgainstAMap(t *testing.T) {
 				ref[id] = n
 			}
 			d.replace(id, nd)
-		default:
-			nd, m := read()
-			for id, e := range ref {
-				if n, found := m[id]; e.deleted && (!found || n.version < e.version) {
-					m[id] = e
-				}
-			}
-			ref = m
-			d.adopt(nd)
 		}
 	}
 	checkDirectory(t, d, ref)
@@ -604,11 +547,10 @@ func TestWarmSkipsOnlyUnreadableDocuments(t *testing.T) {
 	checkDirectory(t, d, want)
 }
 
-// A new generation never reads the whole directory again while the
-// member's assignment can be read: one that only lost partitions, or kept
-// them all, keeps what it knows, and one that gained partitions marks them
-// cold (their restaurants are looked up as they come, gained.go). An
-// assignment that cannot be read makes it read the directory again.
+// A new generation never reads the whole directory again: one that only
+// lost partitions, or kept them all, keeps what it knows, and one that
+// gained partitions marks them cold (their restaurants are looked up as
+// they come, gained.go).
 func TestNewGenerationReadsOnlyForGainedPartitions(t *testing.T) {
 	e := newEnv(t, envOptions{partitions: 1})
 	p := offlinePipeline(t)
@@ -621,19 +563,12 @@ func TestNewGenerationReadsOnlyForGainedPartitions(t *testing.T) {
 		}
 		return out
 	}
-	var next map[partKey]bool
-	p.describeGroup = func(context.Context) (map[partKey]bool, bool, error) {
-		if next == nil {
-			return nil, false, nil
-		}
-		return next, true, nil
-	}
 	p.assigned = parts(0, 1, 2, 3)
 	p.ix.dirGen = 1
 	ctx := context.Background()
 	gen := int64(1)
 	for i, step := range []struct {
-		owned []int // nil: the assignment cannot be read
+		owned []int
 		read  bool
 		cold  string // the cold partitions after it
 		skip  int64  // generations passed unseen before it
@@ -643,18 +578,12 @@ func TestNewGenerationReadsOnlyForGainedPartitions(t *testing.T) {
 		{[]int{1, 2, 3}, false, "[1]", 0},      // gained one
 		{[]int{0, 1, 2, 3}, false, "[0 1]", 0}, // gained another
 		{[]int{0, 2, 3}, false, "[0]", 0},      // lost one of them
-		{nil, true, "[]", 0},                   // unknown
-		{[]int{3}, true, "[]", 0},              // nothing to compare with after an unknown
-		{[]int{3}, false, "[]", 0},
-		{[]int{2, 3}, false, "[2 3]", 1}, // one unseen: 3 may have been another's meanwhile
+		{[]int{3}, false, "[]", 0},             // lost two more
+		{[]int{2, 3}, false, "[2 3]", 1},       // one unseen: 3 may have been another's meanwhile
 	} {
-		next = nil
-		if step.owned != nil {
-			next = parts(step.owned...)
-		}
 		before := p.ix.warmStats.reads.Load()
 		gen += 1 + step.skip
-		if err := p.newGeneration(ctx, gen); err != nil {
+		if err := p.enterGeneration(ctx, &generation{id: gen, owned: parts(step.owned...)}); err != nil {
 			t.Fatal(err)
 		}
 		if read := p.ix.warmStats.reads.Load() > before; read != step.read {

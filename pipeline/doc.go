@@ -102,21 +102,24 @@
 //
 // # Several instances in one group
 //
-// Each instance reads the directory from the index once it has joined its
-// consumer group. At a later generation it keeps what it knows of the
+// Each instance is a member of one consumer group (kafka-go's
+// ConsumerGroup; group.go): each generation gives it its partitions, it
+// reads each from the group's committed offset, commits through the
+// generation, and lands what it has in flight before it joins the next.
+// It reads the directory from the index once it has joined. At a later
+// generation it keeps what it knows of the
 // restaurants of the partitions it kept: the group's balancer gives
 // partition N of every event topic to one member (balancer.go), so they
 // had no other writer. The restaurants of a partition it gained, whose
 // previous owner may have created, moved or deleted them, are looked up
 // in the index at their first event there, in batches, while the events
-// of the other partitions flow on (gained.go); only a generation whose
-// assignment cannot be read makes it read the whole directory again
-// (pipeline.go, newGeneration). The events of a partition it lost that
-// still wait in it, or in its reader's queue, it leaves unfinished to the
-// new owner (releaseUnowned). A directory read from the index knows no
+// of the other partitions flow on (gained.go). The events of a partition
+// it lost that still wait in it it leaves unfinished to the new owner
+// (releaseUnowned), as it does every message of an ended generation still
+// queued behind its readers (Pipeline.ended). A directory read from the index knows no
 // delete made before the read, so a restaurant it does not know is taken
 // as live only once the index has taken its write (confirmRestaurant).
-// Before the lookups (or the read) everything the instance has in flight
+// Before the lookups everything the instance has in flight
 // is answered and the index refreshed, so they see every acknowledged
 // write; what a previous owner had not acknowledged it had not committed,
 // so those events are delivered again.
@@ -148,7 +151,7 @@
 //     not yet in the migration's target index are written there only when
 //     they change: the copy of the rest is the job's.
 //   - A member settles its writes in flight before it joins a new
-//     generation (handover.go), but waits for that at most half the
+//     generation (the handover, group.go), but waits for that at most half the
 //     rebalance timeout: a member whose writes do not land in that time
 //     (a shard that does not answer) joins without, and its last writes
 //     can land after the new owner of their partitions has read the

@@ -29,7 +29,7 @@ import (
 // committed, so those events come to this member again. A lookup's answer
 // replaces the directory's entry, keeping a delete the directory knows of
 // at a newer version than the index shows (the index keeps no deleted
-// document; see adopt): a restaurant the index lacks is unknown, and is
+// document; see replace): a restaurant the index lacks is unknown, and is
 // taken as live only once the index has taken its write
 // (confirmRestaurant), as after a full read.
 

@@ -8,12 +8,10 @@ import (
 	"net/url"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/golang/geo/s2"
-	"github.com/segmentio/kafka-go"
 )
 
 // TestGainedPartitionsAreLookedUp: after a generation that gained
@@ -140,9 +138,7 @@ func TestLostPartitionIsReleased(t *testing.T) {
 	p := offlinePipeline(t)
 	ix := p.ix
 	p.assigned = map[partKey]bool{{"events", 0}: true, {"events", 1}: true}
-	p.describeGroup = func(context.Context) (map[partKey]bool, bool, error) {
-		return map[partKey]bool{{"events", 1}: true}, true, nil
-	}
+	p.gen = &generation{id: 1, owned: p.assigned}
 	ix.dirGen = 1
 	var offset int64
 	ev := func(part int, rid string, typ string) *event {
@@ -165,7 +161,7 @@ func TestLostPartitionIsReleased(t *testing.T) {
 	kept := ev(1, "r8", TypeDish)
 	ix.pend.add(kept, time.Now())
 
-	if err := p.newGeneration(context.Background(), 2); err != nil {
+	if err := p.enterGeneration(context.Background(), &generation{id: 2, owned: map[partKey]bool{{"events", 1}: true}}); err != nil {
 		t.Fatal(err)
 	}
 	if q := len(ix.rests["r0"].queue); q != 0 {
@@ -196,45 +192,32 @@ func TestLostPartitionIsReleased(t *testing.T) {
 	if !p.assigned[partKey{"events", 1}] || p.assigned[partKey{"events", 0}] {
 		t.Errorf("assigned %v, want partition 1 only", p.assigned)
 	}
-	// A message of the lost partition still queued in the reader is
-	// skipped and counted; one of the kept partition is not.
-	if !p.skipUnowned(kafka.Message{Topic: "events", Partition: 0, Offset: 9}) {
-		t.Error("a message of the lost partition is not skipped")
+	// A message read in the generation before, still queued, is skipped
+	// and counted: its partition's owner reads it again from the committed
+	// offset. One of the generation entered is decided.
+	if !p.ended(1) {
+		t.Error("a message of the generation before is not skipped")
 	}
-	if p.skipUnowned(kafka.Message{Topic: "events", Partition: 1, Offset: 9}) {
-		t.Error("a message of the kept partition is skipped")
+	if p.ended(2) {
+		t.Error("a message of the current generation is skipped")
 	}
 	if n := p.Stats().Unowned; n != 1 {
 		t.Errorf("Stats().Unowned = %d, want 1", n)
 	}
 }
 
-// genReader is a consumer that only counts generations.
-type genReader struct{ begun atomic.Int64 }
-
-func (g *genReader) FetchMessage(ctx context.Context) (kafka.Message, error) {
-	<-ctx.Done()
-	return kafka.Message{}, ctx.Err()
-}
-func (g *genReader) CommitMessages(context.Context, ...kafka.Message) error { return nil }
-func (g *genReader) Stats() kafka.ReaderStats {
-	return kafka.ReaderStats{Rebalances: g.begun.Swap(0)}
-}
-func (g *genReader) Close() error { return nil }
-
-// TestJoinWaitsForWritesInFlight: the group's balancer runs beforeJoin as
-// kafka-go builds a JoinGroup; while the processing loop decides events,
-// it returns only once every write in flight has landed, and the loop
-// then decides nothing until the next generation has begun, which it
-// enters with the assignment read then (a partition lost is released).
-func TestJoinWaitsForWritesInFlight(t *testing.T) {
+// TestHandoverWaitsForWritesInFlight: when a generation ends, the
+// handover holds the member's next join until the processing loop has
+// landed every write in flight; from then on the loop decides no message
+// of that generation, and the next generation is entered with its
+// assignment (a partition lost is released).
+func TestHandoverWaitsForWritesInFlight(t *testing.T) {
 	p := offlinePipeline(t)
 	ix := p.ix
-	r := &genReader{}
-	p.groupReader = r
 	p.assigned = map[partKey]bool{{"events", 0}: true, {"events", 1}: true}
+	old := &generation{id: 1, owned: p.assigned}
+	p.gen = old
 	ix.dirGen = 1
-	p.rebalances.Store(1)
 	var mu sync.Mutex
 	var order []string
 	note := func(s string) {
@@ -242,57 +225,43 @@ func TestJoinWaitsForWritesInFlight(t *testing.T) {
 		order = append(order, s)
 		mu.Unlock()
 	}
-	owned := make(chan map[partKey]bool, 1)
-	p.describeGroup = func(context.Context) (map[partKey]bool, bool, error) {
-		select {
-		case o := <-owned:
-			return o, true, nil
-		default:
-			return nil, false, nil
-		}
-	}
+	stop := context.Background()
 
-	// Not deciding yet: a join goes on at once.
-	p.beforeJoin()
-	if len(p.joins) != 0 {
-		t.Fatal("a join before the loop decides asked the loop")
-	}
+	// Not deciding yet: nothing can be in flight, the join goes on at
+	// once without asking the loop.
+	p.handOver(stop, old)
 
 	p.deciding.Store(true)
 	ev := &event{rid: "r1", part: partKey{"events", 0}}
 	ix.fly(ev)
-	ctx := context.Background()
-	handed := make(chan error, 1)
-	taken := make(chan struct{})
-	go func() {
-		ask := <-p.joins
-		close(taken)
-		handed <- p.handOver(ctx, ctx, r, ask)
-	}()
 	joined := make(chan struct{})
 	go func() {
-		copartitioned{beforeJoin: p.beforeJoin}.UserData()
+		p.handOver(stop, old)
 		note("joined")
 		close(joined)
 	}()
-	// The write lands after the loop has taken the ask.
-	<-taken
+	// The loop takes the ask; the write lands after that.
+	ask := <-p.settles
+	settled := make(chan error, 1)
+	go func() { settled <- p.settle(stop, ask) }()
 	runtime.Gosched()
 	note("landed")
 	ix.land(ev)
+	if err := <-settled; err != nil {
+		t.Fatal(err)
+	}
 	<-joined
 	if fmt.Sprint(order) != "[landed joined]" {
 		t.Fatalf("order %v: the join went on before the write in flight landed", order)
 	}
-	select {
-	case err := <-handed:
-		t.Fatalf("the loop resumed (%v) before a new generation began", err)
-	default:
+	if !p.ended(1) {
+		t.Error("a message of the settled generation would still be decided")
 	}
-	owned <- map[partKey]bool{{"events", 1}: true}
-	r.begun.Add(1)
-	if err := <-handed; err != nil {
+	if err := p.enterGeneration(stop, &generation{id: 2, owned: map[partKey]bool{{"events", 1}: true}}); err != nil {
 		t.Fatal(err)
+	}
+	if p.ended(2) {
+		t.Error("a message of the generation entered is skipped")
 	}
 	if ix.dirGen != 2 {
 		t.Errorf("directory generation %d, want 2", ix.dirGen)

@@ -18,7 +18,7 @@ import (
 // The processing loop calls it with each event (submit), on the expiry
 // tick (expirePending), when its inbox has work (poll), and around a
 // change of write mode or of consumer-group generation (quiesce,
-// setTargets, rewarm).
+// setTargets, gain).
 //
 // # What is in flight
 //
@@ -68,8 +68,8 @@ import (
 //     order, and during dual writes the other index's writes of a
 //     restaurant are added in the order of the source writes they follow
 //     (its chain is released from the head only).
-//   - A mode switch, a rewarm after a rebalance and the drain at shutdown
-//     first wait until nothing is in flight (quiesce), so every write made
+//   - A mode switch, the handover of a rebalance and the drain at
+//     shutdown first wait until nothing is in flight (quiesce), so every write made
 //     under the old targets or the old directory is answered before any
 //     is made under the new.
 //

@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"sort"
 	"strconv"
 	"sync"
@@ -55,10 +57,6 @@ type partState struct {
 	// hwm is the newest high watermark seen on a fetched message.
 	hwm      int64
 	restarts int64
-	// lost: the group gave the partition to another member (ownership.go)
-	// and no message of it has been fetched since. Its entries still
-	// finish and commit; it only leaves the figures.
-	lost bool
 }
 
 // tracker decides, per partition, how far offsets may be committed: up
@@ -71,9 +69,11 @@ type partState struct {
 //
 // # Redelivery
 //
-// kafka-go restarts every assigned partition at its committed offset when
-// a generation begins, so after a rebalance a partition we keep delivers
-// again messages we already track, some finished, some still in flight.
+// Every generation reads its partitions from the group's committed offset
+// (group.go), so after a rebalance a partition we keep may deliver again
+// messages we already track: finished but not committed (the handover
+// commits them, unless it was cut short or the commit failed), or still
+// in flight (a handover cut short).
 // A message whose offset is at or below the highest tracked offset of its
 // partition therefore restarts the tracking from that offset: the entries
 // at and above it are dropped (their writes may still land; their finish
@@ -96,15 +96,11 @@ type partState struct {
 //   - Partition lost. The processing loop releases it (release) as soon
 //     as it sees the generation that gave it away: its entries drop, so
 //     the events of it still in flight finish for nothing and this member
-//     commits nothing more of it, and the messages of it kafka-go still
-//     returns from its queue are left to the new owner, untracked
-//     (Pipeline.process). Where the assignment cannot be read, they are
-//     tracked as before; a commit of ours may then land after the new
-//     owner's and move the group's offset back. It never moves past what
-//     this process finished, so nothing is lost; moving back only
-//     redelivers. The committer skips partitions whose ready point has not
-//     advanced, and reads the group's offsets first (commit), which keeps
-//     such stale commits rare.
+//     commits nothing more of it, and the messages of it still queued
+//     between its reader and the loop are left to the new owner,
+//     untracked (Pipeline.ended). Nor can a commit of it land behind the
+//     new owner's: commits go through a generation that owns it
+//     (Pipeline.commit).
 //
 // A tracker is safe for concurrent use: the fetching goroutine tracks,
 // write callbacks finish, the committer reads.
@@ -136,7 +132,6 @@ func (t *tracker) track(k partKey, offset, hwm int64) (e *trackEntry, dropped []
 	if hwm > p.hwm {
 		p.hwm = hwm
 	}
-	p.lost = false
 	if p.last >= 0 && offset <= p.last {
 		p.restarts++
 		i := sort.Search(len(p.entries)-p.head, func(i int) bool { return p.entries[p.head+i].offset >= offset }) + p.head
@@ -274,22 +269,6 @@ type PartitionStats struct {
 	Restarts int64
 }
 
-// retain marks the partitions not in owned as lost, and returns those it
-// newly marked.
-func (t *tracker) retain(owned map[partKey]bool) []partKey {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var out []partKey
-	for k, p := range t.parts {
-		if !owned[k] && !p.lost {
-			p.lost = true
-			out = append(out, k)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
-	return out
-}
-
 // release stops tracking the partitions numbered lost, of every topic,
 // and returns their keys. Their entries drop: an event of them
 // still in flight finishes for nothing, and nothing more of them is
@@ -313,12 +292,12 @@ func (t *tracker) release(lost func(partition int) bool) []partKey {
 	return out
 }
 
-// owns reports whether partition k is tracked and not lost.
+// owns reports whether partition k is tracked.
 func (t *tracker) owns(k partKey) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	p := t.parts[k]
-	return p != nil && !p.lost
+	return p != nil
 }
 
 // snapshot returns the figures of every partition this member owns.
@@ -327,9 +306,6 @@ func (t *tracker) snapshot() map[partKey]PartitionStats {
 	defer t.mu.Unlock()
 	out := make(map[partKey]PartitionStats, len(t.parts))
 	for k, p := range t.parts {
-		if p.lost {
-			continue
-		}
 		out[k] = PartitionStats{
 			Committed: p.committed, Ready: p.ready, HighWatermark: p.hwm,
 			Lag: p.lag(), Tracked: len(p.entries) - p.head, Restarts: p.restarts,
@@ -352,15 +328,14 @@ func (t *tracker) totalLag() int64 {
 	defer t.mu.Unlock()
 	var n int64
 	for _, p := range t.parts {
-		if !p.lost {
-			n += p.lag()
-		}
+		n += p.lag()
 	}
 	return n
 }
 
-// commitLoop commits finished offsets every CommitInterval.
-func (p *Pipeline) commitLoop(ctx context.Context, r consumer) {
+// commitLoop commits finished offsets every CommitInterval, through the
+// latest generation.
+func (p *Pipeline) commitLoop(ctx context.Context) {
 	tick := time.NewTicker(p.cfg.CommitInterval)
 	defer tick.Stop()
 	for {
@@ -368,62 +343,46 @@ func (p *Pipeline) commitLoop(ctx context.Context, r consumer) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			p.commit(ctx, r)
+			p.commit(ctx, p.current.Load())
 		}
 	}
 }
 
-// commit commits every partition whose commit point moved. kafka-go
-// commits a message's offset plus one, hence the −1.
-//
-// Commits are not fenced by generation (see package kafkatest): after a
-// rebalance, an instance that still finishes events of a partition it has
-// lost would commit that partition behind its new owner, and the owner,
-// which commits only when its own point moves, would not correct it. So
-// the group's committed offsets are read first, and a point the group has
-// already reached is not committed. (A commit by the owner between that
-// read and this commit can still be overtaken; it only causes
-// redelivery.)
-func (p *Pipeline) commit(ctx context.Context, r consumer) {
+// commit commits, through gen, every partition of gen's whose commit
+// point moved. The coordinator refuses a commit through a generation that
+// has ended, and gen names only its own partitions, so a partition this
+// member lost is never committed behind its new owner. A refused commit
+// is tried again at the next tick, through the next generation.
+func (p *Pipeline) commit(ctx context.Context, gen *generation) {
+	if gen == nil || gen.group == nil || ctx.Err() != nil {
+		return
+	}
 	due := p.track.due()
-	if len(due) == 0 {
-		return
-	}
-	if p.groupCommitted != nil {
-		parts := make(map[partKey]bool, len(due))
-		for _, c := range due {
-			parts[c.key] = true
-		}
-		group, err := p.groupCommitted(ctx, parts)
-		if err != nil && ctx.Err() == nil {
-			p.log.Debug("reading the group's committed offsets failed", "error", err)
-		}
-		var behind []commitPoint
-		kept := due[:0]
-		for _, c := range due {
-			if g, ok := group[c.key]; ok && g >= c.offset {
-				behind = append(behind, commitPoint{key: c.key, offset: g})
-				continue
-			}
-			kept = append(kept, c)
-		}
-		p.track.committed(behind)
-		if due = kept; len(due) == 0 {
-			return
-		}
-	}
-	msgs := make([]kafka.Message, len(due))
-	for i, c := range due {
-		msgs[i] = kafka.Message{Topic: c.key.topic, Partition: c.key.partition, Offset: c.offset - 1}
-	}
-	if err := r.CommitMessages(ctx, msgs...); err != nil {
-		if ctx.Err() == nil {
-			p.log.Warn("commit failed; will retry", "partitions", len(due), "error", err)
-		}
-		return
-	}
-	p.track.committed(due)
+	offsets := map[string]map[int]int64{}
+	mine := due[:0]
 	for _, c := range due {
+		if !gen.owned[c.key] {
+			continue
+		}
+		mine = append(mine, c)
+		if offsets[c.key.topic] == nil {
+			offsets[c.key.topic] = map[int]int64{}
+		}
+		offsets[c.key.topic][c.key.partition] = c.offset
+	}
+	if len(mine) == 0 {
+		return
+	}
+	if err := gen.group.CommitOffsets(offsets); err != nil {
+		level := slog.LevelWarn
+		if errors.Is(err, kafka.RebalanceInProgress) || errors.Is(err, kafka.IllegalGeneration) || errors.Is(err, kafka.UnknownMemberId) {
+			level = slog.LevelDebug // the generation has ended: the next one commits
+		}
+		p.log.Log(ctx, level, "commit failed; will retry", "generation", gen.id, "partitions", len(mine), "error", err)
+		return
+	}
+	p.track.committed(mine)
+	for _, c := range mine {
 		if p.track.owns(c.key) {
 			p.met.committed.WithLabelValues(c.key.topic, strconv.Itoa(c.key.partition)).Set(float64(c.offset))
 		}

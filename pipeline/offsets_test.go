@@ -222,39 +222,6 @@ func TestTrackerSize(t *testing.T) {
 	}
 }
 
-// A partition the member lost leaves the figures but still commits what
-// finishes; a message of it fetched later brings it back.
-func TestTrackerLostPartitions(t *testing.T) {
-	tr := newTracker()
-	a, b := partKey{"t", 0}, partKey{"t", 1}
-	ea, _ := tr.track(a, 0, 10)
-	eb, _ := tr.track(b, 0, 10)
-	if lost := tr.retain(map[partKey]bool{a: true}); len(lost) != 1 || lost[0] != b {
-		t.Fatalf("retain = %v, want [%v]", lost, b)
-	}
-	if lost := tr.retain(map[partKey]bool{a: true}); len(lost) != 0 {
-		t.Errorf("retain again = %v, want nothing newly lost", lost)
-	}
-	if s := tr.snapshot(); len(s) != 1 || s[partKey{"t", 0}].HighWatermark != 10 {
-		t.Errorf("snapshot = %v, want only t/0", s)
-	}
-	if tr.owns(b) || !tr.owns(a) {
-		t.Errorf("owns: a %v, b %v; want a only", tr.owns(a), tr.owns(b))
-	}
-	if lag := tr.totalLag(); lag != 10 {
-		t.Errorf("total lag = %d, want 10 (t/0 only)", lag)
-	}
-	tr.finish(ea)
-	tr.finish(eb)
-	if due := tr.due(); len(due) != 2 {
-		t.Errorf("due = %v, want both partitions: a lost partition still commits what finished", due)
-	}
-	tr.track(b, 1, 12)
-	if !tr.owns(b) || len(tr.snapshot()) != 2 {
-		t.Errorf("after a message of t/1: owns %v, snapshot %v; want it back", tr.owns(b), tr.snapshot())
-	}
-}
-
 // A backlog of unfinished entries behind one slow event grows the
 // partition's array; once the backlog is finished and the stream goes on
 // at its usual depth, the array shrinks back instead of keeping its peak

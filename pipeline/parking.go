@@ -44,7 +44,7 @@ import (
 // record, after it. A record whose dish finished before the record was
 // written is written and then removed. What the member wrote to the
 // parking topic is acknowledged before it joins a new generation
-// (handover.go), so the new owner of a partition reads every record and
+// (the handover, group.go), so the new owner of a partition reads every record and
 // tombstone it made.
 //
 // Limits: a member that stops without draining (SIGKILL) may have parked
@@ -198,17 +198,9 @@ func (p *Pipeline) unpark(ev *event) {
 // them again: each waits for its restaurant from the time it was first
 // parked (or is written at once if the directory knows the restaurant).
 // The partitions it no longer owns are forgotten; their waiting dishes
-// were dropped with the partitions (releaseUnowned). With no assignment
-// read (owned nil) nothing is read: the next generation whose assignment
-// is read does it.
+// were dropped with the partitions (releaseUnowned).
 func (p *Pipeline) unparkOwned(ctx context.Context, owned map[partKey]bool) error {
 	if p.parking == nil {
-		return nil
-	}
-	if owned == nil {
-		if len(p.unparkedParts) == 0 {
-			p.log.Warn("parked dishes not read back: this member's assignment could not be read", "topic", p.cfg.ParkingTopic)
-		}
 		return nil
 	}
 	now := map[int]bool{}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -19,7 +18,7 @@ import (
 	"github.com/geoshard/geoshard/bulk"
 )
 
-// consumer is the part of kafka-go's Reader the pipeline uses.
+// consumer is the part of kafka-go's Reader the repartitioner uses.
 type consumer interface {
 	FetchMessage(ctx context.Context) (kafka.Message, error)
 	CommitMessages(ctx context.Context, msgs ...kafka.Message) error
@@ -40,18 +39,15 @@ type Pipeline struct {
 	met    *metrics
 
 	// Hooks, replaced by tests.
-	newConsumer func(kafka.ReaderConfig) consumer
+	wrapDialer  func(*kafka.Dialer) *kafka.Dialer // the group's and the readers' connections
 	newProducer func(*kafka.Transport) producer
 	// newParkingProducer writes the parking topic.
 	newParkingProducer func(*kafka.Transport) producer
 	// groupCommitted reads the group's committed offsets from the broker.
 	groupCommitted func(ctx context.Context, parts map[partKey]bool) (map[partKey]int64, error)
-	// describeGroup reads this member's assignment from the broker.
-	describeGroup func(ctx context.Context) (map[partKey]bool, bool, error)
-	// token identifies this member in the consumer group (ownership.go).
-	token []byte
 	// assigned is the member's assignment when the directory was last
-	// read (nil: unknown). Owned by the processing goroutine.
+	// read (nil: before the first generation). Owned by the processing
+	// goroutine.
 	assigned map[partKey]bool
 	// maxTracked bounds the fetched messages tracked (maxTracked; tests
 	// lower it).
@@ -78,8 +74,6 @@ type Pipeline struct {
 	// which makes the watcher write the heartbeat.
 	modeWake, applied chan struct{}
 
-	sampleMu sync.Mutex // serialises reads of the reader's reset-on-read stats
-
 	mu        sync.Mutex   // guards the fields below
 	cur       mode         // the mode writes use (ix.targets is cur.targets)
 	wanted    *mode        // a mode requested and not applied yet
@@ -94,22 +88,26 @@ type Pipeline struct {
 	placement     *keyPlacement
 	misplaced     atomic.Int64
 	repartitioned atomic.Int64
-	// unowned counts messages skipped because their partition had gone
-	// to another member (process).
+	// unowned counts messages skipped because their generation had ended
+	// (process): their partitions' next owners read them again.
 	unowned atomic.Int64
-	// The rejoin handover (handover.go): deciding is set while the
-	// processing loop decides events; beforeJoin asks it, on joins, to
-	// stop and settle what it has in flight.
+	// The consumer group (group.go): current is the latest generation
+	// (the committer's), generations counts them. deciding is set while
+	// the processing loop decides events; the handover asks it through
+	// settles to land what it has in flight. gen is the generation the
+	// loop is in, settled the last one it settled (both loop-owned).
+	current     atomic.Pointer[generation]
+	generations atomic.Int64
 	deciding    atomic.Bool
-	joins       chan joinAsk
-	groupReader consumer
+	settles     chan settleAsk
+	gen         *generation
+	settled     int64
 
 	fetched, finished, deadLetters atomic.Int64
 	// parkedCount, unparkedCount and readBack count the parking records
 	// written, their tombstones written, and the records read back.
 	parkedCount, unparkedCount, readBack atomic.Int64
 	lastProgress                         atomic.Int64 // unix nanoseconds
-	rebalances                           atomic.Int64
 	migPolled, lastBeat                  atomic.Int64 // unix nanoseconds
 	hbIndexReady                         atomic.Bool
 }
@@ -130,14 +128,12 @@ func New(cfg Config, client *opensearch.Client) (*Pipeline, error) {
 	}
 	p := &Pipeline{
 		cfg: cfg, log: cfg.Logger, client: client, admin: bulk.NewAdmin(client), met: m,
-		newConsumer:   func(rc kafka.ReaderConfig) consumer { return kafka.NewReader(rc) },
 		track:         newTracker(),
 		modeWake:      make(chan struct{}, 1),
-		joins:         make(chan joinAsk, 1),
+		settles:       make(chan settleAsk),
 		applied:       make(chan struct{}, 1),
 		counts:        make(map[EventKey]int64),
 		deadCount:     make(map[Reason]int64),
-		token:         newToken(),
 		unparkedParts: map[int]bool{},
 		maxTracked:    maxTracked,
 	}
@@ -145,39 +141,6 @@ func New(cfg Config, client *opensearch.Client) (*Pipeline, error) {
 	p.newProducer = p.kafkaProducer
 	p.newParkingProducer = p.parkingProducer
 	return p, nil
-}
-
-// readerConfig is the consumer-group reader: explicit commits only
-// (CommitInterval 0, so CommitMessages is synchronous), every event topic
-// in one group.
-func (p *Pipeline) readerConfig(d *kafka.Dialer) kafka.ReaderConfig {
-	k := p.cfg.Kafka
-	return kafka.ReaderConfig{
-		Brokers:     p.cfg.Brokers,
-		GroupID:     p.cfg.Group,
-		GroupTopics: p.cfg.topics(),
-		// The co-partitioned balancer first; range only so that a group
-		// still holding members of an older version can form (a group
-		// votes for the first strategy all its members offer).
-		GroupBalancers:        []kafka.GroupBalancer{copartitioned{token: p.token, beforeJoin: p.beforeJoin}, kafka.RangeGroupBalancer{}},
-		Dialer:                d,
-		MinBytes:              1,
-		MaxBytes:              max(10<<20, 2*p.cfg.MaxEventBytes),
-		MaxWait:               k.MaxWait,
-		CommitInterval:        0,
-		HeartbeatInterval:     k.HeartbeatInterval,
-		SessionTimeout:        k.SessionTimeout,
-		RebalanceTimeout:      k.RebalanceTimeout,
-		JoinGroupBackoff:      k.JoinGroupBackoff,
-		StartOffset:           kafka.FirstOffset,
-		ReadLagInterval:       -1,
-		WatchPartitionChanges: true,
-		ReadBackoffMin:        50 * time.Millisecond,
-		ReadBackoffMax:        time.Second,
-		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
-			p.log.Debug("kafka reader", "detail", fmt.Sprintf(msg, args...))
-		}),
-	}
 }
 
 // kafkaProducer is the dead-letter writer: acknowledged by every in-sync
@@ -262,11 +225,13 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if p.groupCommitted == nil {
 		p.groupCommitted = p.offsetFetcher(transport)
 	}
-	if p.describeGroup == nil {
-		p.describeGroup = p.groupDescriber(transport)
+	if p.wrapDialer != nil {
+		dialer = p.wrapDialer(dialer)
 	}
-	reader := p.newConsumer(p.readerConfig(dialer))
-	p.groupReader = reader // read by beforeJoin only once the loop decides
+	group, err := kafka.NewConsumerGroup(p.groupConfig(dialer))
+	if err != nil {
+		return fmt.Errorf("pipeline: consumer group: %w", err)
+	}
 	prod := p.newProducer(transport)
 	p.dead = newDLQ(prod, p.log, p.deadLetterWritten, func(d *deadLetter) bool { return p.track.isDropped(d.ev.entry) })
 	p.kafkaClient = &kafka.Client{Addr: kafka.TCP(p.cfg.Brokers...), Timeout: 30 * time.Second, Transport: transport}
@@ -285,11 +250,11 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	var bg sync.WaitGroup
 	bg.Go(func() { p.dead.run(lt.work) })
 	bg.Go(func() { p.parking.run(lt.work) })
-	bg.Go(func() { p.commitLoop(lt.commit, reader) })
-	bg.Go(func() { p.progressLoop(lt.work, reader) })
+	bg.Go(func() { p.commitLoop(lt.commit) })
+	bg.Go(func() { p.progressLoop(lt.work) })
 	bg.Go(func() { p.watch(lt.intake, watch) })
 
-	p.consume(lt, dialer, transport, reader)
+	p.consume(lt, dialer, transport, group)
 	p.drain(lt, w)
 	lt.stopWork()
 	p.ix.tasks.Wait() // their writes have ended: cancelled, or failed by Close
@@ -297,11 +262,11 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	bg.Wait() // the committer has stopped: the last commit below is the only one
 
 	finalCtx, cancelFinal := context.WithTimeout(context.Background(), 5*time.Second)
-	p.commit(finalCtx, reader)
+	p.commit(finalCtx, p.current.Load())
 	cancelFinal()
 	lt.cancelRun(nil)
-	if err := reader.Close(); err != nil {
-		p.log.Warn("close kafka reader", "error", err)
+	if err := group.Close(); err != nil { // leaves the group
+		p.log.Warn("close the consumer group", "error", err)
 	}
 	if err := prod.Close(); err != nil {
 		p.log.Warn("close dead-letter writer", "error", err)
@@ -426,7 +391,7 @@ func (lt *lifetimes) release() {
 // consume runs intake: the repartitioner (under DishKeyDish), the fetch
 // and the decoding beside the processing loop, until intake ends or the
 // loop fails. It returns once all of them have stopped.
-func (p *Pipeline) consume(lt *lifetimes, dialer *kafka.Dialer, transport *kafka.Transport, reader consumer) {
+func (p *Pipeline) consume(lt *lifetimes, dialer *kafka.Dialer, transport *kafka.Transport, group *kafka.ConsumerGroup) {
 	// The repartitioner (repartition.go) stops with intake, and finishes
 	// the batch it is writing within the drain.
 	var repart sync.WaitGroup
@@ -436,12 +401,15 @@ func (p *Pipeline) consume(lt *lifetimes, dialer *kafka.Dialer, transport *kafka
 	}
 	raw, msgs := make(chan fetched, 64), make(chan fetched, 64)
 	var fetcher sync.WaitGroup
-	fetcher.Go(func() { p.fetch(lt.intake, reader, raw) })
+	fetcher.Go(func() {
+		defer close(raw)
+		p.consumeGroup(lt.intake, group, dialer, raw)
+	})
 	fetcher.Go(func() { p.decodeAll(lt.intake, raw, msgs) })
 
 	// An error that is only the stop reaching a call (intake cancelled,
 	// the drain not yet over) is a stop, not a failure.
-	err := p.process(lt.intake, lt.work, reader, msgs)
+	err := p.process(lt.intake, lt.work, msgs)
 	if err != nil && lt.work.Err() == nil && (lt.intake.Err() == nil || !errors.Is(err, context.Canceled)) {
 		p.fail(err)
 	}
@@ -482,62 +450,13 @@ func (p *Pipeline) fail(err error) {
 	}
 }
 
-// fetchBackoff spaces the fetches that kafka-go gave up on.
-var fetchBackoff = bulk.Backoff{Initial: 250 * time.Millisecond, Max: 2 * time.Second}
-
-// fetched is a message, decoded, and the number of consumer-group
-// generations the reader had begun when it was fetched.
+// fetched is a message, decoded, and the consumer-group generation it
+// was read in; or, with start set, the start of a generation.
 type fetched struct {
-	msg kafka.Message
-	gen int64
-	dec decoded
-}
-
-// sampleReader reads the reader's counters (kafka-go resets them when
-// read, so every read goes through here) and returns the generations
-// begun so far.
-func (p *Pipeline) sampleReader(r consumer) int64 {
-	p.sampleMu.Lock()
-	defer p.sampleMu.Unlock()
-	return p.rebalances.Add(r.Stats().Rebalances)
-}
-
-// fetch hands fetched messages to decodeAll until ctx ends.
-//
-// Each message carries the generation count read after it was fetched.
-// kafka-go counts a new generation before it subscribes to the new
-// assignments, so a message of generation n always carries a count of at
-// least n (a message of an earlier generation still queued in the reader
-// may carry a later count, which only makes the directory refresh early).
-func (p *Pipeline) fetch(ctx context.Context, r consumer, out chan<- fetched) {
-	defer close(out)
-	failures := 0
-	for {
-		m, err := r.FetchMessage(ctx)
-		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, io.EOF) {
-				return
-			}
-			// kafka-go retries broker and group errors itself; what reaches
-			// here (a generation that failed MaxAttempts times) is retried
-			// after a pause.
-			failures++
-			wait := fetchBackoff.Delay(failures)
-			p.log.Warn("kafka fetch failed; retrying", "in", wait, "error", err)
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(wait):
-			}
-			continue
-		}
-		failures = 0
-		select {
-		case out <- fetched{msg: m, gen: p.sampleReader(r)}:
-		case <-ctx.Done():
-			return
-		}
-	}
+	msg   kafka.Message
+	gen   int64
+	dec   decoded
+	start *generation
 }
 
 // decodeAll decodes the fetched messages, in order, and hands them to the
@@ -547,6 +466,14 @@ func (p *Pipeline) fetch(ctx context.Context, r consumer, out chan<- fetched) {
 func (p *Pipeline) decodeAll(ctx context.Context, in <-chan fetched, out chan<- fetched) {
 	defer close(out)
 	for f := range in {
+		if f.start != nil {
+			select {
+			case out <- f:
+				continue
+			case <-ctx.Done():
+				return
+			}
+		}
 		f.dec = p.decode(f.msg)
 		if p.placement != nil && f.msg.Topic == p.cfg.RestaurantTopic && len(f.msg.Key) > 0 {
 			p.checkPlacement(f.msg)
@@ -575,20 +502,20 @@ func (p *Pipeline) checkPlacement(m kafka.Message) {
 	}
 }
 
-// process is the processing goroutine, the indexer's loop: it warms the
-// directory once the reader has joined its group, then decides events in
-// fetch order, one at a time, and between them runs what writer
-// callbacks and tasks posted, the expiry of pending dishes and mode
-// switches. Intake stops when stop ends, and while too many events wait
-// behind held restaurants; blocking steps run under work.
-func (p *Pipeline) process(stop, work context.Context, r consumer, msgs <-chan fetched) error {
-	if err := p.initialWarm(stop, r); err != nil || stop.Err() != nil {
+// process is the processing goroutine, the indexer's loop: it waits for
+// the first generation of the consumer group and reads the directory,
+// then decides events in fetch order, one at a time, and between them
+// runs what writer callbacks and tasks posted, the expiry of pending
+// dishes, mode switches and the handover's settling. Intake stops when
+// stop ends, and while too many events wait behind held restaurants;
+// blocking steps run under work.
+func (p *Pipeline) process(stop, work context.Context, msgs <-chan fetched) error {
+	if err := p.firstGeneration(stop, msgs); err != nil || stop.Err() != nil {
 		return err
 	}
 	p.deciding.Store(true)
 	defer p.deciding.Store(false)
 	ix := p.ix
-	var sampled time.Time
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -611,20 +538,13 @@ func (p *Pipeline) process(stop, work context.Context, r consumer, msgs <-chan f
 			if !ok {
 				return nil
 			}
-			// The generation is read again before each event (at most every
-			// sampleEvery): the events queued between the fetch and here
-			// were counted at their fetch, and one of a partition the group
-			// has just given away must not be decided here.
-			if now := time.Now(); now.Sub(sampled) >= sampleEvery {
-				p.sampleReader(r)
-				sampled = now
-			}
-			if gen := max(f.gen, p.rebalances.Load()); gen > ix.dirGen {
-				if err := p.newGeneration(work, gen); err != nil {
+			if f.start != nil {
+				if err := p.enterGeneration(work, f.start); err != nil {
 					return err
 				}
+				continue
 			}
-			if p.skipUnowned(f.msg) {
+			if p.ended(f.gen) {
 				continue
 			}
 			if err := p.handle(work, f.msg, f.dec); err != nil {
@@ -635,6 +555,9 @@ func (p *Pipeline) process(stop, work context.Context, r consumer, msgs <-chan f
 				return err
 			}
 		case <-tick.C:
+			if p.settled == p.gen.id {
+				continue // handed over: nothing new is written until the next generation
+			}
 			if err := ix.expirePending(work, p.cfg.PendingMaxAge); err != nil {
 				return err
 			}
@@ -642,72 +565,88 @@ func (p *Pipeline) process(stop, work context.Context, r consumer, msgs <-chan f
 			if err := p.applyWanted(work); err != nil {
 				return err
 			}
-		case ask := <-p.joins:
-			if err := p.handOver(stop, work, r, ask); err != nil {
+		case ask := <-p.settles:
+			if err := p.settle(work, ask); err != nil {
 				return err
 			}
 		}
 	}
 }
 
-// skipUnowned reports, and counts, a message of a partition the member's
-// assignment no longer holds: fetched before the rebalance and returned
-// after it, it is left to the partition's new owner, which reads it from
-// the group's committed offset. With no assignment read, nothing is
-// skipped.
-func (p *Pipeline) skipUnowned(m kafka.Message) bool {
-	if p.assigned == nil || p.assigned[partKey{topic: m.Topic, partition: m.Partition}] {
+// ended reports, and counts, a message of a generation that has ended
+// (settled, or followed by the one the loop is in): its partition's next
+// owner reads it again from the group's committed offset, and this member
+// does not decide it. For a partition it lost, deciding it here, with a
+// directory that no longer follows its restaurants, could write a dish at
+// the cell its restaurant had just left after the new owner moved the
+// restaurant's dishes from there.
+func (p *Pipeline) ended(gen int64) bool {
+	if p.gen != nil && gen == p.gen.id && gen > p.settled {
 		return false
 	}
 	p.unowned.Add(1)
 	return true
 }
 
-// sampleEvery spaces the processing loop's reads of the reader's
-// generation count.
-const sampleEvery = 2 * time.Millisecond
-
-// newGeneration follows the consumer group into generation gen. The
-// restaurants of a partition the member kept had no other writer
-// meanwhile (partition N of every event topic is one member's, and both
-// are keyed by restaurant), so what it knows of them stands, and a member
-// that only lost partitions (the older members when one joins) pauses for
-// nothing but the rebalance. The restaurants of a partition it gained
-// are looked up in the index as their events come (gained.go). A
-// partition it lost is released at once (releaseUnowned). Generations that
-// passed unseen (gen more than one past the directory's) may have given
-// a kept partition to another member and back: every partition then
-// counts as gained. An assignment it cannot read makes it read the whole
-// directory again.
-func (p *Pipeline) newGeneration(ctx context.Context, gen int64) error {
-	return p.enterGeneration(ctx, gen, p.assignment(ctx))
-}
-
-// enterGeneration is newGeneration with the assignment read (nil: it
-// could not be): the directory follows the assignment, then the parked
-// dishes of the partitions gained are read back.
-func (p *Pipeline) enterGeneration(ctx context.Context, gen int64, owned map[partKey]bool) error {
-	if err := p.followAssignment(ctx, gen, owned); err != nil {
+// firstGeneration waits for the member's first generation, then reads
+// the directory. Reading it only then matters when instances come and go:
+// until the group has settled, the previous owners of our partitions may
+// still be writing, and a directory read before would miss what they
+// wrote. What they wrote but had not acknowledged they had not committed
+// either, so those events come to us again. Then the parked dishes of the
+// assigned partitions are read back (parking.go).
+func (p *Pipeline) firstGeneration(ctx context.Context, msgs <-chan fetched) error {
+	var gen *generation
+	for gen == nil {
+		select {
+		case <-ctx.Done():
+			return nil
+		case f, ok := <-msgs:
+			if !ok {
+				return nil
+			}
+			gen = f.start // no message comes before its generation's start
+		}
+	}
+	// The assignment before the read: the directory then holds every
+	// acknowledged write of the partitions it names.
+	p.assigned, p.gen = gen.owned, gen
+	if err := p.ix.warm(ctx, &p.ix.targets[0], p.ix.dir); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return err
 	}
-	return p.unparkOwned(ctx, owned)
+	p.ix.dirGen = gen.id
+	if err := p.unparkOwned(ctx, p.assigned); err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
+}
+
+// enterGeneration follows the consumer group into gen. The restaurants
+// of a partition the member kept had no other writer meanwhile (partition
+// N of every event topic is one member's, and both are keyed by
+// restaurant), so what it knows of them stands, and a member that only
+// lost partitions (the older members when one joins) pauses for nothing
+// but the rebalance. The restaurants of a partition it gained are looked
+// up in the index as their events come (gained.go). A partition it lost
+// is released at once (releaseUnowned). Generations that passed unseen
+// (gen more than one past the directory's) may have given a kept
+// partition to another member and back: every partition then counts as
+// gained. Then the parked dishes of the partitions gained are read back.
+func (p *Pipeline) enterGeneration(ctx context.Context, gen *generation) error {
+	p.gen = gen
+	if err := p.followAssignment(ctx, gen.id, gen.owned); err != nil {
+		return err
+	}
+	return p.unparkOwned(ctx, gen.owned)
 }
 
 // followAssignment makes the directory follow the generation's
-// assignment: partitions lost are released, those gained are marked cold
-// (or the directory read again when the assignment is unknown).
+// assignment: partitions lost are released, those gained are marked cold.
 func (p *Pipeline) followAssignment(ctx context.Context, gen int64, owned map[partKey]bool) error {
-	if owned != nil {
-		p.releaseUnowned(owned)
-	}
-	if owned == nil || p.assigned == nil {
-		if err := p.ix.rewarm(ctx, gen); err != nil {
-			return err
-		}
-		p.ix.cold = coldState{} // every restaurant was read
-		p.assigned = owned
-		return nil
-	}
+	p.releaseUnowned(owned)
 	gained, lost := partitionChange(p.assigned, owned)
 	if gen > p.ix.dirGen+1 {
 		gained, _ = partitionChange(nil, owned)
@@ -736,7 +675,8 @@ func (p *Pipeline) followAssignment(ctx context.Context, gen int64, owned map[pa
 // dishes from there.
 //
 // The writes this member had in flight for them landed before it joined
-// the generation (handover.go), unless it could not settle in time.
+// the generation (the handover, group.go), unless it could not settle in
+// time.
 func (p *Pipeline) releaseUnowned(owned map[partKey]bool) {
 	keep := map[int]bool{}
 	for k := range owned {
@@ -780,53 +720,4 @@ func partitionChange(before, now map[partKey]bool) (gained, lost []int) {
 	slices.Sort(gained)
 	slices.Sort(lost)
 	return gained, lost
-}
-
-// assignment reads this member's partitions, or nil when they cannot be
-// read now (the group is not stable, the broker does not answer).
-func (p *Pipeline) assignment(ctx context.Context) map[partKey]bool {
-	if p.describeGroup == nil {
-		return nil
-	}
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	owned, ok, err := p.describeGroup(cctx)
-	if err != nil || !ok {
-		return nil
-	}
-	return owned
-}
-
-// initialWarm waits for the reader to join its group, then reads the
-// directory. Reading it only then matters when instances come and go: until
-// the group has settled, the previous owners of our partitions may still
-// be writing, and a directory read before would miss what they wrote.
-// What they wrote but had not acknowledged they had not committed either,
-// so those events come to us again. Then the parked dishes of the
-// assigned partitions are read back (parking.go).
-func (p *Pipeline) initialWarm(ctx context.Context, r consumer) error {
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for p.sampleReader(r) == 0 {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-		}
-	}
-	gen := p.rebalances.Load()
-	// The assignment before the read: the directory then holds every
-	// acknowledged write of the partitions it names.
-	p.assigned = p.assignment(ctx)
-	if err := p.ix.warm(ctx, &p.ix.targets[0], p.ix.dir); err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
-	}
-	p.ix.dirGen = gen
-	if err := p.unparkOwned(ctx, p.assigned); err != nil && ctx.Err() == nil {
-		return err
-	}
-	return nil
 }

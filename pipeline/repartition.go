@@ -41,7 +41,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -189,26 +188,14 @@ func (rp *repartitioner) run(stop, work context.Context) {
 	go func() {
 		defer close(fetched)
 		defer close(in)
-		for {
-			m, err := rp.r.FetchMessage(stop)
-			if err != nil {
-				if stop.Err() != nil || errors.Is(err, io.EOF) {
-					return
-				}
-				rp.log.Warn("repartition: kafka fetch failed; retrying", "error", err)
-				select {
-				case <-stop.Done():
-					return
-				case <-time.After(time.Second):
-				}
-				continue
-			}
+		fetchAll(stop, rp.log.With("step", "repartition"), rp.r, func(m kafka.Message) bool {
 			select {
 			case in <- m:
+				return true
 			case <-stop.Done():
-				return
+				return false
 			}
-		}
+		})
 	}()
 	// Commits run beside the next batch's write, the latest acknowledged
 	// message of each partition at a time (kafka-go commits the highest
@@ -308,14 +295,34 @@ func (rp *repartitioner) write(ctx context.Context, msgs []kafka.Message) error 
 
 // newRepartitioner builds the repartitioner's reader and writer.
 func (p *Pipeline) newRepartitioner(d *kafka.Dialer, t *kafka.Transport) *repartitioner {
-	rc := p.readerConfig(d)
-	rc.GroupID = p.cfg.repartitionGroup()
-	rc.GroupTopics = []string{p.cfg.DishTopic}
-	rc.GroupBalancers = nil // kafka-go's range and round robin: any member may forward any partition
+	k := p.cfg.Kafka
+	rc := kafka.ReaderConfig{
+		Brokers:     p.cfg.Brokers,
+		GroupID:     p.cfg.repartitionGroup(),
+		GroupTopics: []string{p.cfg.DishTopic},
+		// kafka-go's range and round robin: any member may forward any
+		// partition.
+		Dialer:            d,
+		MinBytes:          1,
+		MaxBytes:          max(10<<20, 2*p.cfg.MaxEventBytes),
+		MaxWait:           k.MaxWait,
+		CommitInterval:    0, // CommitMessages is synchronous
+		HeartbeatInterval: k.HeartbeatInterval,
+		SessionTimeout:    k.SessionTimeout,
+		RebalanceTimeout:  k.RebalanceTimeout,
+		JoinGroupBackoff:  k.JoinGroupBackoff,
+		StartOffset:       kafka.FirstOffset,
+		ReadLagInterval:   -1,
+		ReadBackoffMin:    50 * time.Millisecond,
+		ReadBackoffMax:    time.Second,
+		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
+			p.log.Debug("kafka reader", "group", p.cfg.repartitionGroup(), "detail", fmt.Sprintf(msg, args...))
+		}),
+	}
 	maxBytes := p.cfg.maxRepartitionMessage()
 	return &repartitioner{
 		log: p.log.With("component", "repartition"),
-		r:   p.newConsumer(rc),
+		r:   kafka.NewReader(rc),
 		w: &kafka.Writer{
 			Addr:         kafka.TCP(p.cfg.Brokers...),
 			Topic:        p.cfg.RepartitionTopic,

@@ -182,7 +182,7 @@ func (p *Pipeline) Ready() (bool, string) {
 		switch {
 		case !p.started.Load():
 			return false, "not started"
-		case p.rebalances.Load() == 0:
+		case p.generations.Load() == 0:
 			return false, "waiting to join the consumer group"
 		}
 		return false, fmt.Sprintf("warming the restaurant directory: %d pages, %d of %d restaurants",
@@ -191,7 +191,7 @@ func (p *Pipeline) Ready() (bool, string) {
 	if !p.running.Load() {
 		return false, "not running"
 	}
-	if p.fetched.Load() == 0 && p.rebalances.Load() == 0 {
+	if p.fetched.Load() == 0 && p.generations.Load() == 0 {
 		return false, "waiting to join the consumer group"
 	}
 	if lag := p.track.totalLag(); lag > 0 {
@@ -203,22 +203,19 @@ func (p *Pipeline) Ready() (bool, string) {
 	return true, "ok"
 }
 
-// progressLoop samples the reader, follows the member's assignment,
-// publishes the gauges and calls OnProgress, every 200ms, until ctx ends.
-func (p *Pipeline) progressLoop(ctx context.Context, r consumer) {
+// progressLoop publishes the gauges and calls OnProgress, every 200ms,
+// until ctx ends.
+func (p *Pipeline) progressLoop(ctx context.Context) {
 	const every = 200 * time.Millisecond
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	last, lastAt := p.finished.Load(), time.Now()
-	own := &ownership{describe: p.describeGroup}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
-		p.sampleReader(r)
-		p.followOwnership(ctx, own)
 		p.publishGauges()
 		if p.cfg.OnProgress == nil {
 			continue

@@ -199,48 +199,6 @@ func parseVersion(raw json.RawMessage) (int64, error) {
 	return strconv.ParseInt(n.String(), 10, 64)
 }
 
-// rewarm reads the directory again after the consumer group began a new
-// generation whose assignment could not be read (one that could marks
-// the partitions it gained cold instead: gained.go). Partitions may have
-// moved: another instance may have
-// created, moved or deleted restaurants of a partition that is ours now,
-// and our directory does not know. Everything in flight is answered first (quiesce), and
-// the index refreshed, so the scan sees every acknowledged write (ours and
-// the previous owner's; what the previous owner had not acknowledged it
-// had not committed either, so those events come to us again). Delete
-// versions the index cannot show are kept. Dishes waiting for a
-// restaurant the index now has are written.
-func (ix *indexer) rewarm(ctx context.Context, gen int64) error {
-	start := time.Now()
-	if err := ix.quiesce(ctx); err != nil {
-		return err
-	}
-	nd := newDirectory()
-	ix.warmStats.pages.Store(0)
-	ix.warmStats.seen.Store(0)
-	ix.warmStats.total.Store(0)
-	t := ix.targets[0]
-	if err := ix.warm(ctx, &t, nd); err != nil {
-		return err
-	}
-	ix.dir.adopt(nd)
-	ix.dirGen = gen
-	released := 0
-	for rid := range ix.pend.byRest {
-		if _, ok := ix.dir.lookup(rid); !ok {
-			continue
-		}
-		for _, d := range ix.pend.take(rid) {
-			released++
-			if err := ix.dishUpsert(ctx, d); err != nil {
-				return err
-			}
-		}
-	}
-	ix.log.Info("consumer group rebalanced: directory read again", "generation", gen, "restaurants", ix.dir.size(), "pending_released", released, "took", time.Since(start).Round(time.Millisecond))
-	return nil
-}
-
 // lookupRestaurants reads restaurants from the write index (the primary
 // target) into the directory (where the index holds a newer version than
 // the directory), in one search.

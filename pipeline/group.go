@@ -1,0 +1,301 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/geoshard/geoshard/bulk"
+)
+
+// The consumer group.
+//
+// ingest's instances share the event topics through one Kafka consumer
+// group, joined with kafka-go's ConsumerGroup. Each generation gives this
+// member its partitions (the co-partitioned balancer, balancer.go) with
+// the group's committed offsets. The member then:
+//
+//  1. hands the generation to the processing loop (a marker in the same
+//     channel as the messages, ahead of every message of it), which
+//     releases the partitions lost and takes on those gained before it
+//     decides anything more (Pipeline.enterGeneration);
+//  2. reads each partition with a reader of its own from the committed
+//     offset (readPartition), every message stamped with the generation;
+//  3. commits through the generation (Pipeline.commit): only the
+//     partitions it owns, and never once the group has moved on (the
+//     coordinator refuses a commit of an ended generation);
+//  4. holds the next join until what it has in flight is settled
+//     (handOver). kafka-go waits for every function a generation started
+//     before it joins the next generation, and the next generation cannot
+//     form without that join: one of them waits, once the generation
+//     ends, for the processing loop to land every write in flight and for
+//     the finished offsets to be committed through the ending generation.
+//     The partitions' next owners then start where this member stopped,
+//     with the index holding every write it made. The wait is bounded by
+//     half the rebalance timeout (a shard that does not answer), and
+//     logged when cut: the next owner may then see the last writes land
+//     late.
+//
+// The messages of an ended generation still queued between a reader and
+// the processing loop are not decided (Pipeline.process): their
+// partitions' next owners (this member, for a partition kept) read them
+// again from the committed offset.
+
+// generation is one consumer-group generation, as the processing loop
+// and the committer see it.
+type generation struct {
+	id    int64
+	owned map[partKey]bool
+	// offsets are where each partition's reading starts: the group's
+	// committed offset, or kafka.FirstOffset.
+	offsets map[partKey]int64
+	group   *kafka.Generation // nil in tests that enter generations by hand
+}
+
+// newGeneration reads a kafka-go generation's assignment.
+func newGeneration(g *kafka.Generation) *generation {
+	gen := &generation{id: int64(g.ID), owned: map[partKey]bool{}, offsets: map[partKey]int64{}, group: g}
+	for topic, parts := range g.Assignments {
+		for _, a := range parts {
+			k := partKey{topic: topic, partition: a.ID}
+			gen.owned[k] = true
+			gen.offsets[k] = a.Offset
+		}
+	}
+	return gen
+}
+
+// groupConfig is the consumer group: every event topic, the co-partitioned
+// balancer first (range only so that a group still holding members of an
+// older version can form: a group votes for the first strategy all its
+// members offer).
+func (p *Pipeline) groupConfig(d *kafka.Dialer) kafka.ConsumerGroupConfig {
+	k := p.cfg.Kafka
+	return kafka.ConsumerGroupConfig{
+		ID:                    p.cfg.Group,
+		Brokers:               p.cfg.Brokers,
+		Dialer:                d,
+		Topics:                p.cfg.topics(),
+		GroupBalancers:        []kafka.GroupBalancer{copartitioned{}, kafka.RangeGroupBalancer{}},
+		HeartbeatInterval:     k.HeartbeatInterval,
+		SessionTimeout:        k.SessionTimeout,
+		RebalanceTimeout:      k.RebalanceTimeout,
+		JoinGroupBackoff:      k.JoinGroupBackoff,
+		WatchPartitionChanges: true,
+		StartOffset:           kafka.FirstOffset,
+		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
+			p.log.Debug("kafka consumer group", "detail", fmt.Sprintf(msg, args...))
+		}),
+	}
+}
+
+// partitionReader reads one partition, outside any group.
+func (p *Pipeline) partitionReader(d *kafka.Dialer, k partKey) *kafka.Reader {
+	return kafka.NewReader(kafka.ReaderConfig{
+		Brokers:         p.cfg.Brokers,
+		Topic:           k.topic,
+		Partition:       k.partition,
+		Dialer:          d,
+		MinBytes:        1,
+		MaxBytes:        max(10<<20, 2*p.cfg.MaxEventBytes),
+		MaxWait:         p.cfg.Kafka.MaxWait,
+		ReadLagInterval: -1,
+		ReadBackoffMin:  50 * time.Millisecond,
+		ReadBackoffMax:  time.Second,
+		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
+			p.log.Debug("kafka reader", "partition", k.String(), "detail", fmt.Sprintf(msg, args...))
+		}),
+	})
+}
+
+// consumeGroup is the member: it takes each generation the group gives,
+// reads its partitions into out and holds the next join for the
+// handover, until stop ends. It returns once nothing more is written to
+// out; the generation's functions then wait for it to end (Run closes the
+// group after the last commit).
+func (p *Pipeline) consumeGroup(stop context.Context, cg *kafka.ConsumerGroup, d *kafka.Dialer, out chan<- fetched) {
+	var reading sync.WaitGroup
+	defer reading.Wait()
+	failures := 0
+	for {
+		g, err := cg.Next(stop)
+		if err != nil {
+			if stop.Err() != nil || errors.Is(err, kafka.ErrGroupClosed) {
+				return
+			}
+			// kafka-go rejoins by itself; what reaches here is one failed
+			// attempt to form a generation.
+			failures++
+			wait := fetchBackoff.Delay(failures)
+			p.log.Warn("consumer group: joining failed; trying again", "in", wait, "error", err)
+			if !sleepCtx(stop, wait) {
+				return
+			}
+			continue
+		}
+		failures = 0
+		gen := newGeneration(g)
+		p.current.Store(gen)
+		p.generations.Add(1)
+		select {
+		case out <- fetched{gen: gen.id, start: gen}:
+		case <-stop.Done():
+			return
+		}
+		for k, offset := range gen.offsets {
+			reading.Add(1)
+			g.Start(func(ctx context.Context) {
+				rctx, cancel := mergeDone(ctx, stop)
+				p.readPartition(rctx, d, k, offset, gen.id, out)
+				cancel()
+				reading.Done()
+				<-ctx.Done() // a function that returns ends the generation
+			})
+		}
+		g.Start(func(ctx context.Context) {
+			<-ctx.Done()
+			p.handOver(stop, gen)
+		})
+	}
+}
+
+// readPartition hands partition k's messages, from offset on, to out until
+// ctx ends.
+func (p *Pipeline) readPartition(ctx context.Context, d *kafka.Dialer, k partKey, offset, gen int64, out chan<- fetched) {
+	r := p.partitionReader(d, k)
+	defer r.Close()
+	if err := r.SetOffset(offset); err != nil {
+		p.log.Error("consumer group: cannot start a partition's reader", "partition", k.String(), "offset", offset, "error", err)
+		return
+	}
+	fetchAll(ctx, p.log, r, func(m kafka.Message) bool {
+		select {
+		case out <- fetched{msg: m, gen: gen}:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	})
+}
+
+// messageFetcher is the part of a kafka-go Reader fetchAll uses.
+type messageFetcher interface {
+	FetchMessage(ctx context.Context) (kafka.Message, error)
+}
+
+// fetchBackoff spaces the fetches that kafka-go gave up on.
+var fetchBackoff = bulk.Backoff{Initial: 250 * time.Millisecond, Max: 2 * time.Second}
+
+// fetchAll is the one fetch loop: it hands r's messages to deliver until
+// ctx ends or deliver returns false. kafka-go retries broker errors
+// itself; a fetch that still fails is tried again after a pause that
+// grows with the failures in a row.
+func fetchAll(ctx context.Context, log *slog.Logger, r messageFetcher, deliver func(kafka.Message) bool) {
+	failures := 0
+	for {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, io.EOF) {
+				return
+			}
+			failures++
+			wait := fetchBackoff.Delay(failures)
+			log.Warn("kafka fetch failed; retrying", "in", wait, "error", err)
+			if !sleepCtx(ctx, wait) {
+				return
+			}
+			continue
+		}
+		failures = 0
+		if !deliver(m) {
+			return
+		}
+	}
+}
+
+// handOver runs when gen ends, and returns (letting the member join the
+// next generation) once the processing loop has settled what it had in
+// flight and the finished offsets are committed through gen, or after
+// half the rebalance timeout. A member that is stopping has drained
+// already, or is draining: it joins at once.
+func (p *Pipeline) handOver(stop context.Context, gen *generation) {
+	if stop.Err() != nil || !p.deciding.Load() {
+		return
+	}
+	start := time.Now()
+	wait := time.NewTimer(p.cfg.Kafka.RebalanceTimeout / 2)
+	defer wait.Stop()
+	ask := settleAsk{gen: gen.id, done: make(chan struct{})}
+	select {
+	case p.settles <- ask:
+	case <-wait.C:
+		p.log.Warn("joining the consumer group unsettled: the processing loop did not answer", "waited", time.Since(start).Round(time.Millisecond))
+		return
+	case <-stop.Done():
+		return
+	}
+	select {
+	case <-ask.done:
+	case <-wait.C:
+		p.log.Warn("joining the consumer group with writes still in flight", "generation", gen.id, "waited", time.Since(start).Round(time.Millisecond))
+		return
+	case <-stop.Done():
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Kafka.RebalanceTimeout/2)
+	p.commit(ctx, gen)
+	cancel()
+	p.log.Info("consumer group rebalancing: what was in flight landed and is committed", "generation", gen.id, "paused", time.Since(start).Round(time.Millisecond))
+}
+
+// settleAsk is the handover's request to the processing loop: settle
+// everything in flight and decide nothing more of generation gen.
+type settleAsk struct {
+	gen  int64
+	done chan struct{} // closed once settled
+}
+
+// settle is the processing loop's side of the handover: it lands every
+// write in flight and every parking record, and from then on decides no
+// message of ask's generation.
+func (p *Pipeline) settle(ctx context.Context, ask settleAsk) error {
+	if err := p.ix.quiesce(ctx); err != nil {
+		return err
+	}
+	// The next owner of a partition reads its parked dishes: every record
+	// and tombstone made here is written first.
+	if p.parking != nil {
+		if err := p.parking.waitEmpty(ctx); err != nil {
+			return err
+		}
+	}
+	p.settled = ask.gen
+	close(ask.done)
+	return nil
+}
+
+// mergeDone is a context that ends when either ctx or also does; cancel
+// releases it.
+func mergeDone(ctx, also context.Context) (merged context.Context, cancel func()) {
+	merged, stop := context.WithCancel(ctx)
+	unhook := context.AfterFunc(also, stop)
+	return merged, func() { unhook(); stop() }
+}
+
+// sleepCtx waits d, and reports false if ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
