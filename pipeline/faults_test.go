@@ -158,7 +158,21 @@ func TestDeadLetterTopicDown(t *testing.T) {
 	cfg := e.config()
 	cfg.DLQTopic = "dlq-not-yet"
 	r := e.start(cfg)
-	time.Sleep(time.Second)
+	// Once the restaurant after the dead letter is written, its offset
+	// would be ready to commit if the dead letter had finished unwritten:
+	// the commit point must stay at the dead letter.
+	written := EventKey{TypeRestaurant, OpUpsert, resultWritten}
+	deadline := time.Now().Add(realenv.Slack(20 * time.Second))
+	for r.p.Stats().Events[written] < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the restaurants around the dead letter were never written")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	part := partKey{e.restaurantTopic, 0}
+	if ps := r.p.Stats().Partitions[part.String()]; ps.Ready > where[1].offset {
+		t.Fatalf("commit point %d, past the dead letter at %d that could not be written", ps.Ready, where[1].offset)
+	}
 	co, err := e.kafka.CommittedOffsets(context.Background(), e.group, e.restaurantTopic)
 	if err != nil {
 		t.Fatal(err)

@@ -413,11 +413,23 @@ func TestMigrationOffsetsWaitForBothIndexes(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	for range 2 {
-		if c := committed(); c > where[0].offset {
-			t.Fatalf("committed %d while the target's write of offset %d is still in flight", c, where[0].offset)
+	// The commit of the event comes after the target's write landed: when
+	// the offset is first seen committed, the target already has the
+	// document (a commit made while the slow write was in flight would be
+	// seen with the target still lacking it).
+	cell2, _ := m2.Cell(evs[0].lat, evs[0].lon)
+	routing2 := m2.Shard(m2.LocateCell(cell2)).Routing
+	deadline = time.Now().Add(20 * time.Second)
+	for committed() <= where[0].offset {
+		if time.Now().After(deadline) {
+			t.Fatalf("offset %d never committed", where[0].offset)
 		}
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, _, found, err := e.admin.Get(ctx, testIndex2, "restaurant:r1", routing2); err != nil {
+		t.Fatal(err)
+	} else if !found {
+		t.Fatalf("offset %d committed while the target's write of it was still in flight", where[0].offset)
 	}
 	e.waitCaughtUp(t, r, 20*time.Second)
 	e.os.ClearFaults()
