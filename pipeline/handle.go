@@ -379,7 +379,7 @@ func (ix *indexer) dishUpsert(ctx context.Context, ev *event) error {
 	c := ev.change
 	cell, ok := ix.dir.lookup(c.RestaurantID)
 	if !ok {
-		now := time.Now()
+		now := ix.now()
 		at := ev.parkedAt
 		if at.IsZero() {
 			at = now
@@ -438,7 +438,7 @@ func (ix *indexer) dishDelete(ctx context.Context, ev *event) error {
 // A dish whose restaurant is held goes to the front of the restaurant's
 // queue: it came before everything there.
 func (ix *indexer) expirePending(ctx context.Context, maxAge time.Duration) error {
-	expired := ix.pend.expire(time.Now())
+	expired := ix.pend.expire(ix.now())
 	if len(expired) == 0 {
 		return nil
 	}
@@ -595,7 +595,7 @@ func (p *Pipeline) finish(ev *event, result string) bool {
 	p.unpark(ev)
 	typ, op := ev.labels()
 	p.met.events.WithLabelValues(typ, op, result).Inc()
-	now := time.Now()
+	now := p.now()
 	switch result {
 	case resultWritten, resultStale, resultNotFound, resultCoalesced:
 		if !ev.ts.IsZero() {

@@ -84,6 +84,8 @@ type indexer struct {
 	admin *bulk.Admin
 	met   *metrics
 	host  host
+	// now is the clock of pending dishes' ages (Pipeline.now).
+	now func() time.Time
 	// writer is set before the loop starts.
 	writer *bulk.Writer
 
@@ -182,6 +184,7 @@ func newIndexer(log *slog.Logger, admin *bulk.Admin, met *metrics, h host, pend 
 		searchSlots: make(chan struct{}, maxDishSearches),
 		searchSize:  1000,
 		warmSize:    10_000,
+		now:         time.Now,
 	}
 	ix.refresher = newRefresher(refreshGap, &ix.tasks, func(ctx context.Context, index string) error {
 		ix.met.refreshes.Inc()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/geoshard/geoshard/internal/osfake"
 	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/schema"
 )
@@ -236,5 +237,46 @@ func TestParkedDishesFollowTheirPartition(t *testing.T) {
 	}
 	if n := e.parkedLive(); n != 0 {
 		t.Errorf("%d parking records live, want 0", n)
+	}
+}
+
+// TestPendingAgesOnTheClock: a dish waits for its restaurant by the
+// pipeline's clock, not the wall's. With an hour's bound it waits while
+// the clock stands, and once the clock has moved an hour on it is
+// dead-lettered as unknown_restaurant without the hour passing.
+func TestPendingAgesOnTheClock(t *testing.T) {
+	realenv.Parallel(t)
+	e := newEnv(t, envOptions{partitions: 1})
+	clock := osfake.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	cfg := e.config()
+	cfg.PendingMaxAge = time.Hour
+	r := e.startWith(cfg, func(p *Pipeline) { p.now = clock.Now })
+	e.produce(context.Background(), encodeAll([]genEvent{
+		{dish: true, typ: TypeDish, op: OpUpsert, id: "d1", rid: "ghost", version: 1, doc: map[string]any{"name": "soup"}},
+	}))
+	deadline := time.Now().Add(realenv.Slack(20 * time.Second))
+	for r.p.Stats().Pending != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the dish never started waiting for its restaurant")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := r.p.Stats().DeadLetters[ReasonUnknownRestaurant]; n != 0 {
+		t.Fatalf("%d dead letters before the clock moved", n)
+	}
+	clock.Advance(time.Hour + time.Second)
+	for r.p.Stats().DeadLetters[ReasonUnknownRestaurant] != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the dish was not dead-lettered after the clock passed its bound (stats %+v)", r.p.Stats())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	e.waitCaughtUp(t, r, 20*time.Second)
+	if err := r.Stop(t); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	dl := e.readDLQ(t)
+	if len(dl) != 1 || dl[0].reason != string(ReasonUnknownRestaurant) {
+		t.Errorf("dead letters %+v, want the dish as unknown_restaurant", dl)
 	}
 }

@@ -49,6 +49,10 @@ type Pipeline struct {
 	// read (nil: before the first generation). Owned by the processing
 	// goroutine.
 	assigned map[partKey]bool
+	// now is the clock of ages and stalls: how long a dish has waited for
+	// its restaurant, since an event last finished (tests set it before
+	// Run).
+	now func() time.Time
 	// maxTracked bounds the fetched messages tracked (maxTracked; tests
 	// lower it).
 	maxTracked int64
@@ -136,8 +140,10 @@ func New(cfg Config, client *opensearch.Client) (*Pipeline, error) {
 		deadCount:     make(map[Reason]int64),
 		unparkedParts: map[int]bool{},
 		maxTracked:    maxTracked,
+		now:           time.Now,
 	}
 	p.ix = newIndexer(p.log, p.admin, m, p, newPendingSet(cfg.PendingMax, cfg.PendingMaxAge))
+	p.ix.now = func() time.Time { return p.now() }
 	p.newProducer = p.kafkaProducer
 	p.newParkingProducer = p.parkingProducer
 	return p, nil
@@ -240,7 +246,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		return !r.tombstone && p.track.isDropped(r.ev.entry)
 	})
 
-	p.lastProgress.Store(time.Now().UnixNano())
+	p.lastProgress.Store(p.now().UnixNano())
 	p.running.Store(true)
 	defer p.running.Store(false)
 	p.log.Info("consuming", "topics", p.cfg.topics(), "group", p.cfg.Group)

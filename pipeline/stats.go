@@ -195,7 +195,7 @@ func (p *Pipeline) Ready() (bool, string) {
 		return false, "waiting to join the consumer group"
 	}
 	if lag := p.track.totalLag(); lag > 0 {
-		idle := time.Since(time.Unix(0, p.lastProgress.Load()))
+		idle := p.now().Sub(time.Unix(0, p.lastProgress.Load()))
 		if idle > p.cfg.StallTimeout {
 			return false, fmt.Sprintf("stalled: no event finished for %v with a lag of %d", idle.Round(time.Second), lag)
 		}
