@@ -177,19 +177,16 @@ func (m *Migrator) Backfill(ctx context.Context, cfg BackfillConfig) (*BackfillR
 		return nil, err
 	}
 	mig := &rec.Migration
-	switch mig.Phase {
-	case schema.PhaseDualWrites, schema.PhaseBackfilling:
-	case schema.PhaseBackfilled:
-		if !cfg.Restart {
-			return &BackfillReport{Already: true, Docs: sliceDocs(mig.Backfill), Slices: mig.Backfill}, nil
-		}
-	case schema.PhaseCreated:
-		return nil, &PhaseError{Step: StepBackfill, Alias: m.cfg.Alias, Phase: mig.Phase, Hint: "run dual-writes first"}
-	default:
-		if cfg.Restart || !mig.Phase.DualWrites() {
-			return nil, &PhaseError{Step: StepBackfill, Alias: m.cfg.Alias, Phase: mig.Phase, Hint: "the backfill is over"}
-		}
+	// A restart starts from the phase a backfill leaves too (backfilled),
+	// and from no later one.
+	t := rule(StepBackfill)
+	startable := func(p schema.Phase) bool { return t.starts(p) || cfg.Restart && p == t.to }
+	switch {
+	case startable(mig.Phase):
+	case t.accepts(mig.Phase) && !cfg.Restart:
 		return &BackfillReport{Already: true, Docs: sliceDocs(mig.Backfill), Slices: mig.Backfill}, nil
+	default:
+		return nil, t.refuse(m.cfg.Alias, mig.Phase, false)
 	}
 	srcMap, err := sideMap(mig.Source)
 	if err != nil {
@@ -212,12 +209,10 @@ func (m *Migrator) Backfill(ctx context.Context, cfg BackfillConfig) (*BackfillR
 		return nil, fmt.Errorf("migrate: backfill: %w", err)
 	}
 	rec, err = m.store.Update(ctx, func(x *schema.Migration) error {
-		switch {
-		case x.Phase == schema.PhaseDualWrites, x.Phase == schema.PhaseBackfilled && cfg.Restart:
-			x.Phase = schema.PhaseBackfilling
-		case x.Phase != schema.PhaseBackfilling:
-			return &PhaseError{Step: StepBackfill, Alias: m.cfg.Alias, Phase: x.Phase}
+		if !startable(x.Phase) {
+			return t.refuse(m.cfg.Alias, x.Phase, true)
 		}
+		x.Phase = t.running
 		if len(x.Backfill) != srcMap.NumShards() || cfg.Restart {
 			x.Backfill = make([]schema.SliceState, srcMap.NumShards())
 			for i := range x.Backfill {
@@ -241,7 +236,7 @@ func (m *Migrator) Backfill(ctx context.Context, cfg BackfillConfig) (*BackfillR
 	if runErr != nil {
 		return rep, runErr
 	}
-	rec, err = m.store.setPhase(ctx, StepBackfill, schema.PhaseBackfilled, "", schema.PhaseBackfilling)
+	rec, err = m.store.setPhase(ctx, StepBackfill, t.to, t.running)
 	if err != nil {
 		return rep, err
 	}
@@ -335,8 +330,8 @@ func (b *backfill) run(ctx context.Context) error {
 // left phase backfilling meanwhile (another operator cancelled it).
 func (b *backfill) checkpoint(ctx context.Context, st schema.SliceState) error {
 	_, err := b.m.store.Update(ctx, func(x *schema.Migration) error {
-		if x.Phase != schema.PhaseBackfilling {
-			return &PhaseError{Step: StepBackfill, Alias: b.m.cfg.Alias, Phase: x.Phase, Hint: "the migration moved on while the backfill ran"}
+		if t := rule(StepBackfill); x.Phase != t.running {
+			return t.refuse(b.m.cfg.Alias, x.Phase, true)
 		}
 		if st.Slice >= len(x.Backfill) {
 			return fmt.Errorf("migrate: backfill: the migration has %d slices, not %d", len(x.Backfill), st.Slice+1)

@@ -84,7 +84,7 @@ func (m *Migrator) Create(ctx context.Context, cfg CreateConfig) (*schema.Migrat
 		if err != nil && !errors.Is(err, ErrNoMigration) {
 			return nil, err
 		}
-		if prev != nil && !prev.Migration.Phase.Done() {
+		if prev != nil && !rule(StepCreate).starts(prev.Migration.Phase) {
 			return m.resumeCreate(ctx, prev, cfg)
 		}
 		mig, err := m.newMigration(ctx, prev, cfg)
@@ -110,13 +110,13 @@ func (m *Migrator) resumeCreate(ctx context.Context, rec *record, cfg CreateConf
 	mig := &rec.Migration
 	if mig.Target.MapHash != cfg.Map.Hash() || (cfg.Target != "" && cfg.Target != mig.Target.Index) {
 		next := "complete or cancel it first"
-		if mig.Phase == schema.PhaseCutOver {
+		if !rule(StepCancel).starts(mig.Phase) {
 			next = "complete it, or roll it back and cancel it, first"
 		}
 		return nil, fmt.Errorf("migrate: create: %w: %s to %s (map %s) is in phase %s; %s",
 			ErrBusy, mig.Source.Index, mig.Target.Index, short(mig.Target.MapHash), mig.Phase, next)
 	}
-	if mig.Phase != schema.PhaseCreated {
+	if mig.Phase != rule(StepCreate).to {
 		m.log.Info("migration already created", "step", StepCreate, "index", mig.Target.Index, "phase", mig.Phase)
 		m.met.setPhase(mig.Phase)
 		return mig, nil
@@ -188,7 +188,7 @@ func (m *Migrator) newMigration(ctx context.Context, prev *record, cfg CreateCon
 	return &schema.Migration{
 		Alias:   alias,
 		ID:      target + "@" + now.Format("20060102T150405Z"),
-		Phase:   schema.PhaseCreated,
+		Phase:   rule(StepCreate).to,
 		Source:  schema.Side{Index: source, MapHash: srcMap.Hash(), Map: srcJSON},
 		Target:  schema.Side{Index: target, MapHash: cfg.Map.Hash(), Map: tgtJSON},
 		Created: now,

@@ -74,12 +74,10 @@ func (m *Migrator) Rollback(ctx context.Context, cfg SwitchConfig) error {
 
 // switchPlan is what a switch in one direction does.
 type switchPlan struct {
-	step     Step
+	// rule is the step's row: the phases it starts from, and the phase it
+	// records (rule.to; started there, it resumes a switch cut short).
+	rule     transition
 	from, to string
-	// phase is the phase recorded, and ready the phases it may start
-	// from (besides phase itself, which resumes a switch cut short).
-	phase schema.Phase
-	ready []schema.Phase
 	// settings are put on the index that becomes the alias's (none in
 	// reverse: the source's were never changed).
 	settings map[string]any
@@ -87,15 +85,13 @@ type switchPlan struct {
 
 func planSwitch(mig *schema.Migration, dir Direction) switchPlan {
 	if dir == Reverse {
-		return switchPlan{step: StepRollback, from: mig.Target.Index, to: mig.Source.Index,
-			phase: schema.PhaseRolledBack, ready: []schema.Phase{schema.PhaseCutOver}}
+		return switchPlan{rule: rule(StepRollback), from: mig.Target.Index, to: mig.Source.Index}
 	}
 	replicas, refresh := mig.Restore.TargetReplicas, mig.Restore.TargetRefreshInterval
 	if refresh == "" { // never recorded: OpenSearch's defaults
 		replicas, refresh = defaultReplicas, defaultRefreshInterval
 	}
-	return switchPlan{step: StepCutover, from: mig.Source.Index, to: mig.Target.Index,
-		phase: schema.PhaseCutOver, ready: []schema.Phase{schema.PhaseVerified},
+	return switchPlan{rule: rule(StepCutover), from: mig.Source.Index, to: mig.Target.Index,
 		settings: map[string]any{"number_of_replicas": replicas, "refresh_interval": refresh}}
 }
 
@@ -136,7 +132,7 @@ func (m *Migrator) switchAlias(ctx context.Context, dir Direction, cfg SwitchCon
 	}
 	switched, err := m.aliasAt(ctx, p.from, p.to)
 	if err != nil {
-		return fmt.Errorf("migrate: %s: %w", p.step, err)
+		return fmt.Errorf("migrate: %s: %w", p.rule.step, err)
 	}
 	if resuming && switched {
 		return m.switchDone(cfg.DryRun, p, mig.Phase)
@@ -147,7 +143,7 @@ func (m *Migrator) switchAlias(ctx context.Context, dir Direction, cfg SwitchCon
 	}
 	if cfg.DryRun != nil {
 		list, state := reqs.inOrder()
-		return writeDryRun(cfg.DryRun, p.step, m.cfg.Alias, p.from, p.to, list, state, p.phase, cfg.Verbose)
+		return writeDryRun(cfg.DryRun, p.rule.step, m.cfg.Alias, p.from, p.to, list, state, p.rule.to, cfg.Verbose)
 	}
 	if reqs.settings != nil {
 		if err := m.restoreSettings(ctx, p, *reqs.settings); err != nil {
@@ -155,7 +151,7 @@ func (m *Migrator) switchAlias(ctx context.Context, dir Direction, cfg SwitchCon
 		}
 	}
 	if err := m.waitGreen(ctx, reqs.health, p.to, cfg.HealthTimeout); err != nil {
-		return fmt.Errorf("migrate: %s: %w", p.step, err)
+		return fmt.Errorf("migrate: %s: %w", p.rule.step, err)
 	}
 	if !resuming {
 		if err := m.recordSwitch(ctx, p, dir); err != nil {
@@ -166,16 +162,12 @@ func (m *Migrator) switchAlias(ctx context.Context, dir Direction, cfg SwitchCon
 }
 
 // checkSwitch refuses a switch the migration's phase does not allow, and
-// reports whether the switch resumes one cut short (the phase is p.phase
+// reports whether the switch resumes one cut short (the phase is p.rule.to
 // already).
 func (m *Migrator) checkSwitch(mig *schema.Migration, p switchPlan, dir Direction) (resuming bool, err error) {
-	resuming = mig.Phase == p.phase
-	if !resuming && !isOneOf(mig.Phase, p.ready) {
-		hint := "cutover follows a passed verify"
-		if dir == Reverse {
-			hint = "rollback follows a cutover"
-		}
-		return false, &PhaseError{Step: p.step, Alias: m.cfg.Alias, Phase: mig.Phase, Hint: hint}
+	resuming = mig.Phase == p.rule.to
+	if !resuming && !p.rule.starts(mig.Phase) {
+		return false, p.rule.refuse(m.cfg.Alias, mig.Phase, false)
 	}
 	if dir == Forward && !resuming && (mig.Verification == nil || !mig.Verification.OK) {
 		return false, fmt.Errorf("migrate: cutover: %w", ErrNotVerified)
@@ -187,10 +179,10 @@ func (m *Migrator) checkSwitch(mig *schema.Migration, p switchPlan, dir Directio
 // phase and the alias both say it is made, so there is nothing to send.
 func (m *Migrator) switchDone(dryRun io.Writer, p switchPlan, phase schema.Phase) error {
 	if dryRun != nil {
-		_, err := fmt.Fprintf(dryRun, "# reshard %s --dry-run: alias %s is already on %s (phase %s); nothing to send.\n", p.step, m.cfg.Alias, p.to, phase)
+		_, err := fmt.Fprintf(dryRun, "# reshard %s --dry-run: alias %s is already on %s (phase %s); nothing to send.\n", p.rule.step, m.cfg.Alias, p.to, phase)
 		return err
 	}
-	m.log.Info("alias already switched", "step", p.step, "index", p.to, "phase", phase)
+	m.log.Info("alias already switched", "step", p.rule.step, "index", p.to, "phase", phase)
 	m.met.setPhase(phase)
 	return nil
 }
@@ -244,7 +236,7 @@ func (m *Migrator) buildSwitchRequests(rec *record, p switchPlan, healthTimeout 
 	}
 	reqs.health = bulk.HealthRequest(p.to, "green", formatTimeValue(healthTimeout))
 	next := cloneMigration(&rec.Migration)
-	next.Phase, next.Updated = p.phase, m.cfg.Now().UTC()
+	next.Phase, next.Updated = p.rule.to, m.cfg.Now().UTC()
 	if !resuming {
 		w, err := m.store.writeRequest(rec, next)
 		if err != nil {
@@ -270,25 +262,25 @@ func (m *Migrator) buildSwitchRequests(rec *record, p switchPlan, healthTimeout 
 // (its replicas and refresh interval).
 func (m *Migrator) restoreSettings(ctx context.Context, p switchPlan, settings bulk.Request) error {
 	if err := m.admin.Send(ctx, settings, nil); err != nil {
-		return fmt.Errorf("migrate: %s: restore the settings of %s: %w", p.step, p.to, err)
+		return fmt.Errorf("migrate: %s: restore the settings of %s: %w", p.rule.step, p.to, err)
 	}
-	m.log.Info("settings restored", "step", p.step, "index", p.to, "replicas", p.settings["number_of_replicas"], "refresh_interval", p.settings["refresh_interval"])
+	m.log.Info("settings restored", "step", p.rule.step, "index", p.to, "replicas", p.settings["number_of_replicas"], "refresh_interval", p.settings["refresh_interval"])
 	return nil
 }
 
-// recordSwitch records phase p.phase before the alias moves: from here on
+// recordSwitch records phase p.rule.to before the alias moves: from here on
 // no other operator can cancel (cancel deletes the target) or switch, and
-// a job killed before the swap finds phase p.phase with the alias still
+// a job killed before the swap finds phase p.rule.to with the alias still
 // on p.from, and makes the swap when run again.
 func (m *Migrator) recordSwitch(ctx context.Context, p switchPlan, dir Direction) error {
 	_, err := m.store.Update(ctx, func(x *schema.Migration) error {
-		if x.Phase == p.phase {
+		if x.Phase == p.rule.to {
 			return errUnchanged
 		}
-		if !isOneOf(x.Phase, p.ready) || (dir == Forward && (x.Verification == nil || !x.Verification.OK)) {
-			return &PhaseError{Step: p.step, Alias: m.cfg.Alias, Phase: x.Phase, Hint: "the migration changed meanwhile"}
+		if !p.rule.starts(x.Phase) || (dir == Forward && (x.Verification == nil || !x.Verification.OK)) {
+			return p.rule.refuse(m.cfg.Alias, x.Phase, true)
 		}
-		x.Phase = p.phase
+		x.Phase = p.rule.to
 		return nil
 	})
 	return err
@@ -306,15 +298,15 @@ func (m *Migrator) moveAlias(ctx context.Context, p switchPlan, swap *bulk.Reque
 	// readers back to an index that is current. The point of no return
 	// is Complete, which stops the dual writes.
 	if swap == nil {
-		m.met.setPhase(p.phase)
-		m.log.Info("alias already on the index; phase recorded", "step", p.step, "index", p.to, "phase", p.phase)
+		m.met.setPhase(p.rule.to)
+		m.log.Info("alias already on the index; phase recorded", "step", p.rule.step, "index", p.to, "phase", p.rule.to)
 		return nil
 	}
 	if err := m.admin.Send(ctx, *swap, nil); err != nil {
-		return fmt.Errorf("migrate: %s: move alias %s from %s to %s: %w", p.step, m.cfg.Alias, p.from, p.to, err)
+		return fmt.Errorf("migrate: %s: move alias %s from %s to %s: %w", p.rule.step, m.cfg.Alias, p.from, p.to, err)
 	}
-	m.met.setPhase(p.phase)
-	m.log.Info("alias switched", "step", p.step, "from", p.from, "index", p.to, "phase", p.phase)
+	m.met.setPhase(p.rule.to)
+	m.log.Info("alias switched", "step", p.rule.step, "from", p.from, "index", p.to, "phase", p.rule.to)
 	return nil
 }
 
@@ -399,8 +391,10 @@ func (m *Migrator) Complete(ctx context.Context, cfg CompleteConfig) error {
 		return err
 	}
 	mig := &rec.Migration
-	switch mig.Phase {
-	case schema.PhaseCutOver:
+	switch t := rule(StepComplete); {
+	case !t.accepts(mig.Phase):
+		return t.refuse(m.cfg.Alias, mig.Phase, false)
+	case t.starts(mig.Phase):
 		switched, err := m.aliasAt(ctx, mig.Source.Index, mig.Target.Index)
 		if err != nil {
 			return fmt.Errorf("migrate: complete: %w", err)
@@ -414,15 +408,12 @@ func (m *Migrator) Complete(ctx context.Context, cfg CompleteConfig) error {
 		// changes: a rollback would serve stale data, so none is offered
 		// after this write. Everything before it (create, dual writes,
 		// backfill, verify, cutover, rollback) can be undone.
-		rec, err = m.store.setPhase(ctx, StepComplete, schema.PhaseCompleted, "complete follows a cutover", schema.PhaseCutOver)
+		rec, err = m.store.advance(ctx, StepComplete)
 		if err != nil {
 			return err
 		}
 		mig = &rec.Migration
 		m.log.Info("migration completed: dual writes stop", "step", StepComplete, "index", mig.Target.Index, "phase", mig.Phase)
-	case schema.PhaseCompleted:
-	default:
-		return &PhaseError{Step: StepComplete, Alias: m.cfg.Alias, Phase: mig.Phase, Hint: "complete follows a cutover"}
 	}
 	m.met.setPhase(mig.Phase)
 	if cfg.DeleteOld {
@@ -443,11 +434,10 @@ func (m *Migrator) Cancel(ctx context.Context, ack AckConfig) error {
 		return err
 	}
 	mig := &rec.Migration
-	switch mig.Phase {
-	case schema.PhaseCancelled:
-	case schema.PhaseCutOver, schema.PhaseCompleted:
-		return &PhaseError{Step: StepCancel, Alias: m.cfg.Alias, Phase: mig.Phase, Hint: "cancel is for before cutover; roll back first"}
-	default:
+	switch t := rule(StepCancel); {
+	case !t.accepts(mig.Phase):
+		return t.refuse(m.cfg.Alias, mig.Phase, false)
+	case t.starts(mig.Phase):
 		back, err := m.aliasAt(ctx, mig.Target.Index, mig.Source.Index)
 		if err != nil {
 			return fmt.Errorf("migrate: cancel: %w", err)
@@ -456,10 +446,12 @@ func (m *Migrator) Cancel(ctx context.Context, ack AckConfig) error {
 			return fmt.Errorf("migrate: cancel: %w: alias %q is on %s (run rollback again)", ErrAliasState, m.cfg.Alias, mig.Target.Index)
 		}
 		rec, err = m.store.Update(ctx, func(x *schema.Migration) error {
-			if x.Phase == schema.PhaseCutOver || x.Phase.Done() {
-				return &PhaseError{Step: StepCancel, Alias: m.cfg.Alias, Phase: x.Phase, Hint: "the migration changed meanwhile"}
+			// Unlike advance, this refuses a migration another operator
+			// cancelled meanwhile: their cancel cleans up.
+			if !t.starts(x.Phase) {
+				return t.refuse(m.cfg.Alias, x.Phase, true)
 			}
-			x.Phase = schema.PhaseCancelled
+			x.Phase = t.to
 			return nil
 		})
 		if err != nil {

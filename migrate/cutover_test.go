@@ -254,7 +254,7 @@ func TestCutoverResumesSwap(t *testing.T) {
 	e := newEnv(t, 50)
 	ctx := context.Background()
 	e.migrateTo(ctx, BackfillConfig{})
-	if _, err := e.m.store.setPhase(ctx, "test", schema.PhaseCutOver, "", schema.PhaseVerified); err != nil {
+	if _, err := e.m.store.setPhase(ctx, "test", schema.PhaseCutOver, schema.PhaseVerified); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.m.Complete(ctx, CompleteConfig{}); !errors.Is(err, ErrAliasState) {
@@ -291,7 +291,7 @@ func TestConcurrentOperator(t *testing.T) {
 			moved = true
 			// Not Cancel: that would also delete the target under the
 			// running backfill. Only the phase moves.
-			if _, err := other.store.setPhase(ctx, "test", schema.PhaseCancelled, "", schema.PhaseBackfilling); err != nil {
+			if _, err := other.store.setPhase(ctx, "test", schema.PhaseCancelled, schema.PhaseBackfilling); err != nil {
 				t.Error(err)
 			}
 		}
@@ -329,7 +329,7 @@ func TestSwitchAfterInterruptedRollback(t *testing.T) {
 	if err := e.m.Cutover(ctx, SwitchConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.m.store.setPhase(ctx, "test", schema.PhaseRolledBack, "", schema.PhaseCutOver); err != nil {
+	if _, err := e.m.store.setPhase(ctx, "test", schema.PhaseRolledBack, schema.PhaseCutOver); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.m.Cancel(ctx, AckConfig{}); !errors.Is(err, ErrAliasState) {

@@ -13,17 +13,42 @@
 // re-applied to what the other writer stored, re-checking its
 // precondition (stateStore.Update).
 //
-//	create ─▶ created ─dual-writes─▶ dual_writes ─backfill─▶ backfilling ─▶ backfilled
-//	                                                                          │   ▲
-//	                                                           verify passed  │   │ verify failed
-//	                                                                          ▼   │
-//	   completed ◀─complete── cut_over ◀────────cutover────────────────── verified
-//	                           │    ▲
-//	                  rollback │    │ cutover (after verify passed again)
-//	                           ▼    │
-//	                        rolled_back ─verify─▶ verified
+//	(none) ─create─▶ created ─dual-writes─▶ dual_writes ─backfill─▶ backfilling ─▶ backfilled
+//	                                                                                  │   ▲
+//	                                                                    verify passed │   │ verify failed, repair
+//	                                                                                  ▼   │
+//	   completed ◀─complete── cut_over ◀─────────────────cutover────────────────── verified
+//	                            │                                                      ▲
+//	                   rollback │                                                      │ verify passed
+//	                            ▼                                                      │
+//	                       rolled_back ────────────────────────────────────────────────┘
 //
 //	cancel: created … verified, rolled_back ─▶ cancelled
+//	create: completed, cancelled ─▶ created (the alias's next migration)
+//
+// The diagram draws the transition table (transitions.go), which every
+// step reads; listed step by step, the phases each starts from, the phase
+// it leaves, and the phases it also runs in without moving the migration
+// (resuming, re-checking or only reporting):
+//
+//	create       (none), completed, cancelled ─▶ created
+//	             also runs in created, dual_writes, backfilling, backfilled, verified, cut_over, rolled_back
+//	dual-writes  created ─▶ dual_writes
+//	             also runs in dual_writes, backfilling, backfilled, verified, cut_over, rolled_back
+//	backfill     dual_writes, backfilling ─▶ backfilled (backfilling while it runs)
+//	             also runs in backfilled, verified, cut_over, rolled_back
+//	verify       backfilled, verified, rolled_back ─▶ verified
+//	             also runs in cut_over
+//	repair       backfilled, verified ─▶ backfilled
+//	             also runs in rolled_back
+//	cutover      verified ─▶ cut_over
+//	             also runs in cut_over
+//	complete     cut_over ─▶ completed
+//	             also runs in completed
+//	rollback     cut_over ─▶ rolled_back
+//	             also runs in rolled_back
+//	cancel       created, dual_writes, backfilling, backfilled, verified, rolled_back ─▶ cancelled
+//	             also runs in cancelled
 //
 // Each step is a method of Migrator and is idempotent: run again, it
 // continues where a killed run stopped, or does nothing if it is done.

@@ -183,22 +183,22 @@ func (m *Migrator) DualWrites(ctx context.Context, cfg AckConfig) (*AckReport, e
 		return nil, err
 	}
 	mig := &rec.Migration
-	switch {
-	case mig.Phase == schema.PhaseCreated:
+	switch t := rule(StepDualWrites); {
+	case t.starts(mig.Phase):
 		// Ingest starts writing the target the moment it reads the new
 		// phase: the target must be in place (a write to a missing index
 		// would create one with default settings).
 		if err := m.checkIndexMap(ctx, mig.Target.Index, mig.Target.MapHash); err != nil {
 			return nil, fmt.Errorf("%w (run create again)", err)
 		}
-		rec, err = m.store.setPhase(ctx, StepDualWrites, schema.PhaseDualWrites, "", schema.PhaseCreated)
+		rec, err = m.store.advance(ctx, StepDualWrites)
 		if err != nil {
 			return nil, err
 		}
 		mig = &rec.Migration
 		m.log.Info("dual writes announced", "step", StepDualWrites, "phase", mig.Phase, "index", mig.Target.Index)
-	case !mig.Phase.DualWrites():
-		return nil, &PhaseError{Step: StepDualWrites, Alias: m.cfg.Alias, Phase: mig.Phase, Hint: "dual writes apply from create to complete"}
+	case !t.accepts(mig.Phase):
+		return nil, t.refuse(m.cfg.Alias, mig.Phase, false)
 	}
 	m.met.setPhase(mig.Phase)
 	return m.awaitAcks(ctx, "dual writes", writesBoth(mig), cfg)

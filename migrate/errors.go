@@ -32,17 +32,24 @@ var (
 // errNoDocID reports a document that cannot be scanned.
 var errNoDocID = errors.New("document has no doc_id to page by")
 
-// PhaseError reports a step run in a phase that does not allow it.
+// PhaseError reports a step run in a phase that does not allow it (its
+// row of the transition table).
 type PhaseError struct {
 	Step  Step
 	Alias string
 	Phase schema.Phase
-	// Hint says what to run instead.
+	// Changed: the step had started in a phase its row allows, and the
+	// migration moved to Phase while it ran (another operator).
+	Changed bool
+	// Hint says what to run instead: the row's hint.
 	Hint string
 }
 
 func (e *PhaseError) Error() string {
 	s := fmt.Sprintf("migrate: %s: the migration of alias %q is in phase %s", e.Step, e.Alias, e.Phase)
+	if e.Changed {
+		s += fmt.Sprintf(" (it changed while %s ran)", e.Step)
+	}
 	if e.Hint != "" {
 		s += "; " + e.Hint
 	}

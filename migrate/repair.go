@@ -58,10 +58,9 @@ func (m *Migrator) Repair(ctx context.Context, cfg RepairConfig) (*RepairReport,
 		return nil, err
 	}
 	mig := &rec.Migration
-	switch mig.Phase {
-	case schema.PhaseBackfilled, schema.PhaseVerified, schema.PhaseRolledBack:
-	default:
-		return nil, &PhaseError{Step: StepRepair, Alias: m.cfg.Alias, Phase: mig.Phase, Hint: "repair runs after the backfill and before cutover (or after a rollback)"}
+	t := rule(StepRepair)
+	if !t.accepts(mig.Phase) {
+		return nil, t.refuse(m.cfg.Alias, mig.Phase, false)
 	}
 	v := mig.Verification
 	if v == nil || !v.IDs {
@@ -197,8 +196,8 @@ func (m *Migrator) Repair(ctx context.Context, cfg RepairConfig) (*RepairReport,
 	}
 	_, err = m.store.Update(ctx, func(x *schema.Migration) error {
 		x.Verification = nil
-		if x.Phase == schema.PhaseVerified {
-			x.Phase = schema.PhaseBackfilled
+		if t.starts(x.Phase) {
+			x.Phase = t.to // a verified migration is verified no more
 		}
 		return nil
 	})

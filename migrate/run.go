@@ -23,9 +23,11 @@ type RunConfig struct {
 
 // Run performs create, dual writes, backfill, verify and cutover in
 // order, starting from the phase the migration is in, and stops at the
-// first step that fails (a *StepError naming it). It never completes a
-// migration: that is the point of no return, and an operator's decision.
-// It returns the migration as it left it.
+// first step that fails (a *StepError naming it). After create, each step
+// is the one of runSteps that moves the migration on from its phase (the
+// transition table), until the alias is on the target. It never
+// completes a migration: that is the point of no return, and an
+// operator's decision. It returns the migration as it left it.
 func (m *Migrator) Run(ctx context.Context, cfg RunConfig) (*schema.Migration, error) {
 	if cfg.Create.Map == nil {
 		return nil, errors.New("migrate: run: no map")
@@ -35,21 +37,22 @@ func (m *Migrator) Run(ctx context.Context, cfg RunConfig) (*schema.Migration, e
 	}
 	rec, err := m.store.Load(ctx)
 	switch {
-	case err == nil && rec.Migration.Phase == schema.PhaseCompleted && rec.Migration.Target.MapHash == cfg.Create.Map.Hash():
+	case err == nil && rec.Migration.Phase == rule(StepComplete).to && rec.Migration.Target.MapHash == cfg.Create.Map.Hash():
 		m.log.Info("migration already completed", "step", StepRun, "index", rec.Migration.Target.Index)
 		return &rec.Migration, nil
 	case err != nil && !errors.Is(err, ErrNoMigration):
 		return nil, err
 	}
-	step := func(name Step, from schema.Phase, f func() error) error {
-		if cfg.OnStep != nil {
-			cfg.OnStep(name, from)
-		}
-		m.log.Info("step", "step", name, "phase", from)
-		if err := f(); err != nil {
-			return &StepError{Step: name, Phase: from, Err: err}
-		}
-		return nil
+	steps := map[Step]func() error{
+		StepDualWrites: func() error { _, err := m.DualWrites(ctx, cfg.Ack); return err },
+		StepBackfill: func() error {
+			c := cfg.Backfill
+			c.Ack = cfg.Ack
+			_, err := m.Backfill(ctx, c)
+			return err
+		},
+		StepVerify:  func() error { _, err := m.Verify(ctx, cfg.Verify); return err },
+		StepCutover: func() error { return m.Cutover(ctx, cfg.Switch) },
 	}
 	mig, err := m.Create(ctx, cfg.Create)
 	if err != nil {
@@ -57,28 +60,21 @@ func (m *Migrator) Run(ctx context.Context, cfg RunConfig) (*schema.Migration, e
 	}
 	for {
 		from := mig.Phase
-		switch from {
-		case schema.PhaseCreated:
-			err = step(StepDualWrites, from, func() error { _, err := m.DualWrites(ctx, cfg.Ack); return err })
-		case schema.PhaseDualWrites, schema.PhaseBackfilling:
-			err = step(StepBackfill, from, func() error {
-				c := cfg.Backfill
-				c.Ack = cfg.Ack
-				_, err := m.Backfill(ctx, c)
-				return err
-			})
-		case schema.PhaseBackfilled, schema.PhaseRolledBack:
-			err = step(StepVerify, from, func() error { _, err := m.Verify(ctx, cfg.Verify); return err })
-		case schema.PhaseVerified:
-			err = step(StepCutover, from, func() error { return m.Cutover(ctx, cfg.Switch) })
-		case schema.PhaseCutOver, schema.PhaseCompleted:
+		name, ok := runStep(from)
+		switch {
+		case !ok && from.TargetIsPrimary():
+			// Cut over, or completed meanwhile: run's work is done.
 			m.log.Info("run done; complete the migration (or roll it back) when satisfied", "step", StepRun, "phase", from)
 			return mig, nil
-		default:
+		case !ok:
 			return mig, &StepError{Step: StepRun, Phase: from, Err: fmt.Errorf("nothing to run in phase %s", from)}
 		}
-		if err != nil {
-			return mig, err
+		if cfg.OnStep != nil {
+			cfg.OnStep(name, from)
+		}
+		m.log.Info("step", "step", name, "phase", from)
+		if err := steps[name](); err != nil {
+			return mig, &StepError{Step: name, Phase: from, Err: err}
 		}
 		if mig, err = m.Load(ctx); err != nil {
 			return nil, err
@@ -104,6 +100,10 @@ type Status struct {
 	// Instances: instances stopped long ago (a replaced pod leaves its
 	// heartbeat behind).
 	Stale int `json:"stale"`
+	// Next are the steps that go on from the migration's phase (with none
+	// recorded, or a finished one: create): the transition table's steps
+	// that start from the phase, the one Run would take first.
+	Next []Step `json:"next"`
 }
 
 // StaleAfter is how old a heartbeat is before Status leaves its instance
@@ -143,5 +143,9 @@ func (m *Migrator) Status(ctx context.Context, liveWindow time.Duration) (*Statu
 		}
 		return hb.MigrationID == mig.ID && hb.Applied == mig.Phase
 	})
-	return &Status{Alias: m.cfg.Alias, Migration: mig, Instances: in, Stale: stale}, nil
+	phase := phaseNone
+	if mig != nil {
+		phase = mig.Phase
+	}
+	return &Status{Alias: m.cfg.Alias, Migration: mig, Instances: in, Stale: stale, Next: nextSteps(phase)}, nil
 }

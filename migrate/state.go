@@ -174,21 +174,28 @@ func cloneMigration(m *schema.Migration) *schema.Migration {
 }
 
 // setPhase is an Update that moves the migration from one of the phases
-// in from to phase to. It is a no-op when the migration is already in
-// phase to.
-func (s *stateStore) setPhase(ctx context.Context, step Step, to schema.Phase, hint string, from ...schema.Phase) (*record, error) {
+// in from to phase to, for step. It is a no-op when the migration is
+// already in phase to. Any other phase is refused with the step's
+// PhaseError, marked Changed: a step checks the phase it loaded before it
+// moves it, so the phase changed in between.
+func (s *stateStore) setPhase(ctx context.Context, step Step, to schema.Phase, from ...schema.Phase) (*record, error) {
 	return s.Update(ctx, func(m *schema.Migration) error {
 		if m.Phase == to {
 			return errUnchanged
 		}
-		for _, f := range from {
-			if m.Phase == f {
-				m.Phase = to
-				return nil
-			}
+		if isOneOf(m.Phase, from) {
+			m.Phase = to
+			return nil
 		}
-		return &PhaseError{Step: step, Alias: s.alias, Phase: m.Phase, Hint: hint}
+		return rule(step).refuse(s.alias, m.Phase, true)
 	})
+}
+
+// advance moves the migration along step's row of the transition table:
+// from one of its phases to the phase it leaves.
+func (s *stateStore) advance(ctx context.Context, step Step) (*record, error) {
+	t := rule(step)
+	return s.setPhase(ctx, step, t.to, t.from...)
 }
 
 // Insert writes m as a new migration document: over nothing (rec nil;

@@ -3,6 +3,7 @@ package migrate
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +28,9 @@ func TestStatusWithoutMigrationAndStaleHeartbeats(t *testing.T) {
 	if st.Migration != nil || st.Alias != e.alias || st.Stale != 1 || len(st.Instances) != 2 {
 		t.Fatalf("status %+v: want no migration, alias %s, 2 instances and 1 stale", st, e.alias)
 	}
+	if !reflect.DeepEqual(st.Next, []Step{StepCreate}) {
+		t.Errorf("status without a migration: next %v, want [create]", st.Next)
+	}
 	for _, in := range st.Instances {
 		if !in.Acked || in.Live != (in.Instance == "ingest-live") {
 			t.Errorf("%s: live %v acked %v; want acked, live only for ingest-live", in.Instance, in.Live, in.Acked)
@@ -42,6 +46,9 @@ func TestStatusWithoutMigrationAndStaleHeartbeats(t *testing.T) {
 	}
 	if st.Migration == nil || st.Migration.ID != mig.ID {
 		t.Fatalf("status after create: migration %+v, want %s", st.Migration, mig.ID)
+	}
+	if want := []Step{StepDualWrites, StepCancel}; !reflect.DeepEqual(st.Next, want) {
+		t.Errorf("status after create: next %v, want %v", st.Next, want)
 	}
 	for _, in := range st.Instances {
 		if in.Acked {

@@ -91,8 +91,9 @@ func (m *Migrator) Verify(ctx context.Context, cfg VerifyConfig) (*schema.Verifi
 		return nil, err
 	}
 	mig := &rec.Migration
-	if !verifiable(mig.Phase) {
-		return nil, &PhaseError{Step: StepVerify, Alias: m.cfg.Alias, Phase: mig.Phase, Hint: "verify runs once the backfill is done, until complete"}
+	t := rule(StepVerify)
+	if !t.accepts(mig.Phase) {
+		return nil, t.refuse(m.cfg.Alias, mig.Phase, false)
 	}
 	tgtMap, err := sideMap(mig.Target)
 	if err != nil {
@@ -137,15 +138,17 @@ func (m *Migrator) Verify(ctx context.Context, cfg VerifyConfig) (*schema.Verifi
 	}
 	ver := &schema.Verification{At: m.cfg.Now().UTC(), OK: len(pending) == 0, IDs: cfg.IDs, Shards: reports}
 	rec, err = m.store.Update(ctx, func(x *schema.Migration) error {
-		if !verifiable(x.Phase) {
-			return &PhaseError{Step: StepVerify, Alias: m.cfg.Alias, Phase: x.Phase, Hint: "the migration moved on during the verification"}
+		if !t.accepts(x.Phase) {
+			return t.refuse(m.cfg.Alias, x.Phase, true)
 		}
 		x.Verification = ver
 		switch {
-		case ver.OK && x.Phase != schema.PhaseCutOver:
-			x.Phase = schema.PhaseVerified
-		case !ver.OK && x.Phase == schema.PhaseVerified:
-			x.Phase = schema.PhaseBackfilled
+		case ver.OK && t.starts(x.Phase):
+			x.Phase = t.to
+		case !ver.OK && x.Phase == t.to:
+			// Cutover needs the last verification to have passed: back
+			// to where the backfill left the migration.
+			x.Phase = rule(StepBackfill).to
 		}
 		return nil
 	})
@@ -158,14 +161,6 @@ func (m *Migrator) Verify(ctx context.Context, cfg VerifyConfig) (*schema.Verifi
 		return ver, fmt.Errorf("migrate: verify: %w on %d of %d shards", ErrMismatch, len(pending), len(reports))
 	}
 	return ver, nil
-}
-
-func verifiable(p schema.Phase) bool {
-	switch p {
-	case schema.PhaseBackfilled, schema.PhaseVerified, schema.PhaseCutOver, schema.PhaseRolledBack:
-		return true
-	}
-	return false
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

@@ -157,7 +157,7 @@ func writeStatus(w io.Writer, st *migrate.Status) error {
 			writeInstances(w, st.Instances, time.Time{})
 		}
 		writeStale(w, st.Stale)
-		return nil
+		return writeNext(w, st)
 	}
 	fmt.Fprintf(w, "migration %s of alias %s: phase %s (updated %s)\n", m.ID, m.Alias, m.Phase, m.Updated.UTC().Format(time.RFC3339))
 	fmt.Fprintf(w, "  source %s  map %s\n  target %s  map %s\n", m.Source.Index, short(m.Source.MapHash), m.Target.Index, short(m.Target.MapHash))
@@ -186,10 +186,29 @@ func writeStatus(w io.Writer, st *migrate.Status) error {
 	}
 	writeStale(w, st.Stale)
 	if m.Verification == nil {
-		_, err := fmt.Fprintln(w, "verification: none yet")
+		fmt.Fprintln(w, "verification: none yet")
+	} else if err := writeVerification(w, m.Verification); err != nil {
 		return err
 	}
-	return writeVerification(w, m.Verification)
+	return writeNext(w, st)
+}
+
+// writeNext names the verbs that go on from the migration's phase, the
+// one run would take first.
+func writeNext(w io.Writer, st *migrate.Status) error {
+	if len(st.Next) == 0 {
+		return nil
+	}
+	others := ""
+	if len(st.Next) > 1 {
+		rest := make([]string, len(st.Next)-1)
+		for i, s := range st.Next[1:] {
+			rest[i] = string(s)
+		}
+		others = " (or " + strings.Join(rest, ", ") + ")"
+	}
+	_, err := fmt.Fprintf(w, "next: reshard %s%s --alias %s\n", st.Next[0], others, st.Alias)
+	return err
 }
 
 // progress shows a backfill's progress: a bar redrawn in place when w is

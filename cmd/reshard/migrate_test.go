@@ -174,7 +174,8 @@ func TestMigrationVerbs(t *testing.T) {
 		t.Errorf("status --json = %s (%v)", out, err)
 	}
 	out = mustRun(t, with("status")...)
-	for _, want := range []string{"phase rolled_back", "3 of 3 slices done", "verification (counts and ids)", "ingest instances: no heartbeat"} {
+	for _, want := range []string{"phase rolled_back", "3 of 3 slices done", "verification (counts and ids)", "ingest instances: no heartbeat",
+		"next: reshard verify (or cancel) --alias menu"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status does not say %q:\n%s", want, out)
 		}
