@@ -2,7 +2,7 @@
 GO ?= go
 REAL := deploy/local/real.sh
 
-.PHONY: build test test-fast test-real bench bench-real real-up real-down lint fixtures fuzz image bench-soak bench-peer
+.PHONY: build test test-fast test-stress test-real bench bench-real real-up real-down lint fixtures fuzz image bench-soak bench-peer
 
 build:
 	$(GO) build ./...
@@ -14,6 +14,16 @@ test: test-fast test-real
 
 test-fast:
 	$(GO) test -race -count=1 -timeout 30m ./...
+
+# The fast suites ROUNDS times while a busy loop holds every core, so that
+# a test that passes only on an idle machine (a sleep to prove something
+# did not happen, a wall-clock bound) fails here; STRESS_PKGS narrows the
+# packages. It names each failing round's packages and tests. Not part of
+# test.
+ROUNDS ?= 3
+STRESS_PKGS ?= ./...
+test-stress:
+	@deploy/local/stress.sh '$(ROUNDS)' $(GO) test -race -count=1 -timeout 30m $(STRESS_PKGS)
 
 # The packages whose tests can run against the real engines: those that
 # import internal/realenv.
