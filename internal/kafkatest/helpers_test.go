@@ -2,7 +2,6 @@ package kafkatest
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"maps"
@@ -19,10 +18,6 @@ var seedFlag = flag.Uint64("kafkatest.seed", 0, "seed for the randomized tests; 
 // testTimeout bounds each test's broker traffic, so a hang fails in seconds
 // rather than blocking until go test's own timeout.
 const testTimeout = 30 * time.Second
-
-// quietPeriod is how long a reader must stay silent for a test to conclude
-// nothing more is coming. It is many fetch waits (readerMaxWait) long.
-const quietPeriod = 750 * time.Millisecond
 
 // testContext returns a context that ends after testTimeout or when the
 // test finishes.
@@ -79,18 +74,50 @@ func fetchN(ctx context.Context, r *kafka.Reader, n int) ([]kafka.Message, error
 	return msgs, nil
 }
 
-// expectQuiet fails the test if r delivers anything within quietPeriod.
-// A fetch cancelled by its context loses nothing in kafka-go: the message,
-// had one come, stays queued in the reader.
-func expectQuiet(t *testing.T, ctx context.Context, r *kafka.Reader) {
+// endMarker is the value of the messages produceEndMarkers writes.
+const endMarker = "end-marker"
+
+// produceEndMarkers writes one end marker to each of topic's partitions,
+// after every message a test expects, and returns their positions.
+//
+// Reading up to the markers is how a test shows that nothing more was
+// coming, which no wait for silence can show on a busy machine: a
+// partition's messages come in offset order, so whatever a reader delivers
+// before it has had every marker (a duplicate, a message it should not
+// have read again) is more than expected, however late it comes.
+func produceEndMarkers(t *testing.T, ctx context.Context, c *Cluster, topic string, partitions int) map[pos]bool {
 	t.Helper()
-	qctx, cancel := context.WithTimeout(ctx, quietPeriod)
-	defer cancel()
-	m, err := r.FetchMessage(qctx)
-	switch {
-	case err == nil:
-		t.Errorf("FetchMessage after the last expected message = %v (key %q), want nothing", posOf(m), m.Key)
-	case !errors.Is(err, context.DeadlineExceeded):
-		t.Errorf("FetchMessage while waiting for silence: %v, want %v", err, context.DeadlineExceeded)
+	ends := make(map[pos]bool, partitions)
+	for p := range partitions {
+		off, err := c.ProduceTo(ctx, topic, p, nil, []byte(endMarker))
+		if err != nil {
+			t.Fatalf("ProduceTo(%s, %d) of the end marker = %v", topic, p, err)
+		}
+		ends[pos{p, off}] = true
 	}
+	return ends
+}
+
+// readToEndMarkers takes deliveries from next until it has had each marker
+// of ends once, and fails the test for every other delivery meanwhile:
+// more than expected. It returns the markers' deliveries, for the test to
+// commit.
+func readToEndMarkers(t *testing.T, who string, ends map[pos]bool, next func() delivery) []delivery {
+	t.Helper()
+	seen := make(map[pos]bool, len(ends))
+	var got []delivery
+	for len(got) < len(ends) {
+		d := next()
+		at := posOf(d.msg)
+		switch {
+		case !ends[at]:
+			t.Errorf("%s: %s got %v (%q) after the last expected message, want nothing before the end markers", who, d.reader, at, d.msg.Value)
+		case seen[at]:
+			t.Errorf("%s: %s got the end marker %v again", who, d.reader, at)
+		default:
+			seen[at] = true
+			got = append(got, d)
+		}
+	}
+	return got
 }

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/segmentio/kafka-go"
@@ -215,11 +214,16 @@ func TestConsumerGroupRebalance(t *testing.T) {
 		}
 	}
 
-	// Then nothing more.
-	select {
-	case d := <-cs.out:
-		t.Errorf("after every expected message: %s got %v", d.reader, posOf(d.msg))
-	case <-time.After(quietPeriod):
+	// Then nothing more: only the end markers come, each from its
+	// partition's owner.
+	ends := produceEndMarkers(t, ctx, c, topic, partitions)
+	for _, d := range readToEndMarkers(t, "after the rebalance", ends, func() delivery { return cs.next(t, ctx) }) {
+		if o := owner[d.msg.Partition]; d.reader != o {
+			t.Errorf("after the rebalance: %s got the end marker %v, but %s owns partition %d", d.reader, posOf(d.msg), o, d.msg.Partition)
+		}
+		if err := readers[d.reader].CommitMessages(ctx, d.msg); err != nil {
+			t.Fatalf("%s: CommitMessages(%v) = %v", d.reader, posOf(d.msg), err)
+		}
 	}
 	hw, err := c.HighWatermarks(ctx, topic)
 	if err != nil {
