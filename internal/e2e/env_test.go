@@ -50,6 +50,7 @@ type env struct {
 	t      testing.TB
 	kafka  *kafkatest.Cluster
 	os     *osfake.TestServer // nil against the real node
+	url    string             // the cluster's address
 	topic  string             // the event topic
 	dlq    string
 	group  string
@@ -75,7 +76,7 @@ func newEnv(t testing.TB) *env {
 	// earlier one left (tests against it run one at a time), and what
 	// this one leaves.
 	c := testenv.StartCluster(t, testenv.ClusterOptions{RequestTimeout: testenv.RequestTimeout})
-	e.os, e.client, e.admin = c.Server, c.Client, c.Admin
+	e.os, e.url, e.client, e.admin = c.Server, c.URL, c.Client, c.Admin
 	if err := migrate.Init(context.Background(), e.admin, migrate.InitConfig{Map: e.m18, Index: sourceIdx, Alias: alias}); err != nil {
 		t.Fatal(err)
 	}
@@ -252,10 +253,35 @@ func writesTo(t testing.TB, in *ingest, want ...string) {
 // migrator returns a reshard job for the alias. The logger may be nil.
 func (e *env) migrator(reg prometheus.Registerer, log *slog.Logger) *migrate.Migrator {
 	e.t.Helper()
+	return e.migratorAt(reg, log, nil)
+}
+
+// migratorThrough is migrator with a client of its own that sends every
+// request through tr, to hold or inspect the job's requests. The client
+// sets no per-request timeout: tr may hold a request for as long as the
+// test needs.
+func (e *env) migratorThrough(tr http.RoundTripper) *migrate.Migrator {
+	e.t.Helper()
+	client, err := opensearch.NewClient(opensearch.Config{Addresses: []string{e.url}, Transport: tr, DisableRetry: true, HealthCheckMaxRetries: -1})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	m, err := migrate.New(client, migrate.Config{Alias: alias, Logger: testLogger("reshard"), PollInterval: 20 * time.Millisecond})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return m
+}
+
+// migratorAt is migrator with now for its clock (time.Now if nil): the
+// clock that timestamps the migration and tells a live heartbeat from an
+// old one.
+func (e *env) migratorAt(reg prometheus.Registerer, log *slog.Logger, now func() time.Time) *migrate.Migrator {
+	e.t.Helper()
 	if log == nil {
 		log = testLogger("reshard")
 	}
-	m, err := migrate.New(e.client, migrate.Config{Alias: alias, Logger: log, Registerer: reg, PollInterval: 20 * time.Millisecond})
+	m, err := migrate.New(e.client, migrate.Config{Alias: alias, Logger: log, Registerer: reg, PollInterval: 20 * time.Millisecond, Now: now})
 	if err != nil {
 		e.t.Fatal(err)
 	}

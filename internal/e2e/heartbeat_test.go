@@ -35,12 +35,16 @@ func TestDualWritesWaitsForIngestHeartbeat(t *testing.T) {
 		if err := in.Stop(t); err != nil {
 			t.Fatalf("pipeline Run = %v", err)
 		}
-		hb, _ := e.heartbeat(t, "ingest-gone")
-		const window = 300 * time.Millisecond
-		time.Sleep(window - time.Since(hb.At) + 50*time.Millisecond)
+		if _, found := e.heartbeat(t, "ingest-gone"); !found {
+			t.Fatal("the stopped instance left no heartbeat")
+		}
+		// The job's clock reads an hour on: the heartbeat is well outside
+		// the live window, with no wait for it to age.
+		const window = time.Minute
+		later := func() time.Time { return time.Now().Add(time.Hour) }
 
 		log, logs := capturingLogger()
-		m := e.migrator(nil, log)
+		m := e.migratorAt(nil, log, later)
 		mig, err := m.Create(ctx, migrate.CreateConfig{Map: e.m24, Target: targetIdx})
 		if err != nil {
 			t.Fatal(err)
@@ -110,8 +114,9 @@ func TestDualWritesWaitsForIngestHeartbeat(t *testing.T) {
 	t.Run("live instance not acknowledging", func(t *testing.T) {
 		realenv.Parallel(t)
 		e := newEnv(t)
-		// Live (it wrote a heartbeat at start, within the live window) but
-		// it never reads the migration state again.
+		// Live (it wrote a heartbeat at start, and the live window is
+		// longer than any test) but it never reads the migration state
+		// again.
 		cfg := e.pipelineConfig("ingest-slow")
 		cfg.MigrationPollInterval = time.Hour
 		in := e.startIngest(cfg)
@@ -122,7 +127,7 @@ func TestDualWritesWaitsForIngestHeartbeat(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		rep, err := m.DualWrites(ctx, migrate.AckConfig{Timeout: 500 * time.Millisecond})
+		rep, err := m.DualWrites(ctx, migrate.AckConfig{Timeout: 500 * time.Millisecond, LiveWindow: time.Hour})
 		var lag *migrate.LaggardsError
 		if !errors.As(err, &lag) || !reflect.DeepEqual(lag.Instances, []string{"ingest-slow"}) {
 			t.Fatalf("DualWrites = %v, want a LaggardsError naming ingest-slow", err)
@@ -133,7 +138,7 @@ func TestDualWritesWaitsForIngestHeartbeat(t *testing.T) {
 		if rep == nil || rep.Live() != 1 || !reflect.DeepEqual(rep.Laggards(), []string{"ingest-slow"}) {
 			t.Errorf("DualWrites report = %+v, want ingest-slow live and lagging", rep)
 		}
-		if _, err := m.Backfill(ctx, migrate.BackfillConfig{Ack: migrate.AckConfig{Timeout: 200 * time.Millisecond}}); !errors.As(err, &lag) {
+		if _, err := m.Backfill(ctx, migrate.BackfillConfig{Ack: migrate.AckConfig{Timeout: 200 * time.Millisecond, LiveWindow: time.Hour}}); !errors.As(err, &lag) {
 			t.Errorf("Backfill with a lagging instance = %v, want a LaggardsError", err)
 		}
 		writesTo(t, in, sourceIdx)
