@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -79,6 +81,16 @@ func TestMoveDuringBackfill(t *testing.T) {
 	t.Logf("restaurant %s (%d dishes) moves from source shard %d (%s) to shard %d (%s) during the backfill",
 		mover, dishesOf[mover], from, e.m18.Shard(from).Name, to, e.m18.Shard(to).Name)
 
+	// The backfill reads the mover's source shard only once ingest has
+	// moved the restaurant: its reads of that shard wait at a gate in the
+	// transport of its migrator (the job keeps its state in the cluster,
+	// so a second Migrator runs the same migration). Its throttle alone
+	// would leave the order to the machine's speed.
+	gate := newShardGate(sourceIdx, from)
+	bctx, stopBackfill := context.WithCancel(ctx)
+	t.Cleanup(func() { gate.release(); stopBackfill() })
+	gated := e.migratorThrough(gate)
+
 	var mu sync.Mutex
 	var progress []schema.SliceState
 	type result struct {
@@ -87,7 +99,7 @@ func TestMoveDuringBackfill(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		rep, err := m.Backfill(ctx, migrate.BackfillConfig{
+		rep, err := gated.Backfill(bctx, migrate.BackfillConfig{
 			Slices: 1, Page: 20, MaxDocsPerSecond: 400, ProgressInterval: 5 * time.Millisecond,
 			Progress: func(p migrate.BackfillProgress) {
 				mu.Lock()
@@ -97,7 +109,7 @@ func TestMoveDuringBackfill(t *testing.T) {
 		})
 		done <- result{rep, err}
 	}()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(realenv.Slack(60 * time.Second))
 	for {
 		mu.Lock()
 		ready := len(progress) > to && progress[to].Done
@@ -105,8 +117,13 @@ func TestMoveDuringBackfill(t *testing.T) {
 		if ready {
 			break
 		}
+		select {
+		case res := <-done:
+			t.Fatalf("the backfill ended (%+v, %v) before it finished source shard %d", res.rep, res.err, to)
+		default:
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the backfill did not finish source shard %d within 20s", to)
+			t.Fatalf("the backfill did not finish source shard %d within %v", to, realenv.Slack(60*time.Second))
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
@@ -115,11 +132,16 @@ func TestMoveDuringBackfill(t *testing.T) {
 	at := before.rests[dest]
 	f.inject(restaurantEvent(t, datagen.KindRestaurantMove, mover, r.version+1, datagen.Location{Lat: at.lat, Lon: at.lon}, doc))
 	e.waitDrained(t, in, 20*time.Second)
+	// The backfill comes to the gate once it has copied the shards before
+	// the mover's: seeing it there shows the gate holds the reads it must.
 	select {
+	case <-gate.arrived:
 	case res := <-done:
-		t.Fatalf("the backfill ended (%+v, %v) before ingest had moved the restaurant: slow it down", res.rep, res.err)
-	default:
+		t.Fatalf("the backfill ended (%+v, %v) without a read of source shard %d held at the gate", res.rep, res.err, from)
+	case <-time.After(realenv.Slack(60 * time.Second)):
+		t.Fatalf("the backfill did not come to source shard %d within %v", from, realenv.Slack(60*time.Second))
 	}
+	gate.release()
 	res := <-done
 	if res.err != nil {
 		t.Fatalf("Backfill: %v", res.err)
@@ -153,4 +175,37 @@ func TestMoveDuringBackfill(t *testing.T) {
 	s.mark("end")
 	s.explain(t, targetIdx, e.checkIndex(t, targetIdx, e.m24, want))
 	e.checkIndex(t, sourceIdx, e.m18, final.expected(e.m18))
+}
+
+// shardGate is an http.RoundTripper that holds every search of one shard
+// of one index (a backfill slice's page reads, which name their shard with
+// preference=_shards:N) until release; everything else goes straight
+// through. arrived is closed when the first such search comes.
+type shardGate struct {
+	path, preference    string
+	next                http.RoundTripper
+	arrived, open       chan struct{}
+	arriveOnce, release func()
+}
+
+func newShardGate(index string, shard int) *shardGate {
+	g := &shardGate{
+		path: "/" + index + "/_search", preference: "_shards:" + strconv.Itoa(shard),
+		next: http.DefaultTransport, arrived: make(chan struct{}), open: make(chan struct{}),
+	}
+	g.arriveOnce = sync.OnceFunc(func() { close(g.arrived) })
+	g.release = sync.OnceFunc(func() { close(g.open) })
+	return g
+}
+
+func (g *shardGate) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Path == g.path && r.URL.Query().Get("preference") == g.preference {
+		g.arriveOnce()
+		select {
+		case <-g.open:
+		case <-r.Context().Done():
+			return nil, r.Context().Err()
+		}
+	}
+	return g.next.RoundTrip(r)
 }
