@@ -119,37 +119,76 @@ func TestEmbeddedRun(t *testing.T) {
 }
 
 func TestHealthEndpoints(t *testing.T) {
-	// /healthz answers as soon as the server is up; /readyz reflects the
-	// pipeline; /metrics serves the registry.
-	var out, errb bytes.Buffer
+	// /healthz answers as soon as the server is up; /readyz once the
+	// pipeline has joined its group; /metrics serves the registry, the
+	// pipeline's series among them. The listener takes a free port, which
+	// the log names. Each is awaited, not timed: the embedded stack takes
+	// as long as the machine lets it to start.
+	var out, errb syncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int)
+	defer cancel()
+	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"--embedded", "--demo-events", "0", "--serve", "--metrics-addr", "127.0.0.1:19464"}, envOf(nil), &out, &errb)
+		done <- run(ctx, []string{"--embedded", "--demo-events", "0", "--serve", "--metrics-addr", "127.0.0.1:0"}, envOf(nil), &out, &errb)
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	var ready bool
-	for time.Now().Before(deadline) && !ready {
-		time.Sleep(50 * time.Millisecond)
-		resp, err := http.Get("http://127.0.0.1:19464/healthz")
+	serving := regexp.MustCompile(`msg="serving metrics" addr=(\S+)`)
+	var addr string
+	awaitRun(t, done, &out, &errb, "a log line naming the metrics listener", func() (bool, string) {
+		if m := serving.FindStringSubmatch(errb.String()); m != nil {
+			addr = m[1]
+		}
+		return addr != "", "none"
+	})
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + addr + path)
 		if err != nil {
-			continue
+			return 0, err.Error()
 		}
-		resp.Body.Close()
-		r2, err := http.Get("http://127.0.0.1:19464/metrics")
-		if err == nil {
-			var b bytes.Buffer
-			b.ReadFrom(r2.Body)
-			r2.Body.Close()
-			ready = strings.Contains(b.String(), "geoshard_bulk_") || strings.Contains(b.String(), "geoshard_ingest_")
-		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		return resp.StatusCode, b.String()
+	}
+	for _, c := range []struct{ path, want string }{
+		{"/healthz", "ok\n"},
+		{"/readyz", "ready\n"},
+		// Plain gauges and histograms are exported from the moment they
+		// are registered; labelled series only once observed.
+		{"/metrics", "geoshard_ingest_pending_dishes"},
+		{"/metrics", "geoshard_bulk_request_duration_seconds"},
+	} {
+		awaitRun(t, done, &out, &errb, "200 from GET "+c.path+" with "+c.want, func() (bool, string) {
+			code, body := get(c.path)
+			return code == http.StatusOK && strings.Contains(body, c.want), fmt.Sprintf("%d %.200q", code, body)
+		})
 	}
 	cancel()
 	if code := <-done; code != 0 {
-		t.Errorf("exit %d: %s", code, errb.String())
+		t.Errorf("exit %d after the interrupt: %s", code, errb.String())
 	}
-	if !ready {
-		t.Errorf("/healthz and /metrics with geoshard metrics never answered")
+}
+
+// awaitRun polls cond until it holds, failing the test if the command
+// exits first or if cond still fails after far longer than any machine
+// needs (the deadline only stops a hang). cond says what it saw last.
+func awaitRun(t *testing.T, done <-chan int, out, errb *syncBuffer, what string, cond func() (bool, string)) {
+	t.Helper()
+	const limit = 3 * time.Minute
+	deadline := time.Now().Add(limit)
+	for {
+		ok, last := cond()
+		if ok {
+			return
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("exit %d while waiting for %s (last: %s):\n%s\n%s", code, what, last, out.String(), errb.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s after %v (last: %s):\n%s\n%s", what, limit, last, out.String(), errb.String())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -188,17 +227,10 @@ func TestEmbeddedServeKeepsIngesting(t *testing.T) {
 	}()
 	addrs := regexp.MustCompile(`serving until interrupted: Kafka (\S+), OpenSearch (\S+);`)
 	var m []string
-	for deadline := time.Now().Add(90 * time.Second); m == nil; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no serving line:\n%s\n%s", out.String(), errb.String())
-		}
-		select {
-		case code := <-done:
-			t.Fatalf("exit %d before serving: %s", code, errb.String())
-		default:
-		}
+	awaitRun(t, done, &out, &errb, "serving line", func() (bool, string) {
 		m = addrs.FindStringSubmatch(out.String())
-	}
+		return m != nil, "none"
+	})
 	broker, osURL := m[1], m[2]
 	w := &kafka.Writer{Addr: kafka.TCP(broker), Topic: "restaurants", Balancer: &kafka.Murmur2Balancer{}, RequiredAcks: kafka.RequireAll}
 	defer w.Close()
@@ -207,20 +239,16 @@ func TestEmbeddedServeKeepsIngesting(t *testing.T) {
 		t.Fatal(err)
 	}
 	query := `{"query":{"ids":{"values":["restaurant:after-serve"]}}}`
-	found := false
-	for deadline := time.Now().Add(60 * time.Second); !found && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	awaitRun(t, done, &out, &errb, "search hit for the event produced after the summary", func() (bool, string) {
 		resp, err := http.Post(osURL+"/menu/_search", "application/json", strings.NewReader(query))
 		if err != nil {
-			continue
+			return false, err.Error()
 		}
 		var b bytes.Buffer
 		b.ReadFrom(resp.Body)
 		resp.Body.Close()
-		found = strings.Contains(b.String(), `"restaurant:after-serve"`)
-	}
-	if !found {
-		t.Error("an event produced after the summary was not indexed under --serve")
-	}
+		return strings.Contains(b.String(), `"restaurant:after-serve"`), fmt.Sprintf("%.200q", b.String())
+	})
 	cancel()
 	if code := <-done; code != 0 {
 		t.Errorf("exit %d after the interrupt: %s", code, errb.String())
