@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/prometheus/client_golang/prometheus"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/internal/testenv"
@@ -359,7 +360,7 @@ func TestMetricsFollowOwnership(t *testing.T) {
 	}
 	b := e.start(cfgB)
 	// Once both hold partitions, every partition gets events again.
-	waitJoined(t, []*member{{r: a}, {r: b}})
+	waitJoined(t, []*testMember{{r: a}, {r: b}})
 	where = append(where, e.produce(ctx, evs[half:])...)
 	e.waitCaughtUp(t, b, 30*time.Second)
 

@@ -229,19 +229,19 @@ func TestHandoverWaitsForWritesInFlight(t *testing.T) {
 
 	// Not deciding yet: nothing can be in flight, the join goes on at
 	// once without asking the loop.
-	p.handOver(stop, old)
+	p.grp.handOver(stop, old)
 
-	p.deciding.Store(true)
+	p.grp.deciding.Store(true)
 	ev := &event{rid: "r1", part: partKey{"events", 0}}
 	ix.fly(ev)
 	joined := make(chan struct{})
 	go func() {
-		p.handOver(stop, old)
+		p.grp.handOver(stop, old)
 		note("joined")
 		close(joined)
 	}()
 	// The loop takes the ask; the write lands after that.
-	ask := <-p.settles
+	ask := <-p.grp.settles
 	settled := make(chan error, 1)
 	go func() { settled <- p.settle(stop, ask) }()
 	runtime.Gosched()

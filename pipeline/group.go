@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -71,17 +72,43 @@ func newGeneration(g *kafka.Generation) *generation {
 	return gen
 }
 
-// groupConfig is the consumer group: every event topic, the co-partitioned
+// member is this instance in the consumer group: it joins, reads the
+// partitions of each generation into the processing loop's channel, and
+// holds each join for the handover. It shares with the loop only the
+// settles channel and the deciding flag, and with the committer the
+// current generation.
+type member struct {
+	cfg    Config
+	log    *slog.Logger
+	dialer *kafka.Dialer // set by Run
+	// current is the latest generation, generations counts them.
+	current     atomic.Pointer[generation]
+	generations atomic.Int64
+	// deciding is set while the processing loop decides events (the loop
+	// sets it); the handover asks the loop through settles to land what
+	// it has in flight.
+	deciding atomic.Bool
+	settles  chan settleAsk
+	// commit commits the finished offsets of gen's partitions through gen
+	// (the committer's).
+	commit func(ctx context.Context, gen *generation)
+}
+
+func newMember(cfg Config, log *slog.Logger, commit func(context.Context, *generation)) *member {
+	return &member{cfg: cfg, log: log, settles: make(chan settleAsk), commit: commit}
+}
+
+// config is the consumer group: every event topic, the co-partitioned
 // balancer first (range only so that a group still holding members of an
 // older version can form: a group votes for the first strategy all its
 // members offer).
-func (p *Pipeline) groupConfig(d *kafka.Dialer) kafka.ConsumerGroupConfig {
-	k := p.cfg.Kafka
+func (m *member) config() kafka.ConsumerGroupConfig {
+	k := m.cfg.Kafka
 	return kafka.ConsumerGroupConfig{
-		ID:                    p.cfg.Group,
-		Brokers:               p.cfg.Brokers,
-		Dialer:                d,
-		Topics:                p.cfg.topics(),
+		ID:                    m.cfg.Group,
+		Brokers:               m.cfg.Brokers,
+		Dialer:                m.dialer,
+		Topics:                m.cfg.topics(),
 		GroupBalancers:        []kafka.GroupBalancer{copartitioned{}, kafka.RangeGroupBalancer{}},
 		HeartbeatInterval:     k.HeartbeatInterval,
 		SessionTimeout:        k.SessionTimeout,
@@ -90,36 +117,35 @@ func (p *Pipeline) groupConfig(d *kafka.Dialer) kafka.ConsumerGroupConfig {
 		WatchPartitionChanges: true,
 		StartOffset:           kafka.FirstOffset,
 		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
-			p.log.Debug("kafka consumer group", "detail", fmt.Sprintf(msg, args...))
+			m.log.Debug("kafka consumer group", "detail", fmt.Sprintf(msg, args...))
 		}),
 	}
 }
 
-// partitionReader reads one partition, outside any group.
-func (p *Pipeline) partitionReader(d *kafka.Dialer, k partKey) *kafka.Reader {
+// reader reads one partition, outside any group.
+func (m *member) reader(k partKey) *kafka.Reader {
 	return kafka.NewReader(kafka.ReaderConfig{
-		Brokers:         p.cfg.Brokers,
+		Brokers:         m.cfg.Brokers,
 		Topic:           k.topic,
 		Partition:       k.partition,
-		Dialer:          d,
+		Dialer:          m.dialer,
 		MinBytes:        1,
-		MaxBytes:        max(10<<20, 2*p.cfg.MaxEventBytes),
-		MaxWait:         p.cfg.Kafka.MaxWait,
+		MaxBytes:        max(10<<20, 2*m.cfg.MaxEventBytes),
+		MaxWait:         m.cfg.Kafka.MaxWait,
 		ReadLagInterval: -1,
 		ReadBackoffMin:  50 * time.Millisecond,
 		ReadBackoffMax:  time.Second,
 		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
-			p.log.Debug("kafka reader", "partition", k.String(), "detail", fmt.Sprintf(msg, args...))
+			m.log.Debug("kafka reader", "partition", k.String(), "detail", fmt.Sprintf(msg, args...))
 		}),
 	})
 }
 
-// consumeGroup is the member: it takes each generation the group gives,
-// reads its partitions into out and holds the next join for the
-// handover, until stop ends. It returns once nothing more is written to
-// out; the generation's functions then wait for it to end (Run closes the
-// group after the last commit).
-func (p *Pipeline) consumeGroup(stop context.Context, cg *kafka.ConsumerGroup, d *kafka.Dialer, out chan<- fetched) {
+// run takes each generation the group gives, reads its partitions into
+// out and holds the next join for the handover, until stop ends. It
+// returns once nothing more is written to out; the generation's functions
+// then wait for it to end (Run closes the group after the last commit).
+func (m *member) run(stop context.Context, cg *kafka.ConsumerGroup, out chan<- fetched) {
 	var reading sync.WaitGroup
 	defer reading.Wait()
 	failures := 0
@@ -133,7 +159,7 @@ func (p *Pipeline) consumeGroup(stop context.Context, cg *kafka.ConsumerGroup, d
 			// attempt to form a generation.
 			failures++
 			wait := fetchBackoff.Delay(failures)
-			p.log.Warn("consumer group: joining failed; trying again", "in", wait, "error", err)
+			m.log.Warn("consumer group: joining failed; trying again", "in", wait, "error", err)
 			if !sleepCtx(stop, wait) {
 				return
 			}
@@ -141,8 +167,8 @@ func (p *Pipeline) consumeGroup(stop context.Context, cg *kafka.ConsumerGroup, d
 		}
 		failures = 0
 		gen := newGeneration(g)
-		p.current.Store(gen)
-		p.generations.Add(1)
+		m.current.Store(gen)
+		m.generations.Add(1)
 		select {
 		case out <- fetched{gen: gen.id, start: gen}:
 		case <-stop.Done():
@@ -152,7 +178,7 @@ func (p *Pipeline) consumeGroup(stop context.Context, cg *kafka.ConsumerGroup, d
 			reading.Add(1)
 			g.Start(func(ctx context.Context) {
 				rctx, cancel := mergeDone(ctx, stop)
-				p.readPartition(rctx, d, k, offset, gen.id, out)
+				m.read(rctx, k, offset, gen.id, out)
 				cancel()
 				reading.Done()
 				<-ctx.Done() // a function that returns ends the generation
@@ -160,23 +186,23 @@ func (p *Pipeline) consumeGroup(stop context.Context, cg *kafka.ConsumerGroup, d
 		}
 		g.Start(func(ctx context.Context) {
 			<-ctx.Done()
-			p.handOver(stop, gen)
+			m.handOver(stop, gen)
 		})
 	}
 }
 
-// readPartition hands partition k's messages, from offset on, to out until
-// ctx ends.
-func (p *Pipeline) readPartition(ctx context.Context, d *kafka.Dialer, k partKey, offset, gen int64, out chan<- fetched) {
-	r := p.partitionReader(d, k)
+// read hands partition k's messages, from offset on, to out until ctx
+// ends.
+func (m *member) read(ctx context.Context, k partKey, offset, gen int64, out chan<- fetched) {
+	r := m.reader(k)
 	defer r.Close()
 	if err := r.SetOffset(offset); err != nil {
-		p.log.Error("consumer group: cannot start a partition's reader", "partition", k.String(), "offset", offset, "error", err)
+		m.log.Error("consumer group: cannot start a partition's reader", "partition", k.String(), "offset", offset, "error", err)
 		return
 	}
-	fetchAll(ctx, p.log, r, func(m kafka.Message) bool {
+	fetchAll(ctx, m.log, r, func(msg kafka.Message) bool {
 		select {
-		case out <- fetched{msg: m, gen: gen}:
+		case out <- fetched{msg: msg, gen: gen}:
 			return true
 		case <-ctx.Done():
 			return false
@@ -224,18 +250,18 @@ func fetchAll(ctx context.Context, log *slog.Logger, r messageFetcher, deliver f
 // flight and the finished offsets are committed through gen, or after
 // half the rebalance timeout. A member that is stopping has drained
 // already, or is draining: it joins at once.
-func (p *Pipeline) handOver(stop context.Context, gen *generation) {
-	if stop.Err() != nil || !p.deciding.Load() {
+func (m *member) handOver(stop context.Context, gen *generation) {
+	if stop.Err() != nil || !m.deciding.Load() {
 		return
 	}
 	start := time.Now()
-	wait := time.NewTimer(p.cfg.Kafka.RebalanceTimeout / 2)
+	wait := time.NewTimer(m.cfg.Kafka.RebalanceTimeout / 2)
 	defer wait.Stop()
 	ask := settleAsk{gen: gen.id, done: make(chan struct{})}
 	select {
-	case p.settles <- ask:
+	case m.settles <- ask:
 	case <-wait.C:
-		p.log.Warn("joining the consumer group unsettled: the processing loop did not answer", "waited", time.Since(start).Round(time.Millisecond))
+		m.log.Warn("joining the consumer group unsettled: the processing loop did not answer", "waited", time.Since(start).Round(time.Millisecond))
 		return
 	case <-stop.Done():
 		return
@@ -243,15 +269,15 @@ func (p *Pipeline) handOver(stop context.Context, gen *generation) {
 	select {
 	case <-ask.done:
 	case <-wait.C:
-		p.log.Warn("joining the consumer group with writes still in flight", "generation", gen.id, "waited", time.Since(start).Round(time.Millisecond))
+		m.log.Warn("joining the consumer group with writes still in flight", "generation", gen.id, "waited", time.Since(start).Round(time.Millisecond))
 		return
 	case <-stop.Done():
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Kafka.RebalanceTimeout/2)
-	p.commit(ctx, gen)
+	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.Kafka.RebalanceTimeout/2)
+	m.commit(ctx, gen)
 	cancel()
-	p.log.Info("consumer group rebalancing: what was in flight landed and is committed", "generation", gen.id, "paused", time.Since(start).Round(time.Millisecond))
+	m.log.Info("consumer group rebalancing: what was in flight landed and is committed", "generation", gen.id, "paused", time.Since(start).Round(time.Millisecond))
 }
 
 // settleAsk is the handover's request to the processing loop: settle

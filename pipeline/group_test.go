@@ -52,20 +52,20 @@ func (s *severable) sever() {
 	}
 }
 
-// member is one instance of a group under test.
-type member struct {
+// testMember is one instance of a group under test.
+type testMember struct {
 	r   *running
 	sev *severable
 }
 
 // startMember starts an instance whose reader can be severed.
-func (e *testEnv) startMember(cfg Config, name string) *member {
+func (e *testEnv) startMember(cfg Config, name string) *testMember {
 	return e.startMemberWith(cfg, name, nil)
 }
 
 // startMemberWith is startMember, letting setup adjust the pipeline
 // before it runs.
-func (e *testEnv) startMemberWith(cfg Config, name string, setup func(*Pipeline)) *member {
+func (e *testEnv) startMemberWith(cfg Config, name string, setup func(*Pipeline)) *testMember {
 	cfg.Instance, cfg.Registerer = name, prometheus.NewRegistry()
 	sev := &severable{}
 	r := e.startWith(cfg, func(p *Pipeline) {
@@ -78,12 +78,12 @@ func (e *testEnv) startMemberWith(cfg Config, name string, setup func(*Pipeline)
 			setup(p)
 		}
 	})
-	return &member{r: r, sev: sev}
+	return &testMember{r: r, sev: sev}
 }
 
 // kill stops the instance as SIGKILL would: silent at once, nothing
 // drained or committed.
-func (m *member) kill(t testing.TB) {
+func (m *testMember) kill(t testing.TB) {
 	m.sev.sever()
 	m.r.p.cfg.DrainTimeout = time.Nanosecond
 	_ = m.r.Stop(t) // whatever Run says: the instance is gone
@@ -91,14 +91,14 @@ func (m *member) kill(t testing.TB) {
 
 // waitJoined waits until every member has partitions of its own in a
 // stable group: the group has settled with all of them in it.
-func waitJoined(t testing.TB, group []*member) {
+func waitJoined(t testing.TB, group []*testMember) {
 	t.Helper()
 	deadline := time.Now().Add(realenv.Slack(30 * time.Second))
 	for {
 		ids := map[int64]bool{}
 		mine := 0
 		for _, m := range group {
-			if g := m.r.p.current.Load(); g != nil {
+			if g := m.r.p.grp.current.Load(); g != nil {
 				ids[g.id] = true
 				if len(g.owned) > 0 {
 					mine++
@@ -131,11 +131,11 @@ func TestGroupThroughKillsAndRestarts(t *testing.T) {
 	chunk := func(i int) []genEvent { return evs[i*len(evs)/chunks : (i+1)*len(evs)/chunks] }
 	cfg := e.config()
 	n := 0
-	start := func() *member {
+	start := func() *testMember {
 		n++
 		return e.startMember(cfg, fmt.Sprintf("ingest-%d", n))
 	}
-	group := []*member{start(), start(), start()}
+	group := []*testMember{start(), start(), start()}
 	where := e.produce(ctx, chunk(0))
 	e.waitCaughtUp(t, group[0].r, 40*time.Second)
 	for i := range 3 {
@@ -191,7 +191,7 @@ func BenchmarkGroupRecovery(b *testing.B) {
 				if *recoverySession > 0 {
 					cfg.Kafka.SessionTimeout, cfg.Kafka.HeartbeatInterval = *recoverySession, *recoveryHeartbeat
 				}
-				var group []*member
+				var group []*testMember
 				for i := range 3 {
 					group = append(group, e.startMember(cfg, fmt.Sprintf("ingest-%d", i)))
 				}
@@ -264,7 +264,7 @@ func BenchmarkRebalancePause(b *testing.B) {
 				e := newEnv(b, envOptions{partitions: 4, inProcess: true})
 				ids := storeRestaurants(b, e, *pauseRestaurants)
 				cfg := e.config()
-				var group []*member
+				var group []*testMember
 				for i := range 2 {
 					group = append(group, e.startMemberWith(cfg, fmt.Sprintf("ingest-%d", i), nil))
 				}

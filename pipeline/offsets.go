@@ -343,7 +343,7 @@ func (p *Pipeline) commitLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			p.commit(ctx, p.current.Load())
+			p.commit(ctx, p.grp.current.Load())
 		}
 	}
 }

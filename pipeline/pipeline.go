@@ -95,17 +95,12 @@ type Pipeline struct {
 	// unowned counts messages skipped because their generation had ended
 	// (process): their partitions' next owners read them again.
 	unowned atomic.Int64
-	// The consumer group (group.go): current is the latest generation
-	// (the committer's), generations counts them. deciding is set while
-	// the processing loop decides events; the handover asks it through
-	// settles to land what it has in flight. gen is the generation the
-	// loop is in, settled the last one it settled (both loop-owned).
-	current     atomic.Pointer[generation]
-	generations atomic.Int64
-	deciding    atomic.Bool
-	settles     chan settleAsk
-	gen         *generation
-	settled     int64
+	// grp is this instance in the consumer group (group.go). gen is the
+	// generation the loop is in, settled the last one it settled (both
+	// loop-owned).
+	grp     *member
+	gen     *generation
+	settled int64
 
 	fetched, finished, deadLetters atomic.Int64
 	// parkedCount, unparkedCount and readBack count the parking records
@@ -134,7 +129,6 @@ func New(cfg Config, client *opensearch.Client) (*Pipeline, error) {
 		cfg: cfg, log: cfg.Logger, client: client, admin: bulk.NewAdmin(client), met: m,
 		track:         newTracker(),
 		modeWake:      make(chan struct{}, 1),
-		settles:       make(chan settleAsk),
 		applied:       make(chan struct{}, 1),
 		counts:        make(map[EventKey]int64),
 		deadCount:     make(map[Reason]int64),
@@ -144,6 +138,7 @@ func New(cfg Config, client *opensearch.Client) (*Pipeline, error) {
 	}
 	p.ix = newIndexer(p.log, p.admin, m, p, newPendingSet(cfg.PendingMax, cfg.PendingMaxAge))
 	p.ix.now = func() time.Time { return p.now() }
+	p.grp = newMember(cfg, p.log, p.commit)
 	p.newProducer = p.kafkaProducer
 	p.newParkingProducer = p.parkingProducer
 	return p, nil
@@ -234,7 +229,8 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if p.wrapDialer != nil {
 		dialer = p.wrapDialer(dialer)
 	}
-	group, err := kafka.NewConsumerGroup(p.groupConfig(dialer))
+	p.grp.dialer = dialer
+	group, err := kafka.NewConsumerGroup(p.grp.config())
 	if err != nil {
 		return fmt.Errorf("pipeline: consumer group: %w", err)
 	}
@@ -268,7 +264,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	bg.Wait() // the committer has stopped: the last commit below is the only one
 
 	finalCtx, cancelFinal := context.WithTimeout(context.Background(), 5*time.Second)
-	p.commit(finalCtx, p.current.Load())
+	p.commit(finalCtx, p.grp.current.Load())
 	cancelFinal()
 	lt.cancelRun(nil)
 	if err := group.Close(); err != nil { // leaves the group
@@ -409,7 +405,7 @@ func (p *Pipeline) consume(lt *lifetimes, dialer *kafka.Dialer, transport *kafka
 	var fetcher sync.WaitGroup
 	fetcher.Go(func() {
 		defer close(raw)
-		p.consumeGroup(lt.intake, group, dialer, raw)
+		p.grp.run(lt.intake, group, raw)
 	})
 	fetcher.Go(func() { p.decodeAll(lt.intake, raw, msgs) })
 
@@ -519,8 +515,8 @@ func (p *Pipeline) process(stop, work context.Context, msgs <-chan fetched) erro
 	if err := p.firstGeneration(stop, msgs); err != nil || stop.Err() != nil {
 		return err
 	}
-	p.deciding.Store(true)
-	defer p.deciding.Store(false)
+	p.grp.deciding.Store(true)
+	defer p.grp.deciding.Store(false)
 	ix := p.ix
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
@@ -571,7 +567,7 @@ func (p *Pipeline) process(stop, work context.Context, msgs <-chan fetched) erro
 			if err := p.applyWanted(work); err != nil {
 				return err
 			}
-		case ask := <-p.settles:
+		case ask := <-p.grp.settles:
 			if err := p.settle(work, ask); err != nil {
 				return err
 			}

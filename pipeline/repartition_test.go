@@ -95,7 +95,7 @@ func testDishesKeyedByDish(t *testing.T, late bool) {
 	b := e.startMember(cfg, "b")
 	e.waitCaughtUp(t, a.r, 60*time.Second)
 	stA, stB := a.r.p.Stats(), b.r.p.Stats()
-	for _, m := range []*member{a, b} {
+	for _, m := range []*testMember{a, b} {
 		if err := m.r.Stop(t); err != nil {
 			t.Fatalf("Run = %v", err)
 		}

@@ -182,7 +182,7 @@ func (p *Pipeline) Ready() (bool, string) {
 		switch {
 		case !p.started.Load():
 			return false, "not started"
-		case p.generations.Load() == 0:
+		case p.grp.generations.Load() == 0:
 			return false, "waiting to join the consumer group"
 		}
 		return false, fmt.Sprintf("warming the restaurant directory: %d pages, %d of %d restaurants",
@@ -191,7 +191,7 @@ func (p *Pipeline) Ready() (bool, string) {
 	if !p.running.Load() {
 		return false, "not running"
 	}
-	if p.fetched.Load() == 0 && p.generations.Load() == 0 {
+	if p.fetched.Load() == 0 && p.grp.generations.Load() == 0 {
 		return false, "waiting to join the consumer group"
 	}
 	if lag := p.track.totalLag(); lag > 0 {

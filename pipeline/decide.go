@@ -1,0 +1,384 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/schema"
+	"github.com/golang/geo/s2"
+)
+
+// restaurantUpsert writes a restaurant at its location, moving it and its
+// dishes first if the location left the restaurant's cell, then writes the
+// dishes that waited for it.
+func (ix *indexer) restaurantUpsert(ctx context.Context, ev *event) error {
+	c := ev.change
+	cell := s2.CellIDFromLatLng(s2.LatLngFromDegrees(c.Lat, c.Lon))
+	old, known := ix.dir.get(c.ID)
+	if known && (c.Version < old.version || c.Version == old.version && (old.deleted || ix.cellChanged(old.cell, cell))) {
+		// The directory holds a newer version (live or deleted): writing
+		// this one under its own location could leave a stray copy on
+		// another shard, where no tombstone protects it.
+		//
+		// The same version at the same place is written again: it is this
+		// very event, delivered again, and during dual writes the
+		// directory, read from the primary, may show it although the other
+		// target never acknowledged it. External versioning makes the copy
+		// a target already has Stale.
+		ix.host.finish(ev, resultStale)
+		return nil
+	}
+	if known && old.deleted && old.cell != 0 && ix.shardChanged(old.cell, cell) {
+		// Re-created on another shard than the one its delete went to:
+		// the delete must land first. Were the pipeline cut short with
+		// the new copy written and the delete not, the old copy would
+		// stay, live, where no redelivered event looks (the directory
+		// would show the new copy's version).
+		return ix.whenQuiet(ctx, c.ID, func(ctx context.Context) error {
+			if err := ix.writeRestaurant(ctx, ev, cell); err != nil {
+				return err
+			}
+			return ix.unhold(ctx, c.ID)
+		})
+	}
+	if known && !old.deleted && ix.cellChanged(old.cell, cell) {
+		targets := ix.targets
+		return ix.restaurantTask(ctx, ev,
+			func(ctx context.Context) (error, error) { return ix.relocate(ctx, targets, ev, old.cell, cell) },
+			func(ctx context.Context) error { return ix.writeRestaurant(ctx, ev, cell) })
+	}
+	if !known {
+		return ix.confirmRestaurant(ctx, ev, cell)
+	}
+	return ix.writeRestaurant(ctx, ev, cell)
+}
+
+// confirmRestaurant writes a restaurant the directory knows nothing of,
+// and holds it until the index has answered: only then does the
+// directory take it as live and its waiting dishes go to the index. The
+// directory is read from the index, which keeps no deleted document, so
+// a restaurant deleted before the read is unknown here; a replay of an
+// older upsert of it is refused by the delete's tombstone (Stale), and
+// the restaurant is then recorded as deleted at that version instead, so
+// that its dishes wait (and are dead-lettered) as they would have if the
+// delete had been seen. (No other member writes the restaurant: it is
+// keyed to a partition of this member's.)
+func (ix *indexer) confirmRestaurant(ctx context.Context, ev *event, cell s2.CellID) error {
+	c := ev.change
+	members := ev.members
+	ix.rest(c.ID).held = true
+	ev.settled = func(ctx context.Context) error {
+		ev.mu.Lock()
+		failed, rejected, result := ev.failed, ev.rejected, ev.result
+		ev.mu.Unlock()
+		switch {
+		case failed || rejected != nil:
+			// Stopping, or dead-lettered: the directory learns nothing.
+		case result == resultStale:
+			// A delete's tombstone, or a copy the index holds at this
+			// version or newer that the directory's read could not see (a
+			// previous owner's write acknowledged after it): the index,
+			// refreshed, tells which.
+			ix.settleStale(ctx, c.ID, c.Version)
+			return nil // settleStale ends the hold
+		default:
+			ix.dir.set(c.ID, cell, c.Version)
+			for _, d := range ix.pend.take(c.ID) {
+				if err := ix.dishUpsert(ctx, d); err != nil {
+					return err
+				}
+			}
+		}
+		return ix.unhold(ctx, c.ID)
+	}
+	return ix.emit(ctx, ix.targets, ev, docWrite{
+		action: bulk.Index, vtype: bulk.External, id: schema.RestaurantID(c.ID), version: c.Version, cell: cell,
+		body: func(level int) []byte {
+			return restaurantBody(members, c.ID, c.Version, cell, c.Lat, c.Lon, level)
+		},
+	})
+}
+
+// settleStale ends the hold of an unknown restaurant whose write came
+// back Stale: on a task it refreshes the primary index and looks the
+// restaurant up; found, the directory takes what the index holds and its
+// waiting dishes go on; not found, the refusal was a delete's tombstone
+// and the restaurant is recorded as deleted at version.
+func (ix *indexer) settleStale(ctx context.Context, rid string, version int64) {
+	t := ix.targets[0]
+	ix.goTask(ctx, func(ctx context.Context) func(context.Context) error {
+		err := ix.refresh(ctx, t.index)
+		var found *directory
+		if err == nil {
+			found, err = ix.searchRestaurants(ctx, &t, []string{rid})
+		}
+		return func(ctx context.Context) error {
+			if err != nil {
+				return err
+			}
+			if e, ok := found.get(rid); ok && !e.deleted {
+				ix.dir.replace(rid, found)
+				if _, live := ix.dir.lookup(rid); live {
+					for _, d := range ix.pend.take(rid) {
+						if err := ix.dishUpsert(ctx, d); err != nil {
+							return err
+						}
+					}
+				}
+			} else {
+				ix.dir.remove(rid, version)
+			}
+			return ix.unhold(ctx, rid)
+		}
+	})
+}
+
+// writeRestaurant writes a restaurant's own document at cell, records it
+// in the directory, and writes the dishes that waited for it.
+func (ix *indexer) writeRestaurant(ctx context.Context, ev *event, cell s2.CellID) error {
+	c := ev.change
+	members := ev.members
+	err := ix.emit(ctx, ix.targets, ev, docWrite{
+		action: bulk.Index, vtype: bulk.External, id: schema.RestaurantID(c.ID), version: c.Version, cell: cell,
+		body: func(level int) []byte {
+			return restaurantBody(members, c.ID, c.Version, cell, c.Lat, c.Lon, level)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	ix.dir.set(c.ID, cell, c.Version)
+	for _, d := range ix.pend.take(c.ID) {
+		if err := ix.dishUpsert(ctx, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// shardChanged reports whether a location change moves the restaurant to
+// another shard under any target's map.
+func (ix *indexer) shardChanged(from, to s2.CellID) bool {
+	for i := range ix.targets {
+		if ix.targets[i].m.LocateCell(from) != ix.targets[i].m.LocateCell(to) {
+			return true
+		}
+	}
+	return false
+}
+
+// cellChanged reports whether a location change moves the restaurant to
+// another cell under any target's map (hence possibly another shard).
+func (ix *indexer) cellChanged(from, to s2.CellID) bool {
+	for i := range ix.targets {
+		l := ix.targets[i].m.Level()
+		if cellAt(from, l) != cellAt(to, l) {
+			return true
+		}
+	}
+	return false
+}
+
+// restaurantDelete deletes a restaurant and all its dishes.
+//
+// Any delete of a restaurant, stale or not, also finishes the dishes
+// waiting for it: they belong to a deleted restaurant, whether they came
+// before the delete (a redelivery after a crash looks like that: the index
+// no longer shows the restaurant, its dishes wait, then its delete comes
+// again) or are replays after it.
+func (ix *indexer) restaurantDelete(ctx context.Context, ev *event) error {
+	c := ev.change
+	for _, x := range ix.pend.take(c.ID) {
+		ix.host.finish(x, resultStale)
+	}
+	old, known := ix.dir.get(c.ID)
+	switch {
+	case known && c.Version <= old.version:
+		ix.host.finish(ev, resultStale)
+		return nil
+	case !known || old.deleted:
+		// Nothing of it can be in the index (nothing is written without
+		// routing); remember the version so an older upsert is stale.
+		ix.dir.remove(c.ID, c.Version)
+		ix.host.finish(ev, resultNoop)
+		return nil
+	}
+	targets := ix.targets
+	return ix.restaurantTask(ctx, ev,
+		func(ctx context.Context) (error, error) { return ix.deleteDependents(ctx, targets, ev, old.cell) },
+		func(ctx context.Context) error {
+			err := ix.emit(ctx, ix.targets[:1], ev, docWrite{
+				action: bulk.Delete, vtype: bulk.External, id: schema.RestaurantID(c.ID), version: c.Version, cell: old.cell,
+			})
+			if err != nil {
+				return err
+			}
+			ix.dir.remove(c.ID, c.Version)
+			return nil
+		})
+}
+
+// restaurantTask holds ev's restaurant and, once the restaurant is quiet,
+// runs task (a move's or a delete's steps) on a goroutine of its own.
+// Back on the loop, a rejected write dead-letters the event, success runs
+// then, and either way the hold ends.
+func (ix *indexer) restaurantTask(ctx context.Context, ev *event, task func(context.Context) (rej, err error), then func(context.Context) error) error {
+	rid := ev.change.ID
+	return ix.whenQuiet(ctx, rid, func(ctx context.Context) error {
+		ix.goTask(ctx, func(ctx context.Context) func(context.Context) error {
+			rej, err := task(ctx)
+			return func(ctx context.Context) error {
+				switch {
+				case err != nil:
+					return err
+				case rej != nil:
+					if err := ix.host.deadLetter(ctx, ev, ReasonRejected, rej.Error(), resultDeadLetter); err != nil {
+						return err
+					}
+				default:
+					if err := then(ctx); err != nil {
+						return err
+					}
+				}
+				return ix.unhold(ctx, rid)
+			}
+		})
+		return nil
+	})
+}
+
+// dishUpsert writes a dish under its restaurant's routing, or holds it
+// until the restaurant is known.
+func (ix *indexer) dishUpsert(ctx context.Context, ev *event) error {
+	c := ev.change
+	cell, ok := ix.dir.lookup(c.RestaurantID)
+	if !ok {
+		now := ix.now()
+		at := ev.parkedAt
+		if at.IsZero() {
+			at = now
+		}
+		evicted := ix.pend.add(ev, at)
+		ix.host.park(ev, now)
+		for _, x := range evicted {
+			if err := ix.host.deadLetter(ctx, x, ReasonUnknownRestaurant, "restaurant "+x.change.RestaurantID+" unknown; the pending set is full", resultPendingExpired); err != nil {
+				return err
+			}
+		}
+		ix.met.pending.Set(float64(ix.pend.len()))
+		return nil
+	}
+	members := ev.members
+	return ix.emit(ctx, ix.targets, ev, docWrite{
+		action: bulk.Index, vtype: bulk.External, id: schema.DishID(c.ID), version: c.Version, cell: cell,
+		body: func(level int) []byte {
+			return dishBody(members, c.ID, c.RestaurantID, c.Version, cell, level)
+		},
+	})
+}
+
+// dishDelete deletes a dish under its restaurant's routing. If the
+// restaurant is unknown the dish cannot be in the index: the delete only
+// cancels a pending upsert of the dish.
+func (ix *indexer) dishDelete(ctx context.Context, ev *event) error {
+	c := ev.change
+	cell, ok := ix.dir.lookup(c.RestaurantID)
+	if !ok {
+		for _, x := range ix.pend.cancel(c.RestaurantID, c.ID, c.Version) {
+			ix.host.finish(x, resultStale)
+		}
+		ix.host.finish(ev, resultNoop)
+		return nil
+	}
+	return ix.emit(ctx, ix.targets, ev, docWrite{
+		action: bulk.Delete, vtype: bulk.External, id: schema.DishID(c.ID), version: c.Version, cell: cell,
+	})
+}
+
+// expirePending dead-letters the dishes that waited too long. Before it
+// does, it asks the index once per restaurant: another instance may have
+// written the restaurant meanwhile (where the assignment could not be
+// read, a rebalance does not release the partitions lost, and their dishes
+// may wait here for a restaurant that only the partition's new owner sees).
+//
+// It also asks the broker how far the group has committed the partitions
+// of the dishes it is about to dead-letter: a dish behind the group's
+// committed offset was finished by the member that committed it (no
+// member commits past an event it has not finished: this instance's
+// tracker never does), so it is finished here as a noop instead. That
+// member owns or owned the partition; a commit this instance then makes
+// for it may land behind the owner's, which only redelivers.
+//
+// A dish whose restaurant is held goes to the front of the restaurant's
+// queue: it came before everything there.
+func (ix *indexer) expirePending(ctx context.Context, maxAge time.Duration) error {
+	expired := ix.pend.expire(ix.now())
+	if len(expired) == 0 {
+		return nil
+	}
+	var rids []string
+	seen := map[string]bool{}
+	var held []*event
+	kept := expired[:0]
+	for _, x := range expired {
+		rid := x.change.RestaurantID
+		if rs := ix.rests[rid]; rs != nil && rs.held {
+			held = append(held, x)
+			continue
+		}
+		kept = append(kept, x)
+		if !seen[rid] {
+			seen[rid] = true
+			rids = append(rids, rid)
+		}
+	}
+	expired = kept
+	for i := len(held) - 1; i >= 0; i-- {
+		rs := ix.rests[held[i].rid]
+		rs.queue = append([]*event{held[i]}, rs.queue...)
+		ix.queuedBehind++
+	}
+	if err := ix.lookupRestaurants(ctx, rids); err != nil {
+		return err
+	}
+	var dead []*event
+	for _, x := range expired {
+		rid := x.change.RestaurantID
+		if _, ok := ix.dir.lookup(rid); ok {
+			if err := ix.dishUpsert(ctx, x); err != nil {
+				return err
+			}
+			continue
+		}
+		dead = append(dead, x)
+	}
+	var committed map[partKey]int64
+	if len(dead) > 0 {
+		parts := map[partKey]bool{}
+		for _, x := range dead {
+			if x.parkedAt.IsZero() { // a parked dish's offset is committed while it waits
+				parts[x.part] = true
+			}
+		}
+		var err error
+		if committed, err = ix.host.committedOffsets(ctx, parts); err != nil {
+			ix.log.Warn("reading the group's committed offsets failed; dead-lettering the expired dishes", "error", err)
+		}
+	}
+	for _, x := range dead {
+		if c, ok := committed[x.part]; ok && c > x.offset && x.parkedAt.IsZero() {
+			ix.log.Debug("expired dish already finished by another member", "partition", x.part.String(), "offset", x.offset, "committed", c)
+			ix.host.finish(x, resultNoop)
+			continue
+		}
+		rid := x.change.RestaurantID
+		if err := ix.host.deadLetter(ctx, x, ReasonUnknownRestaurant,
+			fmt.Sprintf("restaurant %s unknown after %v", rid, maxAge), resultPendingExpired); err != nil {
+			return err
+		}
+	}
+	ix.met.pending.Set(float64(ix.pend.len()))
+	return nil
+}
