@@ -35,6 +35,10 @@
 // safe, since a copy that already landed comes back Stale. Classify is the
 // one place that decides.
 //
+// Admin.Bulk is the Writer's opposite for a small, known set of items:
+// one _bulk request (BulkRequest, which a dry run prints), sent once,
+// with one Result per item by the same Classify.
+//
 // # Boundaries
 //
 // bulk owns the OpenSearch wire: items, NDJSON, batching, retries and

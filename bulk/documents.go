@@ -86,6 +86,13 @@ func (a *Admin) GetDoc(ctx context.Context, index, id string) (*Doc, error) {
 	return a.getDoc(ctx, index, id, "")
 }
 
+// GetDocRouted is GetDoc on the shard routing reaches: the copy of the
+// document there, with its concurrency token, in real time. A missing
+// document is Found false; a missing index is an error (IsNotFound).
+func (a *Admin) GetDocRouted(ctx context.Context, index, id, routing string) (*Doc, error) {
+	return a.getDoc(ctx, index, id, routing)
+}
+
 // Get fetches a document by id and routing (real time). found is false for
 // a missing document and, unlike GetDoc, for a missing index too: its
 // callers look for a copy and treat no index as no copy.

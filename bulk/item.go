@@ -71,6 +71,13 @@ type Item struct {
 	// document's version in the source system.
 	Version     int64
 	VersionType VersionType
+	// IfSeqNo and IfPrimaryTerm, set together, make the item apply only
+	// while the stored document is still at that sequence number and
+	// primary term (optimistic concurrency, as DocOptions does for one
+	// document): a document changed since, or gone, fails with 409, which
+	// Classify makes Permanent (Result.Status 409). Not with external
+	// versioning.
+	IfSeqNo, IfPrimaryTerm *int64
 	// Body is the document source (Index, Create) or the update body
 	// (Update), raw JSON passed through untouched. Delete has none.
 	Body []byte
@@ -111,7 +118,8 @@ const (
 	// Permanent: the server rejected the item for good; Err is an
 	// *ItemError. Send it to a dead-letter queue.
 	Permanent
-	// Failed: the writer gave up — retry budget exhausted or closed first.
+	// Failed: the writer gave up — retry budget exhausted or closed first
+	// — or Admin.Bulk, which sends once, met a refusal worth resending.
 	// Err says why. The item may or may not have been applied.
 	Failed
 )
@@ -141,7 +149,7 @@ type Result struct {
 	Item    *Item
 	Outcome Outcome
 	// Err is an *ItemError for Permanent, and wraps ErrRetryBudget or
-	// ErrClosed for Failed.
+	// ErrClosed for Failed (from Admin.Bulk: the *ItemError).
 	Err error
 	// Status is the server's status for the item (0 if none was received).
 	Status int
@@ -161,6 +169,7 @@ type Result struct {
 
 // appendActionLine appends the NDJSON action line of an item, without
 // reflection: {"index":{"_index":"menu","_id":"r1","routing":"ares","version":17,"version_type":"external"}}\n
+// (a conditional item ends with "if_seq_no":12,"if_primary_term":1).
 func appendActionLine(b []byte, it *Item) []byte {
 	b = append(b, `{"`...)
 	b = append(b, it.Action.String()...)
@@ -178,6 +187,14 @@ func appendActionLine(b []byte, it *Item) []byte {
 		b = append(b, `,"version_type":"`...)
 		b = append(b, it.VersionType.String()...)
 		b = append(b, '"')
+	}
+	if it.IfSeqNo != nil {
+		b = append(b, `,"if_seq_no":`...)
+		b = strconv.AppendInt(b, *it.IfSeqNo, 10)
+	}
+	if it.IfPrimaryTerm != nil {
+		b = append(b, `,"if_primary_term":`...)
+		b = strconv.AppendInt(b, *it.IfPrimaryTerm, 10)
 	}
 	return append(b, "}}\n"...)
 }

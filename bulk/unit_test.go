@@ -16,6 +16,7 @@ func TestAppendActionLineMatchesEncodingJSON(t *testing.T) {
 		{Action: Create, Index: "menu", ID: "x"},
 		{Action: Update, Index: "menu", ID: "quote\"back\\slash\nnew\tline\x01", Routing: "é中🙂"},
 		{Action: Index, Index: "m", ID: "bad\xffutf8"},
+		{Action: Delete, Index: "menu", ID: "dish:d9", Routing: "bravo", IfSeqNo: ptr(int64(12)), IfPrimaryTerm: ptr(int64(1))},
 	}
 	for _, it := range cases {
 		got := appendActionLine(nil, &it)
@@ -26,6 +27,9 @@ func TestAppendActionLineMatchesEncodingJSON(t *testing.T) {
 		if it.VersionType != Internal {
 			meta["version"] = it.Version
 			meta["version_type"] = it.VersionType.String()
+		}
+		if it.IfSeqNo != nil {
+			meta["if_seq_no"], meta["if_primary_term"] = *it.IfSeqNo, *it.IfPrimaryTerm
 		}
 		var back map[string]map[string]any
 		if err := json.Unmarshal(got, &back); err != nil {
@@ -165,6 +169,9 @@ func TestCheckItem(t *testing.T) {
 		{Action: Delete, Index: "m", ID: "1", Body: []byte("{}")},
 		{Action: Create, Index: "m", ID: "1", Body: []byte("{}"), VersionType: External},
 		{Action: Action(9), Index: "m", ID: "1"},
+		{Action: Delete, Index: "m", ID: "1", IfSeqNo: ptr(int64(3))},
+		{Action: Delete, Index: "m", ID: "1", IfPrimaryTerm: ptr(int64(1))},
+		{Action: Index, Index: "m", ID: "1", Body: []byte("{}"), Version: 2, VersionType: External, IfSeqNo: ptr(int64(3)), IfPrimaryTerm: ptr(int64(1))},
 	} {
 		if err := checkItem(&it); err == nil {
 			t.Errorf("checkItem(%+v) = nil, want an error", it)

@@ -324,6 +324,11 @@ func checkItem(it *Item) error {
 	case it.VersionType != Internal && (it.Action == Create || it.Action == Update):
 		// The server rejects the whole request for these.
 		return fmt.Errorf("bulk: item %s/%s: %s does not take external versions", it.Index, it.ID, it.Action)
+	case (it.IfSeqNo == nil) != (it.IfPrimaryTerm == nil):
+		return fmt.Errorf("bulk: item %s/%s: if_seq_no and if_primary_term go together", it.Index, it.ID)
+	case it.IfSeqNo != nil && it.VersionType != Internal:
+		// Also a whole-request rejection.
+		return fmt.Errorf("bulk: item %s/%s: a conditional write does not take external versions", it.Index, it.ID)
 	}
 	return nil
 }

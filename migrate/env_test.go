@@ -37,6 +37,7 @@ import (
 type env struct {
 	t      testing.TB
 	srv    *osfake.TestServer // nil on the real node
+	url    string             // the cluster's address
 	client *opensearch.Client
 	admin  *bulk.Admin
 	m      *Migrator
@@ -71,7 +72,10 @@ func newEnvWith(t testing.TB, restaurants int, opts osfake.Options) *env {
 	e := &env{t: t, srv: srv, client: client, admin: bulk.NewAdmin(client), alias: realenv.Unique("menu"), replicas: 1,
 		src: testenv.LoadMap(t, testenv.MapUS18), dst: testenv.LoadMap(t, testenv.MapUS24)}
 	e.v1, e.v2 = e.ix(1), e.ix(2)
-	if srv == nil {
+	e.url = realenv.OpenSearchURL()
+	if srv != nil {
+		e.url = srv.URL
+	} else {
 		e.replicas = 0
 	}
 	ctx := context.Background()

@@ -7,9 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
+	"slices"
 	"sort"
-	"strconv"
 
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/router"
@@ -18,8 +17,8 @@ import (
 
 // RepairConfig configures Repair.
 type RepairConfig struct {
-	// DryRun, if set, receives what Repair would copy and delete, and
-	// nothing is changed.
+	// DryRun, if set, receives the requests Repair would send, and what
+	// each of their items does, and nothing is changed.
 	DryRun io.Writer
 }
 
@@ -52,6 +51,10 @@ type RepairReport struct {
 // one: copies carry the source's version as an external version (a newer
 // live write makes them stale), and a delete names the sequence number
 // and primary term of the copy it read (a copy changed since is left).
+//
+// The copies and the deletes are bulk items, sent as _bulk requests of
+// at most repairBatch items, the copies first (bulk.Admin.Bulk); a dry
+// run prints those very requests instead of sending them.
 func (m *Migrator) Repair(ctx context.Context, cfg RepairConfig) (*RepairReport, error) {
 	rec, err := m.store.Load(ctx)
 	if err != nil {
@@ -70,129 +73,38 @@ func (m *Migrator) Repair(ctx context.Context, cfg RepairConfig) (*RepairReport,
 	if err != nil {
 		return nil, err
 	}
-	shardOf := map[string]int{}
-	for i := range tgtMap.NumShards() {
-		shardOf[tgtMap.Shard(i).Name] = i
-	}
 	rep := &RepairReport{}
 	if v.OK {
 		return rep, nil // nothing to repair: the verification stands
 	}
-	type extra struct {
-		id    string
-		shard int
-	}
-	var missing []string
-	var extras []extra
-	for _, s := range v.Shards {
-		i, ok := shardOf[s.Shard]
-		if !ok {
-			return nil, fmt.Errorf("migrate: repair: the verification names shard %q, which the target map has not", s.Shard)
-		}
-		missing = append(missing, s.MissingIDs...)
-		for _, id := range s.ExtraIDs {
-			extras = append(extras, extra{id, i})
-		}
-		rep.Unlisted += s.Missing - int64(len(s.MissingIDs)) + s.Extra - int64(len(s.ExtraIDs))
-	}
-	if err := m.admin.Refresh(ctx, mig.Source.Index); err != nil {
-		return nil, fmt.Errorf("migrate: repair: refresh %s: %w", mig.Source.Index, err)
-	}
-	ids := append([]string(nil), missing...)
-	for _, e := range extras {
-		ids = append(ids, e.id)
-	}
-	src, err := m.sourceDocs(ctx, mig.Source.Index, ids)
+	r, err := m.readRepair(ctx, mig, tgtMap, v, rep)
 	if err != nil {
-		return nil, fmt.Errorf("migrate: repair: %w", err)
+		return nil, err
 	}
-	b := &backfill{m: m, mig: mig, tgtMap: tgtMap}
-
-	// Copies: every missing id the source still has, and every extra id
-	// the source has (found on a shard it does not belong on, it is
-	// missing from the one it does).
-	toCopy := map[string]bool{}
-	for _, id := range missing {
-		toCopy[id] = true
-	}
-	for _, e := range extras {
-		if _, ok := src[e.id]; ok {
-			toCopy[e.id] = true
-		}
-	}
-	copyIDs := make([]string, 0, len(toCopy))
-	for id := range toCopy {
-		if _, ok := src[id]; ok {
-			copyIDs = append(copyIDs, id)
-		}
-	}
-	sort.Strings(copyIDs)
-	for _, id := range copyIDs {
-		it, err := b.item(src[id])
-		if err != nil {
-			return nil, fmt.Errorf("migrate: repair: %w", err)
-		}
-		if cfg.DryRun != nil {
-			fmt.Fprintf(cfg.DryRun, "copy %s to %s on shard %s (version %d)\n", id, mig.Target.Index, it.Shard, it.Version)
-			rep.Copied++
-			continue
-		}
-		q := url.Values{"routing": {it.Routing}, "version": {strconv.FormatInt(it.Version, 10)}, "version_type": {"external"}}
-		req := bulk.Request{Method: http.MethodPut, Path: "/" + url.PathEscape(it.Index) + "/_doc/" + url.PathEscape(id) + "?" + q.Encode(), Body: it.Body}
-		switch err := m.admin.Send(ctx, req, nil); {
-		case err == nil:
-			rep.Copied++
-		case bulk.IsConflict(err):
-			// A copy at that version or newer, or a delete's tombstone.
-			doc, gerr := m.targetCopy(ctx, it.Index, id, it.Routing)
-			switch {
-			case gerr != nil:
-				return rep, fmt.Errorf("migrate: repair: read %s back: %w", id, gerr)
-			case doc == nil:
-				rep.Blocked++
-			default:
-				rep.Stale++
-			}
-		default:
-			return rep, fmt.Errorf("migrate: repair: copy %s: %w", id, err)
-		}
-	}
-
-	// Deletes: an extra copy, unless the shard it is on is where its
-	// geo_cell puts it now (a live write placed it there since).
-	for _, e := range extras {
-		sh := tgtMap.Shard(e.shard)
-		doc, err := m.targetCopy(ctx, mig.Target.Index, e.id, sh.Routing)
-		if err != nil {
-			return rep, fmt.Errorf("migrate: repair: read %s on shard %s: %w", e.id, sh.Name, err)
-		}
-		if doc == nil {
-			continue // gone already
-		}
-		if belongs(tgtMap, doc.Source, e.shard) {
-			if _, live := src[e.id]; live {
-				continue
-			}
-		}
-		if cfg.DryRun != nil {
-			fmt.Fprintf(cfg.DryRun, "delete %s from %s shard %s (seq_no %d)\n", e.id, mig.Target.Index, sh.Name, doc.SeqNo)
-			rep.Deleted++
-			continue
-		}
-		q := url.Values{"routing": {sh.Routing}, "if_seq_no": {strconv.FormatInt(doc.SeqNo, 10)}, "if_primary_term": {strconv.FormatInt(doc.PrimaryTerm, 10)}}
-		req := bulk.Request{Method: http.MethodDelete, Path: "/" + url.PathEscape(mig.Target.Index) + "/_doc/" + url.PathEscape(e.id) + "?" + q.Encode()}
-		switch err := m.admin.Send(ctx, req, nil); {
-		case err == nil:
-			rep.Deleted++
-		case bulk.IsConflict(err):
-			rep.Changed++
-		case bulk.IsNotFound(err):
-		default:
-			return rep, fmt.Errorf("migrate: repair: delete %s: %w", e.id, err)
-		}
+	copies, err := r.copies()
+	if err != nil {
+		return nil, err
 	}
 	if cfg.DryRun != nil {
-		return rep, nil
+		deletes, err := r.deletes(ctx)
+		if err != nil {
+			return nil, err
+		}
+		rep.Copied, rep.Deleted = len(copies.items), len(deletes.items)
+		return rep, writeRepairDryRun(cfg.DryRun, m.cfg.Alias, mig.Target.Index, copies, deletes)
+	}
+	if err := m.sendCopies(ctx, copies.items, rep); err != nil {
+		return rep, err
+	}
+	// The extra copies are read once the copies are made: a copy may land
+	// where an extra copy of its document was found (the source's
+	// geo_cell puts it there), and the copy read then belongs there.
+	deletes, err := r.deletes(ctx)
+	if err != nil {
+		return rep, err
+	}
+	if err := m.sendDeletes(ctx, deletes.items, rep); err != nil {
+		return rep, err
 	}
 	_, err = m.store.Update(ctx, func(x *schema.Migration) error {
 		x.Verification = nil
@@ -206,6 +118,231 @@ func (m *Migrator) Repair(ctx context.Context, cfg RepairConfig) (*RepairReport,
 	}
 	m.log.Info("repaired; verify again", "step", StepRepair, "copied", rep.Copied, "stale", rep.Stale, "deleted", rep.Deleted, "changed", rep.Changed, "unlisted", rep.Unlisted)
 	return rep, nil
+}
+
+// repairBatch is the most items a repair sends in one _bulk request. A
+// verification lists at most VerifyConfig.MaxIDs ids per shard and kind,
+// so a repair is small; the bound keeps a request's body bounded as
+// sourceDocs bounds its reads.
+const repairBatch = 500
+
+// repairItems are writes of a repair, each with a line that says what it
+// does (index-aligned), for the dry run.
+type repairItems struct {
+	items []bulk.Item
+	notes []string
+}
+
+func (r *repairItems) add(it bulk.Item, note string) {
+	r.items = append(r.items, it)
+	r.notes = append(r.notes, note)
+}
+
+// repair is what a repair acts on: the ids the verification listed, and
+// the source's documents of those ids.
+type repair struct {
+	m       *Migrator
+	mig     *schema.Migration
+	tgtMap  *router.Map
+	missing []string
+	extras  []extraCopy
+	src     map[string]bulk.Hit
+}
+
+// extraCopy is an id a verification found on a target shard it does not
+// expect there.
+type extraCopy struct {
+	id    string
+	shard int
+}
+
+// readRepair reads the source's documents of the ids the verification
+// lists, and counts in rep the differences it did not list.
+func (m *Migrator) readRepair(ctx context.Context, mig *schema.Migration, tgtMap *router.Map, v *schema.Verification, rep *RepairReport) (*repair, error) {
+	shardOf := map[string]int{}
+	for i := range tgtMap.NumShards() {
+		shardOf[tgtMap.Shard(i).Name] = i
+	}
+	r := &repair{m: m, mig: mig, tgtMap: tgtMap}
+	for _, s := range v.Shards {
+		i, ok := shardOf[s.Shard]
+		if !ok {
+			return nil, fmt.Errorf("migrate: repair: the verification names shard %q, which the target map has not", s.Shard)
+		}
+		r.missing = append(r.missing, s.MissingIDs...)
+		for _, id := range s.ExtraIDs {
+			r.extras = append(r.extras, extraCopy{id, i})
+		}
+		rep.Unlisted += s.Missing - int64(len(s.MissingIDs)) + s.Extra - int64(len(s.ExtraIDs))
+	}
+	if err := m.admin.Refresh(ctx, mig.Source.Index); err != nil {
+		return nil, fmt.Errorf("migrate: repair: refresh %s: %w", mig.Source.Index, err)
+	}
+	ids := append([]string(nil), r.missing...)
+	for _, e := range r.extras {
+		ids = append(ids, e.id)
+	}
+	var err error
+	if r.src, err = m.sourceDocs(ctx, mig.Source.Index, ids); err != nil {
+		return nil, fmt.Errorf("migrate: repair: %w", err)
+	}
+	return r, nil
+}
+
+// copies are every missing id the source still has, and every extra id
+// the source has (found on a shard it does not belong on, it is missing
+// from the one it does), by id: each the backfill's write of the source
+// document.
+func (r *repair) copies() (*repairItems, error) {
+	toCopy := map[string]bool{}
+	for _, id := range r.missing {
+		toCopy[id] = true
+	}
+	for _, e := range r.extras {
+		toCopy[e.id] = true
+	}
+	ids := make([]string, 0, len(toCopy))
+	for id := range toCopy {
+		if _, ok := r.src[id]; ok {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	b := &backfill{m: r.m, mig: r.mig, tgtMap: r.tgtMap}
+	out := &repairItems{}
+	for _, id := range ids {
+		it, err := b.item(r.src[id])
+		if err != nil {
+			return nil, fmt.Errorf("migrate: repair: %w", err)
+		}
+		out.add(it, fmt.Sprintf("copy %s to %s on shard %s (version %d)", id, it.Index, it.Shard, it.Version))
+	}
+	return out, nil
+}
+
+// deletes reads the extra copies, in real time, and deletes each unless
+// the shard it is on is where its geo_cell puts it now (a live write
+// placed it there since) and the source has it. A delete is conditioned
+// on the copy read.
+func (r *repair) deletes(ctx context.Context) (*repairItems, error) {
+	index := r.mig.Target.Index
+	out := &repairItems{}
+	for _, e := range r.extras {
+		sh := r.tgtMap.Shard(e.shard)
+		doc, err := r.m.targetCopy(ctx, index, e.id, sh.Routing)
+		if err != nil {
+			return nil, fmt.Errorf("migrate: repair: read %s on shard %s: %w", e.id, sh.Name, err)
+		}
+		if doc == nil {
+			continue // gone already
+		}
+		if belongs(r.tgtMap, doc.Source, e.shard) {
+			if _, live := r.src[e.id]; live {
+				continue
+			}
+		}
+		out.add(bulk.Item{
+			Action: bulk.Delete, Index: index, ID: e.id, Routing: sh.Routing, Shard: sh.Name,
+			IfSeqNo: &doc.SeqNo, IfPrimaryTerm: &doc.PrimaryTerm,
+		}, fmt.Sprintf("delete %s from %s shard %s (seq_no %d, primary_term %d)", e.id, index, sh.Name, doc.SeqNo, doc.PrimaryTerm))
+	}
+	return out, nil
+}
+
+// batches cuts items into the item lists of the _bulk requests that
+// carry them, in order.
+func batches(items []bulk.Item) [][]bulk.Item {
+	var out [][]bulk.Item
+	for len(items) > 0 {
+		n := min(len(items), repairBatch)
+		out = append(out, items[:n:n])
+		items = items[n:]
+	}
+	return out
+}
+
+// sendCopies sends the copies and counts their outcomes. A copy refused
+// as not newer is read back: a copy there is stale (a live write got
+// there first); none means a delete's tombstone refused it (blocked).
+func (m *Migrator) sendCopies(ctx context.Context, copies []bulk.Item, rep *RepairReport) error {
+	for _, items := range batches(copies) {
+		res, err := m.admin.Bulk(ctx, items)
+		if err != nil {
+			return fmt.Errorf("migrate: repair: copy %d documents: %w", len(items), err)
+		}
+		for _, r := range res {
+			it := r.Item
+			switch r.Outcome {
+			case bulk.OK:
+				rep.Copied++
+			case bulk.Stale:
+				doc, err := m.targetCopy(ctx, it.Index, it.ID, it.Routing)
+				switch {
+				case err != nil:
+					return fmt.Errorf("migrate: repair: read %s back: %w", it.ID, err)
+				case doc == nil:
+					rep.Blocked++
+				default:
+					rep.Stale++
+				}
+			default:
+				return fmt.Errorf("migrate: repair: copy %s: %s: %w", it.ID, r.Outcome, r.Err)
+			}
+		}
+	}
+	return nil
+}
+
+// sendDeletes sends the deletes and counts their outcomes: a copy that
+// changed (or went) since it was read fails its if_seq_no with 409, and
+// is left (changed).
+func (m *Migrator) sendDeletes(ctx context.Context, deletes []bulk.Item, rep *RepairReport) error {
+	for _, items := range batches(deletes) {
+		res, err := m.admin.Bulk(ctx, items)
+		if err != nil {
+			return fmt.Errorf("migrate: repair: delete %d copies: %w", len(items), err)
+		}
+		for _, r := range res {
+			switch {
+			case r.Outcome == bulk.OK:
+				rep.Deleted++
+			case r.Outcome == bulk.NotFound:
+			case r.Status == http.StatusConflict:
+				rep.Changed++
+			default:
+				return fmt.Errorf("migrate: repair: delete %s: %s: %w", r.Item.ID, r.Outcome, r.Err)
+			}
+		}
+	}
+	return nil
+}
+
+// writeRepairDryRun prints what each item does, then the requests a
+// repair would send, in order, as cutover's dry run prints its own.
+func writeRepairDryRun(w io.Writer, alias, target string, copies, deletes *repairItems) error {
+	var reqs []bulk.Request
+	for _, items := range append(batches(copies.items), batches(deletes.items)...) {
+		r, err := bulk.BulkRequest(items)
+		if err != nil {
+			return fmt.Errorf("migrate: repair: %w", err)
+		}
+		reqs = append(reqs, r)
+	}
+	fmt.Fprintf(w, "# reshard repair --dry-run: alias %s, target %s; nothing was changed.\n", alias, target)
+	fmt.Fprintf(w, "# Copies %d, deletes %d: these %d requests would be sent, in order, each only if the one before succeeded.\n",
+		len(copies.items), len(deletes.items), len(reqs))
+	fmt.Fprintf(w, "# A copy carries the source's version (version_type external): a newer live write wins.\n")
+	fmt.Fprintf(w, "# A delete names the copy it read (if_seq_no, if_primary_term): a copy changed since stays.\n")
+	fmt.Fprintf(w, "# (Repair reads the extra copies again once the copies are made, and deletes what it reads then.)\n")
+	for _, n := range slices.Concat(copies.notes, deletes.notes) {
+		fmt.Fprintf(w, "#   %s\n", n)
+	}
+	for i, r := range reqs {
+		if _, err := fmt.Fprintf(w, "\n# %d\n%s", i+1, r.String()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // sourceDocs reads documents of the source by id, 500 to a search.
@@ -234,20 +371,10 @@ func (m *Migrator) sourceDocs(ctx context.Context, index string, ids []string) (
 	return out, nil
 }
 
-// storedCopy is a document as a GET returns it.
-type storedCopy struct {
-	Found       bool            `json:"found"`
-	SeqNo       int64           `json:"_seq_no"`
-	PrimaryTerm int64           `json:"_primary_term"`
-	Source      json.RawMessage `json:"_source"`
-}
-
 // targetCopy reads the copy of id on the shard routing reaches, in real
 // time; nil if there is none.
-func (m *Migrator) targetCopy(ctx context.Context, index, id, routing string) (*storedCopy, error) {
-	var doc storedCopy
-	req := bulk.Request{Method: http.MethodGet, Path: "/" + url.PathEscape(index) + "/_doc/" + url.PathEscape(id) + "?" + url.Values{"routing": {routing}}.Encode()}
-	err := m.admin.Send(ctx, req, &doc)
+func (m *Migrator) targetCopy(ctx context.Context, index, id, routing string) (*bulk.Doc, error) {
+	doc, err := m.admin.GetDocRouted(ctx, index, id, routing)
 	if bulk.IsNotFound(err) {
 		return nil, nil
 	}
@@ -257,7 +384,7 @@ func (m *Migrator) targetCopy(ctx context.Context, index, id, routing string) (*
 	if !doc.Found {
 		return nil, nil
 	}
-	return &doc, nil
+	return doc, nil
 }
 
 // belongs reports whether a document's geo_cell puts it on shard under m.
