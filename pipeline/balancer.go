@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sort"
 	"strings"
@@ -105,29 +106,31 @@ func (e *PartitionMismatchError) Error() string {
 		strings.Join(parts, ", ")
 }
 
-// checkPartitions refuses event topics with different partition counts.
+// checkPartitions refuses event topics with different partition counts,
+// and under DishKeyDish returns the placement the restaurant events are
+// checked against (decoder.checkPlacement).
 // A topic the broker does not know yet is left to the reader (which waits
 // for it); so is a broker that cannot be asked now.
-func (p *Pipeline) checkPartitions(ctx context.Context, t *kafka.Transport) error {
-	topics := p.cfg.topics()
+func checkPartitions(ctx context.Context, cfg Config, log *slog.Logger, t *kafka.Transport) (*keyPlacement, error) {
+	topics := cfg.topics()
 	if len(topics) < 2 {
-		return nil
+		return nil, nil
 	}
-	client := &kafka.Client{Addr: kafka.TCP(p.cfg.Brokers...), Timeout: 10 * time.Second, Transport: t}
+	client := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: t}
 	counts, err := partitionCounts(ctx, client, topics...)
 	if err != nil {
-		p.log.Warn("could not read the event topics' partition counts; starting without the check", "error", err)
-		return nil
+		log.Warn("could not read the event topics' partition counts; starting without the check", "error", err)
+		return nil, nil
 	}
 	for _, n := range counts {
 		for _, m := range counts {
 			if n != m {
-				return &PartitionMismatchError{Counts: counts}
+				return nil, &PartitionMismatchError{Counts: counts}
 			}
 		}
 	}
-	if n := counts[p.cfg.RestaurantTopic]; n > 0 && p.cfg.DishKey == DishKeyDish {
-		p.placement = newKeyPlacement(n)
+	if n := counts[cfg.RestaurantTopic]; n > 0 && cfg.DishKey == DishKeyDish {
+		return newKeyPlacement(n), nil
 	}
-	return nil
+	return nil, nil
 }

@@ -2,10 +2,15 @@ package pipeline
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math"
 	"strconv"
+	"sync/atomic"
+
+	"github.com/segmentio/kafka-go"
 )
 
 // Event types and operations, as they appear in events and in metric
@@ -223,4 +228,78 @@ func clip(b []byte) string {
 		return string(b[:max]) + "…"
 	}
 	return string(b)
+}
+
+// decoder decodes the fetched messages, in order, beside the fetch and
+// the processing loop: it needs none of the loop's state.
+type decoder struct {
+	cfg Config
+	log *slog.Logger
+	// placement, under DishKeyDish, checks restaurant events' partitions
+	// against the repartitioner's partitioner (nil: not checked). Set
+	// before Run starts the decoder.
+	placement *keyPlacement
+	misplaced atomic.Int64
+}
+
+// run decodes the fetched messages and hands them to the processing
+// loop until in closes or ctx ends.
+func (d *decoder) run(ctx context.Context, in <-chan fetched, out chan<- fetched) {
+	defer close(out)
+	for f := range in {
+		if f.start != nil {
+			select {
+			case out <- f:
+				continue
+			case <-ctx.Done():
+				return
+			}
+		}
+		f.dec = d.decode(f.msg)
+		if d.placement != nil && f.msg.Topic == d.cfg.RestaurantTopic && len(f.msg.Key) > 0 {
+			d.checkPlacement(f.msg)
+		}
+		select {
+		case out <- f:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// decode reads a message's change.
+func (d *decoder) decode(m kafka.Message) decoded {
+	var o *origin
+	if d.cfg.DishKey == DishKeyDish && m.Topic == d.cfg.RepartitionTopic {
+		o = originOf(m)
+	}
+	c, bad := Decode(m.Key, m.Value, d.cfg.MaxEventBytes)
+	if bad != nil {
+		return decoded{change: c, reason: bad.Reason, detail: bad.Error(), origin: o}
+	}
+	out := decoded{change: c, origin: o}
+	if c.Op == OpUpsert {
+		members, err := docMembers(c.Doc)
+		if err != nil {
+			return decoded{change: c, reason: ReasonInvalidJSON, detail: "doc: " + err.Error(), origin: o}
+		}
+		out.members = members
+	}
+	return out
+}
+
+// checkPlacement warns, on the first and then every 10,000th, of
+// restaurant events in another partition than Kafka's default
+// partitioner gives their key: the repartitioner puts their dishes in
+// that other partition, which another member may own, and there they wait
+// for a restaurant that member never sees.
+func (d *decoder) checkPlacement(m kafka.Message) {
+	want := d.placement.partition(m.Key)
+	if want == m.Partition {
+		return
+	}
+	if n := d.misplaced.Add(1); n%10_000 == 1 {
+		d.log.Warn("restaurant event not where Kafka's default partitioner puts its key: produce the restaurant topic keyed by restaurant id with the default (murmur2) partitioner, or its dishes may miss it with more than one instance",
+			"topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "key", clip(m.Key), "default_partition", want, "misplaced", n)
+	}
 }

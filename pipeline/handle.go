@@ -73,27 +73,6 @@ type decoded struct {
 	origin  *origin // a repartitioned event's place in the dish topic
 }
 
-// decode reads a message's change.
-func (p *Pipeline) decode(m kafka.Message) decoded {
-	var o *origin
-	if p.cfg.DishKey == DishKeyDish && m.Topic == p.cfg.RepartitionTopic {
-		o = originOf(m)
-	}
-	c, bad := Decode(m.Key, m.Value, p.cfg.MaxEventBytes)
-	if bad != nil {
-		return decoded{change: c, reason: bad.Reason, detail: bad.Error(), origin: o}
-	}
-	d := decoded{change: c, origin: o}
-	if c.Op == OpUpsert {
-		members, err := docMembers(c.Doc)
-		if err != nil {
-			return decoded{change: c, reason: ReasonInvalidJSON, detail: "doc: " + err.Error(), origin: o}
-		}
-		d.members = members
-	}
-	return d
-}
-
 // handle processes one fetched message, decoded: it tracks it,
 // dead-letters it if it is bad, and hands it to the indexer. It returns
 // an error only when the pipeline cannot go on (ctx ended, or a fatal

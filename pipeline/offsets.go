@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -333,17 +334,26 @@ func (t *tracker) totalLag() int64 {
 	return n
 }
 
-// commitLoop commits finished offsets every CommitInterval, through the
-// latest generation.
-func (p *Pipeline) commitLoop(ctx context.Context) {
-	tick := time.NewTicker(p.cfg.CommitInterval)
+// committer commits the offsets the tracker has finished, through a
+// consumer-group generation.
+type committer struct {
+	log   *slog.Logger
+	track *tracker
+	gauge *prometheus.GaugeVec // the committed offset, by topic and partition
+	every time.Duration
+}
+
+// run commits every c.every through the latest generation until ctx
+// ends.
+func (c *committer) run(ctx context.Context, latest func() *generation) {
+	tick := time.NewTicker(c.every)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			p.commit(ctx, p.grp.current.Load())
+			c.commit(ctx, latest())
 		}
 	}
 }
@@ -353,22 +363,22 @@ func (p *Pipeline) commitLoop(ctx context.Context) {
 // has ended, and gen names only its own partitions, so a partition this
 // member lost is never committed behind its new owner. A refused commit
 // is tried again at the next tick, through the next generation.
-func (p *Pipeline) commit(ctx context.Context, gen *generation) {
+func (c *committer) commit(ctx context.Context, gen *generation) {
 	if gen == nil || gen.group == nil || ctx.Err() != nil {
 		return
 	}
-	due := p.track.due()
+	due := c.track.due()
 	offsets := map[string]map[int]int64{}
 	mine := due[:0]
-	for _, c := range due {
-		if !gen.owned[c.key] {
+	for _, cp := range due {
+		if !gen.owned[cp.key] {
 			continue
 		}
-		mine = append(mine, c)
-		if offsets[c.key.topic] == nil {
-			offsets[c.key.topic] = map[int]int64{}
+		mine = append(mine, cp)
+		if offsets[cp.key.topic] == nil {
+			offsets[cp.key.topic] = map[int]int64{}
 		}
-		offsets[c.key.topic][c.key.partition] = c.offset
+		offsets[cp.key.topic][cp.key.partition] = cp.offset
 	}
 	if len(mine) == 0 {
 		return
@@ -378,27 +388,27 @@ func (p *Pipeline) commit(ctx context.Context, gen *generation) {
 		if errors.Is(err, kafka.RebalanceInProgress) || errors.Is(err, kafka.IllegalGeneration) || errors.Is(err, kafka.UnknownMemberId) {
 			level = slog.LevelDebug // the generation has ended: the next one commits
 		}
-		p.log.Log(ctx, level, "commit failed; will retry", "generation", gen.id, "partitions", len(mine), "error", err)
+		c.log.Log(ctx, level, "commit failed; will retry", "generation", gen.id, "partitions", len(mine), "error", err)
 		return
 	}
-	p.track.committed(mine)
-	for _, c := range mine {
-		if p.track.owns(c.key) {
-			p.met.committed.WithLabelValues(c.key.topic, strconv.Itoa(c.key.partition)).Set(float64(c.offset))
+	c.track.committed(mine)
+	for _, cp := range mine {
+		if c.track.owns(cp.key) {
+			c.gauge.WithLabelValues(cp.key.topic, strconv.Itoa(cp.key.partition)).Set(float64(cp.offset))
 		}
 	}
 }
 
-// offsetFetcher reads the group's committed offsets with an OffsetFetch
+// groupOffsets reads the group's committed offsets with an OffsetFetch
 // request.
-func (p *Pipeline) offsetFetcher(t *kafka.Transport) func(context.Context, map[partKey]bool) (map[partKey]int64, error) {
-	client := &kafka.Client{Addr: kafka.TCP(p.cfg.Brokers...), Timeout: 10 * time.Second, Transport: t}
+func groupOffsets(cfg Config, t *kafka.Transport) func(context.Context, map[partKey]bool) (map[partKey]int64, error) {
+	client := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: t}
 	return func(ctx context.Context, parts map[partKey]bool) (map[partKey]int64, error) {
 		topics := map[string][]int{}
 		for k := range parts {
 			topics[k.topic] = append(topics[k.topic], k.partition)
 		}
-		resp, err := client.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: p.cfg.Group, Topics: topics})
+		resp, err := client.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: cfg.Group, Topics: topics})
 		if err != nil {
 			return nil, err
 		}

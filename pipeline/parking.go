@@ -244,7 +244,7 @@ func (p *Pipeline) unparkOwned(ctx context.Context, owned map[partKey]bool) erro
 // decideUnparked hands a dish read back from the parking topic to the
 // indexer, as the event it was, its offset already committed.
 func (p *Pipeline) decideUnparked(ctx context.Context, u unparked) error {
-	d := p.decode(u.msg)
+	d := p.dec.decode(u.msg)
 	if d.reason != "" || d.change == nil || d.change.Type != TypeDish || d.change.Op != OpUpsert {
 		p.log.Warn("parking record is not a dish upsert; dropped", "topic", p.cfg.ParkingTopic, "source_topic", u.msg.Topic, "partition", u.msg.Partition, "offset", u.msg.Offset, "reason", d.reason)
 		return nil

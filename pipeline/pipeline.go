@@ -87,10 +87,7 @@ type Pipeline struct {
 	fatalErr  error
 	cancelRun context.CancelCauseFunc
 
-	// placement, under DishKeyDish, checks restaurant events' partitions
-	// against the repartitioner's partitioner (nil: not checked).
-	placement     *keyPlacement
-	misplaced     atomic.Int64
+	dec           *decoder
 	repartitioned atomic.Int64
 	// unowned counts messages skipped because their generation had ended
 	// (process): their partitions' next owners read them again.
@@ -99,6 +96,7 @@ type Pipeline struct {
 	// generation the loop is in, settled the last one it settled (both
 	// loop-owned).
 	grp     *member
+	commits *committer
 	gen     *generation
 	settled int64
 
@@ -138,19 +136,21 @@ func New(cfg Config, client *opensearch.Client) (*Pipeline, error) {
 	}
 	p.ix = newIndexer(p.log, p.admin, m, p, newPendingSet(cfg.PendingMax, cfg.PendingMaxAge))
 	p.ix.now = func() time.Time { return p.now() }
-	p.grp = newMember(cfg, p.log, p.commit)
-	p.newProducer = p.kafkaProducer
-	p.newParkingProducer = p.parkingProducer
+	p.commits = &committer{log: p.log, track: p.track, gauge: m.committed, every: cfg.CommitInterval}
+	p.grp = newMember(cfg, p.log, p.commits.commit)
+	p.dec = &decoder{cfg: cfg, log: p.log}
+	p.newProducer = func(t *kafka.Transport) producer { return dlqWriter(cfg, t) }
+	p.newParkingProducer = func(t *kafka.Transport) producer { return parkingWriter(cfg, t) }
 	return p, nil
 }
 
-// kafkaProducer is the dead-letter writer: acknowledged by every in-sync
+// dlqWriter is the dead-letter writer: acknowledged by every in-sync
 // replica, keyed like the source so a restaurant's dead letters stay in
 // order.
-func (p *Pipeline) kafkaProducer(t *kafka.Transport) producer {
+func dlqWriter(cfg Config, t *kafka.Transport) producer {
 	return &kafka.Writer{
-		Addr:         kafka.TCP(p.cfg.Brokers...),
-		Topic:        p.cfg.DLQTopic,
+		Addr:         kafka.TCP(cfg.Brokers...),
+		Topic:        cfg.DLQTopic,
 		Balancer:     &kafka.Hash{},
 		RequiredAcks: kafka.RequireAll,
 		BatchSize:    500,
@@ -160,13 +160,13 @@ func (p *Pipeline) kafkaProducer(t *kafka.Transport) producer {
 	}
 }
 
-// parkingProducer is the parking topic's writer: each record goes to the
+// parkingWriter is the parking topic's writer: each record goes to the
 // partition its message names (the parked event's partition number),
 // acknowledged by every in-sync replica.
-func (p *Pipeline) parkingProducer(t *kafka.Transport) producer {
+func parkingWriter(cfg Config, t *kafka.Transport) producer {
 	return &kafka.Writer{
-		Addr:         kafka.TCP(p.cfg.Brokers...),
-		Topic:        p.cfg.ParkingTopic,
+		Addr:         kafka.TCP(cfg.Brokers...),
+		Topic:        cfg.ParkingTopic,
 		Balancer:     kafka.BalancerFunc(func(m kafka.Message, _ ...int) int { return m.Partition }),
 		RequiredAcks: kafka.RequireAll,
 		BatchSize:    500,
@@ -202,9 +202,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	err = p.ensureRepartitionTopic(ctx, transport)
+	err = ensureRepartitionTopic(ctx, p.cfg, p.log, transport)
 	if err == nil {
-		err = p.ensureOwnTopic(ctx, transport, "parking", p.cfg.ParkingTopic, []kafka.ConfigEntry{
+		err = ensureOwnTopic(ctx, p.cfg, p.log, transport, "parking", p.cfg.ParkingTopic, []kafka.ConfigEntry{
 			{ConfigName: "cleanup.policy", ConfigValue: "compact"},
 		})
 	}
@@ -214,7 +214,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	if err := p.checkPartitions(ctx, transport); err != nil {
+	if p.dec.placement, err = checkPartitions(ctx, p.cfg, p.log, transport); err != nil {
 		return err
 	}
 	lt := p.newLifetimes(ctx)
@@ -224,7 +224,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		return err
 	}
 	if p.groupCommitted == nil {
-		p.groupCommitted = p.offsetFetcher(transport)
+		p.groupCommitted = groupOffsets(p.cfg, transport)
 	}
 	if p.wrapDialer != nil {
 		dialer = p.wrapDialer(dialer)
@@ -252,7 +252,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	var bg sync.WaitGroup
 	bg.Go(func() { p.dead.run(lt.work) })
 	bg.Go(func() { p.parking.run(lt.work) })
-	bg.Go(func() { p.commitLoop(lt.commit) })
+	bg.Go(func() { p.commits.run(lt.commit, p.grp.current.Load) })
 	bg.Go(func() { p.progressLoop(lt.work) })
 	bg.Go(func() { p.watch(lt.intake, watch) })
 
@@ -264,7 +264,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	bg.Wait() // the committer has stopped: the last commit below is the only one
 
 	finalCtx, cancelFinal := context.WithTimeout(context.Background(), 5*time.Second)
-	p.commit(finalCtx, p.grp.current.Load())
+	p.commits.commit(finalCtx, p.grp.current.Load())
 	cancelFinal()
 	lt.cancelRun(nil)
 	if err := group.Close(); err != nil { // leaves the group
@@ -398,7 +398,7 @@ func (p *Pipeline) consume(lt *lifetimes, dialer *kafka.Dialer, transport *kafka
 	// the batch it is writing within the drain.
 	var repart sync.WaitGroup
 	if p.cfg.DishKey == DishKeyDish {
-		rp := p.newRepartitioner(dialer, transport)
+		rp := newRepartitioner(p.cfg, p.log, dialer, transport, p.met.repartitioned, func(n int) { p.repartitioned.Add(int64(n)) })
 		repart.Go(func() { rp.run(lt.intake, lt.work) })
 	}
 	raw, msgs := make(chan fetched, 64), make(chan fetched, 64)
@@ -407,7 +407,7 @@ func (p *Pipeline) consume(lt *lifetimes, dialer *kafka.Dialer, transport *kafka
 		defer close(raw)
 		p.grp.run(lt.intake, group, raw)
 	})
-	fetcher.Go(func() { p.decodeAll(lt.intake, raw, msgs) })
+	fetcher.Go(func() { p.dec.run(lt.intake, raw, msgs) })
 
 	// An error that is only the stop reaching a call (intake cancelled,
 	// the drain not yet over) is a stop, not a failure.
@@ -459,49 +459,6 @@ type fetched struct {
 	gen   int64
 	dec   decoded
 	start *generation
-}
-
-// decodeAll decodes the fetched messages, in order, and hands them to the
-// processing goroutine until in closes or ctx ends. Decoding needs none of
-// the processing goroutine's state, so it runs beside it, and beside the
-// fetch.
-func (p *Pipeline) decodeAll(ctx context.Context, in <-chan fetched, out chan<- fetched) {
-	defer close(out)
-	for f := range in {
-		if f.start != nil {
-			select {
-			case out <- f:
-				continue
-			case <-ctx.Done():
-				return
-			}
-		}
-		f.dec = p.decode(f.msg)
-		if p.placement != nil && f.msg.Topic == p.cfg.RestaurantTopic && len(f.msg.Key) > 0 {
-			p.checkPlacement(f.msg)
-		}
-		select {
-		case out <- f:
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
-// checkPlacement warns, on the first and then every 10,000th, of
-// restaurant events in another partition than Kafka's default
-// partitioner gives their key: the repartitioner puts their dishes in
-// that other partition, which another member may own, and there they wait
-// for a restaurant that member never sees.
-func (p *Pipeline) checkPlacement(m kafka.Message) {
-	want := p.placement.partition(m.Key)
-	if want == m.Partition {
-		return
-	}
-	if n := p.misplaced.Add(1); n%10_000 == 1 {
-		p.log.Warn("restaurant event not where Kafka's default partitioner puts its key: produce the restaurant topic keyed by restaurant id with the default (murmur2) partitioner, or its dishes may miss it with more than one instance",
-			"topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "key", clip(m.Key), "default_partition", want, "misplaced", n)
-	}
 }
 
 // process is the processing goroutine, the indexer's loop: it waits for

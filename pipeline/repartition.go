@@ -294,17 +294,17 @@ func (rp *repartitioner) write(ctx context.Context, msgs []kafka.Message) error 
 }
 
 // newRepartitioner builds the repartitioner's reader and writer.
-func (p *Pipeline) newRepartitioner(d *kafka.Dialer, t *kafka.Transport) *repartitioner {
-	k := p.cfg.Kafka
+func newRepartitioner(cfg Config, log *slog.Logger, d *kafka.Dialer, t *kafka.Transport, forwarded prometheus.Counter, count func(n int)) *repartitioner {
+	k := cfg.Kafka
 	rc := kafka.ReaderConfig{
-		Brokers:     p.cfg.Brokers,
-		GroupID:     p.cfg.repartitionGroup(),
-		GroupTopics: []string{p.cfg.DishTopic},
+		Brokers:     cfg.Brokers,
+		GroupID:     cfg.repartitionGroup(),
+		GroupTopics: []string{cfg.DishTopic},
 		// kafka-go's range and round robin: any member may forward any
 		// partition.
 		Dialer:            d,
 		MinBytes:          1,
-		MaxBytes:          max(10<<20, 2*p.cfg.MaxEventBytes),
+		MaxBytes:          max(10<<20, 2*cfg.MaxEventBytes),
 		MaxWait:           k.MaxWait,
 		CommitInterval:    0, // CommitMessages is synchronous
 		HeartbeatInterval: k.HeartbeatInterval,
@@ -316,16 +316,16 @@ func (p *Pipeline) newRepartitioner(d *kafka.Dialer, t *kafka.Transport) *repart
 		ReadBackoffMin:    50 * time.Millisecond,
 		ReadBackoffMax:    time.Second,
 		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
-			p.log.Debug("kafka reader", "group", p.cfg.repartitionGroup(), "detail", fmt.Sprintf(msg, args...))
+			log.Debug("kafka reader", "group", cfg.repartitionGroup(), "detail", fmt.Sprintf(msg, args...))
 		}),
 	}
-	maxBytes := p.cfg.maxRepartitionMessage()
+	maxBytes := cfg.maxRepartitionMessage()
 	return &repartitioner{
-		log: p.log.With("component", "repartition"),
+		log: log.With("component", "repartition"),
 		r:   kafka.NewReader(rc),
 		w: &kafka.Writer{
-			Addr:         kafka.TCP(p.cfg.Brokers...),
-			Topic:        p.cfg.RepartitionTopic,
+			Addr:         kafka.TCP(cfg.Brokers...),
+			Topic:        cfg.RepartitionTopic,
 			Balancer:     &kafka.Murmur2Balancer{},
 			RequiredAcks: kafka.RequireAll,
 			BatchSize:    1000,
@@ -334,10 +334,10 @@ func (p *Pipeline) newRepartitioner(d *kafka.Dialer, t *kafka.Transport) *repart
 			MaxAttempts:  3,
 			Transport:    t,
 		},
-		maxBytes:  p.cfg.MaxEventBytes,
+		maxBytes:  cfg.MaxEventBytes,
 		maxBatch:  1000,
-		forwarded: p.met.repartitioned,
-		count:     func(n int) { p.repartitioned.Add(int64(n)) },
+		forwarded: forwarded,
+		count:     count,
 	}
 }
 
@@ -378,31 +378,31 @@ func (e *OwnTopicError) Unwrap() error { return e.Err }
 // ensureRepartitionTopic creates the repartition topic, with the
 // restaurant topic's partition count, if it is missing, and refuses one
 // with another count (checkPartitions would too, without the remedy).
-func (p *Pipeline) ensureRepartitionTopic(ctx context.Context, t *kafka.Transport) error {
-	if p.cfg.DishKey != DishKeyDish {
+func ensureRepartitionTopic(ctx context.Context, cfg Config, log *slog.Logger, t *kafka.Transport) error {
+	if cfg.DishKey != DishKeyDish {
 		return nil
 	}
-	return p.ensureOwnTopic(ctx, t, "repartition", p.cfg.RepartitionTopic, []kafka.ConfigEntry{
+	return ensureOwnTopic(ctx, cfg, log, t, "repartition", cfg.RepartitionTopic, []kafka.ConfigEntry{
 		{ConfigName: "cleanup.policy", ConfigValue: "delete"},
-		{ConfigName: "retention.ms", ConfigValue: strconv.FormatInt(p.cfg.RepartitionRetention.Milliseconds(), 10)},
-		{ConfigName: "max.message.bytes", ConfigValue: strconv.Itoa(max(p.cfg.maxRepartitionMessage(), 1<<20+12))},
+		{ConfigName: "retention.ms", ConfigValue: strconv.FormatInt(cfg.RepartitionRetention.Milliseconds(), 10)},
+		{ConfigName: "max.message.bytes", ConfigValue: strconv.Itoa(max(cfg.maxRepartitionMessage(), 1<<20+12))},
 	})
 }
 
 // ensureOwnTopic creates topic, one of ingest's own, with the restaurant
 // topic's partition count and configs, if it is missing, and refuses one
 // with another partition count.
-func (p *Pipeline) ensureOwnTopic(ctx context.Context, t *kafka.Transport, what, topic string, configs []kafka.ConfigEntry) error {
-	client := &kafka.Client{Addr: kafka.TCP(p.cfg.Brokers...), Timeout: 10 * time.Second, Transport: t}
-	counts, err := partitionCounts(ctx, client, p.cfg.RestaurantTopic, topic)
+func ensureOwnTopic(ctx context.Context, cfg Config, log *slog.Logger, t *kafka.Transport, what, topic string, configs []kafka.ConfigEntry) error {
+	client := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: t}
+	counts, err := partitionCounts(ctx, client, cfg.RestaurantTopic, topic)
 	if err != nil {
-		return fmt.Errorf("pipeline: read the partition counts of %q and %q: %w", p.cfg.RestaurantTopic, topic, err)
+		return fmt.Errorf("pipeline: read the partition counts of %q and %q: %w", cfg.RestaurantTopic, topic, err)
 	}
-	n := counts[p.cfg.RestaurantTopic]
+	n := counts[cfg.RestaurantTopic]
 	if n == 0 {
-		return fmt.Errorf("pipeline: restaurant topic %q not found: the %s topic %q takes its partition count", p.cfg.RestaurantTopic, what, topic)
+		return fmt.Errorf("pipeline: restaurant topic %q not found: the %s topic %q takes its partition count", cfg.RestaurantTopic, what, topic)
 	}
-	bootstrap := strings.Join(p.cfg.Brokers, ",")
+	bootstrap := strings.Join(cfg.Brokers, ",")
 	if have := counts[topic]; have > 0 {
 		if have == n {
 			return nil
@@ -410,9 +410,9 @@ func (p *Pipeline) ensureOwnTopic(ctx context.Context, t *kafka.Transport, what,
 		fix := fmt.Sprintf("kafka-topics.sh --bootstrap-server %s --alter --topic %s --partitions %d", bootstrap, topic, n)
 		if have > n {
 			fix = fmt.Sprintf("a topic's partitions cannot be removed: stop ingest once group %q has no lag on it, then delete it (ingest creates it again): kafka-topics.sh --bootstrap-server %s --delete --topic %s",
-				p.cfg.Group, bootstrap, topic)
+				cfg.Group, bootstrap, topic)
 		}
-		return &OwnTopicError{What: what, Topic: topic, RestaurantTopic: p.cfg.RestaurantTopic, Partitions: n, Have: have, Command: fix}
+		return &OwnTopicError{What: what, Topic: topic, RestaurantTopic: cfg.RestaurantTopic, Partitions: n, Have: have, Command: fix}
 	}
 	command := fmt.Sprintf("kafka-topics.sh --bootstrap-server %s --create --topic %s --partitions %d", bootstrap, topic, n)
 	for _, c := range configs {
@@ -425,10 +425,10 @@ func (p *Pipeline) ensureOwnTopic(ctx context.Context, t *kafka.Transport, what,
 		err = resp.Errors[topic]
 	}
 	if err != nil && !errors.Is(err, kafka.TopicAlreadyExists) {
-		return &OwnTopicError{What: what, Topic: topic, RestaurantTopic: p.cfg.RestaurantTopic, Partitions: n, Command: command, Err: err}
+		return &OwnTopicError{What: what, Topic: topic, RestaurantTopic: cfg.RestaurantTopic, Partitions: n, Command: command, Err: err}
 	}
 	if err == nil {
-		p.log.Info("created the "+what+" topic", "topic", topic, "partitions", n)
+		log.Info("created the "+what+" topic", "topic", topic, "partitions", n)
 	}
 	// Created (by this instance or another): its count is confirmed at
 	// the next start.

@@ -130,7 +130,7 @@ func (p *Pipeline) Stats() Stats {
 		Unparked:      p.unparkedCount.Load(),
 		ReadBack:      p.readBack.Load(),
 		Repartitioned: p.repartitioned.Load(),
-		Misplaced:     p.misplaced.Load(),
+		Misplaced:     p.dec.misplaced.Load(),
 		Unowned:       p.unowned.Load(),
 		Tracked:       p.track.size(),
 		TrackedPeak:   p.track.peak.Load(),
