@@ -282,7 +282,9 @@ type backfill struct {
 // prepare counts the source and refreshes it, so that the scan sees every
 // document written before dual writes began.
 func (b *backfill) prepare(ctx context.Context) error {
-	b.bucket = newTokenBucket(b.cfg.MaxDocsPerSecond, float64(b.cfg.Page))
+	if b.bucket = newTokenBucket(b.cfg.MaxDocsPerSecond, float64(b.cfg.Page)); b.bucket != nil {
+		b.bucket.now, b.bucket.sleep = b.m.clock.Now, b.m.clock.Sleep
+	}
 	b.slices = append([]schema.SliceState(nil), b.mig.Backfill...)
 	src := b.mig.Source.Index
 	if err := b.searcher.Refresh(ctx, src); err != nil {

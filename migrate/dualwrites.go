@@ -129,21 +129,22 @@ func (m *Migrator) instances(hbs []schema.Heartbeat, window time.Duration, acked
 }
 
 // awaitAcks waits until every live instance satisfies acked, re-reading
-// the heartbeats every PollInterval. After cfg.Timeout it returns a
-// *LaggardsError naming the instances that did not. With no live
-// instance it returns at once.
+// the heartbeats every PollInterval. Once cfg.Timeout has passed it
+// returns a *LaggardsError naming the instances that did not. With no
+// live instance it returns at once. The wait runs on the Migrator's
+// clock; liveness is judged by Config.Now.
 func (m *Migrator) awaitAcks(ctx context.Context, what string, acked func(schema.Heartbeat) bool, cfg AckConfig) (*AckReport, error) {
 	cfg = cfg.withDefaults()
-	start := time.Now()
-	deadline := time.NewTimer(cfg.Timeout)
-	defer deadline.Stop()
+	start := m.clock.Now()
+	deadline := start.Add(cfg.Timeout)
 	logged := ""
 	for {
 		hbs, err := m.Heartbeats(ctx)
 		if err != nil {
 			return nil, err
 		}
-		rep := &AckReport{What: what, Instances: m.instances(hbs, cfg.LiveWindow, acked), Waited: time.Since(start)}
+		now := m.clock.Now()
+		rep := &AckReport{What: what, Instances: m.instances(hbs, cfg.LiveWindow, acked), Waited: now.Sub(start)}
 		lag := rep.Laggards()
 		if len(lag) == 0 {
 			if rep.Live() == 0 {
@@ -157,12 +158,12 @@ func (m *Migrator) awaitAcks(ctx context.Context, what string, acked func(schema
 			m.log.Info("waiting for ingest instances", "step", what, "waiting_for", s)
 			logged = s
 		}
-		select {
-		case <-ctx.Done():
-			return rep, ctx.Err()
-		case <-deadline.C:
+		left := deadline.Sub(now)
+		if left <= 0 {
 			return rep, &LaggardsError{What: what, Instances: lag}
-		case <-time.After(m.cfg.PollInterval):
+		}
+		if err := m.clock.Sleep(ctx, min(m.cfg.PollInterval, left)); err != nil {
+			return rep, err
 		}
 	}
 }

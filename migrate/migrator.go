@@ -86,7 +86,27 @@ type Migrator struct {
 	// search, if set, replaces admin for the reads of the backfill and the
 	// verification (tests wrap it to stop a job mid-slice).
 	search Searcher
+	// clock is what the job's waits run on: wallClock, or in tests a
+	// clock they move.
+	clock clock
 }
+
+// clock is the time of the job's waits: the waits for ingest instances
+// (their deadline, and the pause between two reads of the heartbeats)
+// and the backfill's rate limit. It is not Config.Now, which only
+// timestamps and judges heartbeats: a caller that pins Now for stable
+// timestamps still sees its waits end.
+type clock interface {
+	Now() time.Time
+	// Sleep waits d, or until ctx ends (its error).
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+// wallClock is the real time.
+type wallClock struct{}
+
+func (wallClock) Now() time.Time                                   { return time.Now() }
+func (wallClock) Sleep(ctx context.Context, d time.Duration) error { return sleep(ctx, d) }
 
 // New returns a Migrator that talks to the cluster through client.
 func New(client *opensearch.Client, cfg Config) (*Migrator, error) {
@@ -107,6 +127,7 @@ func New(client *opensearch.Client, cfg Config) (*Migrator, error) {
 		store: newStore(admin, cfg.Alias, cfg.Now),
 		log:   cfg.Logger.With("alias", cfg.Alias),
 		met:   met,
+		clock: wallClock{},
 	}, nil
 }
 

@@ -15,7 +15,10 @@ import (
 // wait cut short by its context gives its tokens back.
 type tokenBucket struct {
 	lim *rate.Limiter
-	now func() time.Time
+	// now and sleep are the clock the tokens refill by and the wait for
+	// them: the Migrator's clock, in a backfill.
+	now   func() time.Time
+	sleep func(ctx context.Context, d time.Duration) error
 }
 
 // newTokenBucket returns a bucket of rate per second, or nil (no limit)
@@ -24,7 +27,7 @@ func newTokenBucket(perSecond, burst float64) *tokenBucket {
 	if perSecond <= 0 {
 		return nil
 	}
-	return &tokenBucket{lim: rate.NewLimiter(rate.Limit(perSecond), max(1, int(burst))), now: time.Now}
+	return &tokenBucket{lim: rate.NewLimiter(rate.Limit(perSecond), max(1, int(burst))), now: time.Now, sleep: sleep}
 }
 
 // reserveAt takes n tokens and returns how long to wait before using
@@ -57,7 +60,7 @@ func (b *tokenBucket) wait(ctx context.Context, n int) error {
 	if d <= 0 {
 		return nil
 	}
-	if err := sleep(ctx, d); err != nil {
+	if err := b.sleep(ctx, d); err != nil {
 		now := b.now()
 		for _, r := range rs {
 			r.CancelAt(now)

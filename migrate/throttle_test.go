@@ -45,7 +45,12 @@ func TestTokenBucket(t *testing.T) {
 	}
 }
 
-// --max-docs-per-second bounds the copy rate.
+// --max-docs-per-second bounds the copy rate: every document copied
+// takes a token, and the backfill waits for the tokens the bucket lacks.
+// On a clock that moves only by those waits, they add up to the
+// documents beyond the first page (the bucket starts full, with a page)
+// at the rate, and none is longer than a page's worth. One slice, so
+// that the waits follow one another.
 func TestBackfillThrottled(t *testing.T) {
 	realenv.Parallel(t)
 	e := newEnv(t, 200)
@@ -56,16 +61,29 @@ func TestBackfillThrottled(t *testing.T) {
 	if _, err := e.m.DualWrites(ctx, AckConfig{}); err != nil {
 		t.Fatal(err)
 	}
+	c := &fakeClock{now: time.Now()}
+	m := e.migratorOn(c)
 	n := e.docs.live()
 	const rate, page = 4000, 100
-	start := time.Now()
-	rep, err := e.m.Backfill(ctx, BackfillConfig{Page: page, MaxDocsPerSecond: rate})
+	rep, err := m.Backfill(ctx, BackfillConfig{Slices: 1, Page: page, MaxDocsPerSecond: rate})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The bucket starts with one page; the rest comes at the rate.
-	min := time.Duration(float64(n-page) / rate * float64(time.Second))
-	if took := time.Since(start); took < min || rep.Copied != int64(n) {
-		t.Errorf("copied %d documents in %v at %d/s; want %d in at least %v", rep.Copied, took, rate, n, min)
+	if rep.Copied != int64(n) {
+		t.Errorf("copied %d documents, want %d", rep.Copied, n)
+	}
+	// The limiter computes in float seconds: a wait may be off by a
+	// nanosecond.
+	waits := c.sleeps()
+	slack := time.Duration(len(waits)) * time.Nanosecond
+	perPage := time.Duration(page) * time.Second / rate
+	for i, d := range waits {
+		if d <= 0 || d > perPage+slack {
+			t.Errorf("wait %d of %d: %v, want in (0, %v] (at most one page at %d/s)", i+1, len(waits), d, perPage, rate)
+		}
+	}
+	want := time.Duration(n-page) * time.Second / rate
+	if got := c.total(); got < want-slack || got > want+slack {
+		t.Errorf("the throttle waited %v in all (%d waits) for %d documents at %d/s; want %v (all but the first page)", got, len(waits), n, rate, want)
 	}
 }
