@@ -69,15 +69,18 @@ for ((r = 1; r <= rounds; r++)); do
 	fi
 	failed=1
 	# Failing packages are "FAIL<tab>path…" lines; failing tests, at any
-	# depth of subtests, "--- FAIL: Name (…)"; a test that hung or panicked
-	# names itself on a "panic:" or "running:" line instead.
+	# depth of subtests, "--- FAIL: Name (…)" (a test that panicked too);
+	# the tests still running when go test's -timeout struck are listed,
+	# indented by two tabs, under "panic: test timed out…".
 	pkgs=$(grep -E '^FAIL[[:space:]]+[^[:space:]]+' "$log" | awk '{print $2}' | sort -u | paste -sd' ' -)
 	tests=$(grep -E -- '--- FAIL: ' "$log" | sed -E 's/^[[:space:]]*--- FAIL: ([^ ]+).*/\1/' | sort -u | paste -sd' ' -)
-	hung=$(grep -E '^panic: test timed out|^panic: ' "$log" | sort -u | paste -sd'; ' -)
+	hung=$(awk '/^panic: test timed out/ {on = 1; next} on && /^\t\t[^\t]/ {print $1; next} on && !/^\t/ {on = 0}' "$log" | sort -u | paste -sd' ' -)
+	panics=$(grep -E '^panic: ' "$log" | sort -u | paste -sd';' -)
 	line="round $r/$rounds: FAIL (exit $status, $took)"
 	line+=$'\n'"    packages: ${pkgs:-none named}"
 	line+=$'\n'"    tests:    ${tests:-none named}"
-	[[ -n "$hung" ]] && line+=$'\n'"    panics:   $hung"
+	[[ -n "$hung" ]] && line+=$'\n'"    timed out while running: $hung"
+	[[ -n "$panics" ]] && line+=$'\n'"    panics:   $panics"
 	summary+=("$line")
 done
 
