@@ -56,7 +56,7 @@ func TestTrackedBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.maxTracked = bound
+	p.loop.maxTracked = bound
 	r := &running{p: p, Running: testenv.Go(t, p.Run)}
 	for ready := false; !ready; {
 		if err, done := r.Exited(); done {

@@ -563,7 +563,7 @@ func TestNewGenerationReadsOnlyForGainedPartitions(t *testing.T) {
 		}
 		return out
 	}
-	p.assigned = parts(0, 1, 2, 3)
+	p.loop.assigned = parts(0, 1, 2, 3)
 	p.ix.dirGen = 1
 	ctx := context.Background()
 	gen := int64(1)
@@ -583,7 +583,7 @@ func TestNewGenerationReadsOnlyForGainedPartitions(t *testing.T) {
 	} {
 		before := p.ix.warmStats.reads.Load()
 		gen += 1 + step.skip
-		if err := p.enterGeneration(ctx, &generation{id: gen, owned: parts(step.owned...)}); err != nil {
+		if err := p.loop.enterGeneration(ctx, &generation{id: gen, owned: parts(step.owned...)}); err != nil {
 			t.Fatal(err)
 		}
 		if read := p.ix.warmStats.reads.Load() > before; read != step.read {

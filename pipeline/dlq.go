@@ -240,13 +240,3 @@ func (q *outbox[T]) write(ctx context.Context, batch []T) []T {
 	}
 	return retry
 }
-
-// deadLetter queues an event for the dead-letter topic, waiting while the
-// queue is full. The event finishes when the write is acknowledged.
-func (p *Pipeline) deadLetter(ctx context.Context, ev *event, r Reason, detail, result string) error {
-	if err := p.dead.waitRoom(ctx); err != nil {
-		return err
-	}
-	p.dead.enqueue(&deadLetter{ev: ev, reason: r, detail: detail, result: result})
-	return nil
-}

@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/segmentio/kafka-go"
 )
@@ -302,4 +304,59 @@ func (d *decoder) checkPlacement(m kafka.Message) {
 		d.log.Warn("restaurant event not where Kafka's default partitioner puts its key: produce the restaurant topic keyed by restaurant id with the default (murmur2) partitioner, or its dishes may miss it with more than one instance",
 			"topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "key", clip(m.Key), "default_partition", want, "misplaced", n)
 	}
+}
+
+// event is one fetched message on its way through the pipeline.
+type event struct {
+	part   partKey
+	offset int64
+	key    []byte
+	value  []byte
+	ts     time.Time // the Kafka message timestamp
+	entry  *trackEntry
+	change *Change
+	// members are an upsert's doc members, reserved fields stripped.
+	members []byte
+	// origin is where a repartitioned event was in the dish topic (nil
+	// for any other).
+	origin *origin
+
+	// rid is the restaurant the event belongs to: its own id, or its
+	// dish's restaurant's.
+	rid string
+	// flying: the indexer counts the event's writes in flight (fly).
+	flying bool
+	// parkedAt is when the dish was parked to wait for its restaurant
+	// (parking.go); zero if it never was. Set on the loop before the
+	// event reaches another goroutine.
+	parkedAt time.Time
+
+	mu          sync.Mutex
+	outstanding int    // writes not yet answered
+	result      string // the first successful write's result label
+	rejected    error  // a permanent error of one of its writes
+	failed      bool   // a write failed for good: the event never finishes
+	// settled, if set, runs on the loop once every write of the event is
+	// answered (whatever the answers).
+	settled func(context.Context) error
+}
+
+func (ev *event) labels() (typ, op string) {
+	typ, op = labelUnknown, labelUnknown
+	if ev.change != nil {
+		if ev.change.Type != "" {
+			typ = ev.change.Type
+		}
+		if ev.change.Op != "" {
+			op = ev.change.Op
+		}
+	}
+	return typ, op
+}
+
+// expect counts n writes about to be added for ev.
+func (ev *event) expect(n int) {
+	ev.mu.Lock()
+	ev.outstanding += n
+	ev.mu.Unlock()
 }

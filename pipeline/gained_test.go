@@ -137,8 +137,8 @@ func TestGainedPartitionsAreLookedUp(t *testing.T) {
 func TestLostPartitionIsReleased(t *testing.T) {
 	p := offlinePipeline(t)
 	ix := p.ix
-	p.assigned = map[partKey]bool{{"events", 0}: true, {"events", 1}: true}
-	p.gen = &generation{id: 1, owned: p.assigned}
+	p.loop.assigned = map[partKey]bool{{"events", 0}: true, {"events", 1}: true}
+	p.loop.gen = &generation{id: 1, owned: p.loop.assigned}
 	ix.dirGen = 1
 	var offset int64
 	ev := func(part int, rid string, typ string) *event {
@@ -161,7 +161,7 @@ func TestLostPartitionIsReleased(t *testing.T) {
 	kept := ev(1, "r8", TypeDish)
 	ix.pend.add(kept, time.Now())
 
-	if err := p.enterGeneration(context.Background(), &generation{id: 2, owned: map[partKey]bool{{"events", 1}: true}}); err != nil {
+	if err := p.loop.enterGeneration(context.Background(), &generation{id: 2, owned: map[partKey]bool{{"events", 1}: true}}); err != nil {
 		t.Fatal(err)
 	}
 	if q := len(ix.rests["r0"].queue); q != 0 {
@@ -176,7 +176,7 @@ func TestLostPartitionIsReleased(t *testing.T) {
 	if got := ix.pend.take("r8"); len(got) != 1 || got[0] != kept {
 		t.Errorf("pending of r8 = %v, want the kept partition's dish", got)
 	}
-	if p.finish(flying, resultWritten) {
+	if p.out.finish(flying, resultWritten) {
 		t.Error("an event of the lost partition finished after the release, want it to count for nothing")
 	}
 	snap := p.track.snapshot()
@@ -189,16 +189,16 @@ func TestLostPartitionIsReleased(t *testing.T) {
 	if got := p.track.due(); len(got) != 0 {
 		t.Errorf("commits due %v, want none", got)
 	}
-	if !p.assigned[partKey{"events", 1}] || p.assigned[partKey{"events", 0}] {
-		t.Errorf("assigned %v, want partition 1 only", p.assigned)
+	if !p.loop.assigned[partKey{"events", 1}] || p.loop.assigned[partKey{"events", 0}] {
+		t.Errorf("assigned %v, want partition 1 only", p.loop.assigned)
 	}
 	// A message read in the generation before, still queued, is skipped
 	// and counted: its partition's owner reads it again from the committed
 	// offset. One of the generation entered is decided.
-	if !p.ended(1) {
+	if !p.loop.ended(1) {
 		t.Error("a message of the generation before is not skipped")
 	}
-	if p.ended(2) {
+	if p.loop.ended(2) {
 		t.Error("a message of the current generation is skipped")
 	}
 	if n := p.Stats().Unowned; n != 1 {
@@ -214,9 +214,9 @@ func TestLostPartitionIsReleased(t *testing.T) {
 func TestHandoverWaitsForWritesInFlight(t *testing.T) {
 	p := offlinePipeline(t)
 	ix := p.ix
-	p.assigned = map[partKey]bool{{"events", 0}: true, {"events", 1}: true}
-	old := &generation{id: 1, owned: p.assigned}
-	p.gen = old
+	p.loop.assigned = map[partKey]bool{{"events", 0}: true, {"events", 1}: true}
+	old := &generation{id: 1, owned: p.loop.assigned}
+	p.loop.gen = old
 	ix.dirGen = 1
 	var mu sync.Mutex
 	var order []string
@@ -231,7 +231,7 @@ func TestHandoverWaitsForWritesInFlight(t *testing.T) {
 	// once without asking the loop.
 	p.grp.handOver(stop, old)
 
-	p.grp.deciding.Store(true)
+	p.loop.deciding.Store(true)
 	ev := &event{rid: "r1", part: partKey{"events", 0}}
 	ix.fly(ev)
 	joined := make(chan struct{})
@@ -243,7 +243,7 @@ func TestHandoverWaitsForWritesInFlight(t *testing.T) {
 	// The loop takes the ask; the write lands after that.
 	ask := <-p.grp.settles
 	settled := make(chan error, 1)
-	go func() { settled <- p.settle(stop, ask) }()
+	go func() { settled <- p.loop.settle(stop, ask) }()
 	runtime.Gosched()
 	note("landed")
 	ix.land(ev)
@@ -254,19 +254,19 @@ func TestHandoverWaitsForWritesInFlight(t *testing.T) {
 	if fmt.Sprint(order) != "[landed joined]" {
 		t.Fatalf("order %v: the join went on before the write in flight landed", order)
 	}
-	if !p.ended(1) {
+	if !p.loop.ended(1) {
 		t.Error("a message of the settled generation would still be decided")
 	}
-	if err := p.enterGeneration(stop, &generation{id: 2, owned: map[partKey]bool{{"events", 1}: true}}); err != nil {
+	if err := p.loop.enterGeneration(stop, &generation{id: 2, owned: map[partKey]bool{{"events", 1}: true}}); err != nil {
 		t.Fatal(err)
 	}
-	if p.ended(2) {
+	if p.loop.ended(2) {
 		t.Error("a message of the generation entered is skipped")
 	}
 	if ix.dirGen != 2 {
 		t.Errorf("directory generation %d, want 2", ix.dirGen)
 	}
-	if p.assigned[partKey{"events", 0}] || !p.assigned[partKey{"events", 1}] {
-		t.Errorf("assigned %v, want partition 1 only", p.assigned)
+	if p.loop.assigned[partKey{"events", 0}] || !p.loop.assigned[partKey{"events", 1}] {
+		t.Errorf("assigned %v, want partition 1 only", p.loop.assigned)
 	}
 }

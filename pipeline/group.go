@@ -75,8 +75,7 @@ func newGeneration(g *kafka.Generation) *generation {
 // member is this instance in the consumer group: it joins, reads the
 // partitions of each generation into the processing loop's channel, and
 // holds each join for the handover. It shares with the loop only the
-// settles channel and the deciding flag, and with the committer the
-// current generation.
+// settles channel, and with the committer the current generation.
 type member struct {
 	cfg    Config
 	log    *slog.Logger
@@ -84,10 +83,10 @@ type member struct {
 	// current is the latest generation, generations counts them.
 	current     atomic.Pointer[generation]
 	generations atomic.Int64
-	// deciding is set while the processing loop decides events (the loop
-	// sets it); the handover asks the loop through settles to land what
-	// it has in flight.
-	deciding atomic.Bool
+	// deciding reports whether the processing loop decides events (it
+	// has nothing in flight before, nor once it has stopped); the
+	// handover asks it through settles to land what it has in flight.
+	deciding func() bool
 	settles  chan settleAsk
 	// commit commits the finished offsets of gen's partitions through gen
 	// (the committer's).
@@ -251,7 +250,7 @@ func fetchAll(ctx context.Context, log *slog.Logger, r messageFetcher, deliver f
 // half the rebalance timeout. A member that is stopping has drained
 // already, or is draining: it joins at once.
 func (m *member) handOver(stop context.Context, gen *generation) {
-	if stop.Err() != nil || !m.deciding.Load() {
+	if stop.Err() != nil || !m.deciding() {
 		return
 	}
 	start := time.Now()
@@ -278,32 +277,6 @@ func (m *member) handOver(stop context.Context, gen *generation) {
 	m.commit(ctx, gen)
 	cancel()
 	m.log.Info("consumer group rebalancing: what was in flight landed and is committed", "generation", gen.id, "paused", time.Since(start).Round(time.Millisecond))
-}
-
-// settleAsk is the handover's request to the processing loop: settle
-// everything in flight and decide nothing more of generation gen.
-type settleAsk struct {
-	gen  int64
-	done chan struct{} // closed once settled
-}
-
-// settle is the processing loop's side of the handover: it lands every
-// write in flight and every parking record, and from then on decides no
-// message of ask's generation.
-func (p *Pipeline) settle(ctx context.Context, ask settleAsk) error {
-	if err := p.ix.quiesce(ctx); err != nil {
-		return err
-	}
-	// The next owner of a partition reads its parked dishes: every record
-	// and tombstone made here is written first.
-	if p.parking != nil {
-		if err := p.parking.waitEmpty(ctx); err != nil {
-			return err
-		}
-	}
-	p.settled = ask.gen
-	close(ask.done)
-	return nil
 }
 
 // mergeDone is a context that ends when either ctx or also does; cancel

@@ -21,58 +21,58 @@ import (
 // instance as gone, not as lagging behind.
 
 // beat writes the heartbeat, logging a failure.
-func (p *Pipeline) beat(ctx context.Context) {
+func (ms *modes) beat(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := p.writeHeartbeat(cctx); err != nil && ctx.Err() == nil {
-		p.log.Warn("migration heartbeat not written", "index", schema.MigrationsIndex, "instance", p.cfg.Instance, "error", err)
+	if err := ms.writeHeartbeat(cctx); err != nil && ctx.Err() == nil {
+		ms.log.Warn("migration heartbeat not written", "index", schema.MigrationsIndex, "instance", ms.cfg.Instance, "error", err)
 	}
 }
 
 // writeHeartbeat records the applied mode in the heartbeat document.
-func (p *Pipeline) writeHeartbeat(ctx context.Context) error {
-	if !p.hbIndexReady.Load() {
-		if err := p.ensureMigrationsIndex(ctx); err != nil {
+func (ms *modes) writeHeartbeat(ctx context.Context) error {
+	if !ms.hbIndexReady.Load() {
+		if err := ms.ensureMigrationsIndex(ctx); err != nil {
 			return err
 		}
-		p.hbIndexReady.Store(true)
+		ms.hbIndexReady.Store(true)
 	}
-	p.mu.Lock()
-	cur := p.cur
-	p.mu.Unlock()
+	ms.mu.Lock()
+	cur := ms.cur
+	ms.mu.Unlock()
 	now := time.Now().UTC()
 	body, err := json.Marshal(schema.Heartbeat{
-		Alias: p.cfg.Alias, Instance: p.cfg.Instance, MigrationID: cur.migID, Applied: cur.phase, At: now,
+		Alias: ms.cfg.Alias, Instance: ms.cfg.Instance, MigrationID: cur.migID, Applied: cur.phase, At: now,
 	})
 	if err != nil {
 		return err
 	}
-	err = p.admin.Index(ctx, schema.MigrationsIndex, schema.HeartbeatDocID(p.cfg.Alias, p.cfg.Instance), body)
+	err = ms.admin.Index(ctx, schema.MigrationsIndex, schema.HeartbeatDocID(ms.cfg.Alias, ms.cfg.Instance), body)
 	if err != nil {
 		if bulk.IsNotFound(err) {
-			p.hbIndexReady.Store(false) // deleted meanwhile: create it again
+			ms.hbIndexReady.Store(false) // deleted meanwhile: create it again
 		}
 		return err
 	}
-	p.lastBeat.Store(now.UnixNano())
+	ms.lastBeat.Store(now.UnixNano())
 	return nil
 }
 
 // ensureMigrationsIndex creates schema.MigrationsIndex if it is missing;
 // another instance or the job creating it first is fine.
-func (p *Pipeline) ensureMigrationsIndex(ctx context.Context) error {
-	ok, err := p.admin.IndexExists(ctx, schema.MigrationsIndex)
+func (ms *modes) ensureMigrationsIndex(ctx context.Context) error {
+	ok, err := ms.admin.IndexExists(ctx, schema.MigrationsIndex)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		err = p.admin.CreateIndex(ctx, schema.MigrationsIndex, schema.MigrationsIndexBody())
+		err = ms.admin.CreateIndex(ctx, schema.MigrationsIndex, schema.MigrationsIndexBody())
 		switch {
 		case err == nil:
-			p.log.Info("created the migrations index", "index", schema.MigrationsIndex)
+			ms.log.Info("created the migrations index", "index", schema.MigrationsIndex)
 		case !bulk.IsAlreadyExists(err):
 			return err
 		}
 	}
-	return p.admin.Send(ctx, bulk.Request{Method: http.MethodGet, Path: schema.MigrationsIndexActive}, nil)
+	return ms.admin.Send(ctx, bulk.Request{Method: http.MethodGet, Path: schema.MigrationsIndexActive}, nil)
 }

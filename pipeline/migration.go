@@ -5,10 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
 
+	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/router"
 	"github.com/geoshard/geoshard/schema"
 )
@@ -133,27 +137,62 @@ func (m mode) info() []TargetInfo {
 
 const phaseNone = "none"
 
+// modes follows the migration state and the alias, hands the write mode
+// they ask for to the processing loop, which applies it between events
+// (apply), and writes the heartbeat that says which phase this instance
+// applies (heartbeat.go).
+type modes struct {
+	cfg   Config
+	log   *slog.Logger
+	admin *bulk.Admin
+	met   *metrics
+	fail  func(error)
+	// wake tells the loop that a new mode is wanted; it applies it between
+	// events, then signals applied, which makes the watcher write the
+	// heartbeat.
+	wake, applied chan struct{}
+
+	mu     sync.Mutex // guards cur and wanted
+	cur    mode       // the mode writes use (the indexer's targets are cur.targets)
+	wanted *mode      // a mode requested and not applied yet
+
+	polled, lastBeat atomic.Int64 // unix nanoseconds
+	hbIndexReady     atomic.Bool
+}
+
+func newModes(cfg Config, log *slog.Logger, admin *bulk.Admin, met *metrics, fail func(error)) *modes {
+	return &modes{cfg: cfg, log: log, admin: admin, met: met, fail: fail,
+		wake: make(chan struct{}, 1), applied: make(chan struct{}, 1)}
+}
+
+// current is the mode writes use.
+func (ms *modes) current() mode {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	return ms.cur
+}
+
 // errBadMigration marks a migration document that cannot be applied as
 // it is; reading it again does not help until the job rewrites it.
 var errBadMigration = errors.New("migration state cannot be applied")
 
 // readMigration reads the alias's migration document with a real-time
 // GET. It returns nil when there is none (no index or no document).
-func (p *Pipeline) readMigration(ctx context.Context) (*schema.Migration, error) {
-	src, _, found, err := p.admin.Get(ctx, schema.MigrationsIndex, schema.MigrationDocID(p.cfg.Alias), "")
+func (ms *modes) read(ctx context.Context) (*schema.Migration, error) {
+	src, _, found, err := ms.admin.Get(ctx, schema.MigrationsIndex, schema.MigrationDocID(ms.cfg.Alias), "")
 	if err != nil {
-		return nil, fmt.Errorf("pipeline: read the migration state of %q: %w", p.cfg.Alias, err)
+		return nil, fmt.Errorf("pipeline: read the migration state of %q: %w", ms.cfg.Alias, err)
 	}
 	if !found {
 		return nil, nil
 	}
 	var mig schema.Migration
 	if err := json.Unmarshal(src, &mig); err != nil {
-		return nil, fmt.Errorf("pipeline: %w: %s/%s: %w", errBadMigration, schema.MigrationsIndex, schema.MigrationDocID(p.cfg.Alias), err)
+		return nil, fmt.Errorf("pipeline: %w: %s/%s: %w", errBadMigration, schema.MigrationsIndex, schema.MigrationDocID(ms.cfg.Alias), err)
 	}
 	switch {
-	case mig.Alias != "" && mig.Alias != p.cfg.Alias:
-		return nil, fmt.Errorf("pipeline: %w: the document of alias %q names alias %q", errBadMigration, p.cfg.Alias, mig.Alias)
+	case mig.Alias != "" && mig.Alias != ms.cfg.Alias:
+		return nil, fmt.Errorf("pipeline: %w: the document of alias %q names alias %q", errBadMigration, ms.cfg.Alias, mig.Alias)
 	case !mig.Phase.Valid():
 		return nil, fmt.Errorf("pipeline: %w: migration %q: unknown phase %q", errBadMigration, mig.ID, mig.Phase)
 	}
@@ -180,9 +219,9 @@ func migrationKey(mig *schema.Migration) migKey {
 // resolveMode computes the mode a migration state asks for (nil: no
 // migration). A *MapMismatchError means the pin refuses the primary's
 // map; any other error, that the state cannot be applied now.
-func (p *Pipeline) resolveMode(ctx context.Context, mig *schema.Migration) (mode, error) {
+func (ms *modes) resolve(ctx context.Context, mig *schema.Migration) (mode, error) {
 	if mig == nil || !mig.Phase.DualWrites() {
-		t, err := loadTarget(ctx, p.admin, p.cfg.Alias, p.cfg.MapHash)
+		t, err := loadTarget(ctx, ms.admin, ms.cfg.Alias, ms.cfg.MapHash)
 		if err != nil {
 			return mode{}, err
 		}
@@ -194,8 +233,8 @@ func (p *Pipeline) resolveMode(ctx context.Context, mig *schema.Migration) (mode
 				want = mig.Target.Index
 			}
 			if want != "" && want != t.index {
-				p.log.Warn("the alias's write index is not the one the migration phase implies; writing the alias's",
-					"alias", p.cfg.Alias, "index", t.index, "migration", mig.ID, "phase", mig.Phase, "expected_index", want)
+				ms.log.Warn("the alias's write index is not the one the migration phase implies; writing the alias's",
+					"alias", ms.cfg.Alias, "index", t.index, "migration", mig.ID, "phase", mig.Phase, "expected_index", want)
 			}
 		}
 		return m, nil
@@ -203,11 +242,11 @@ func (p *Pipeline) resolveMode(ctx context.Context, mig *schema.Migration) (mode
 	if mig.Source.Index == mig.Target.Index {
 		return mode{}, fmt.Errorf("pipeline: %w: migration %q: source and target are both %q", errBadMigration, mig.ID, mig.Source.Index)
 	}
-	src, err := p.sideMap(ctx, roleSource, mig.Source)
+	src, err := ms.sideMap(ctx, roleSource, mig.Source)
 	if err != nil {
 		return mode{}, err
 	}
-	dst, err := p.sideMap(ctx, roleTarget, mig.Target)
+	dst, err := ms.sideMap(ctx, roleTarget, mig.Target)
 	if err != nil {
 		return mode{}, err
 	}
@@ -215,8 +254,8 @@ func (p *Pipeline) resolveMode(ctx context.Context, mig *schema.Migration) (mode
 	if mig.Phase.TargetIsPrimary() {
 		primary, other = other, primary
 	}
-	if p.cfg.MapHash != "" && primary.m.Hash() != p.cfg.MapHash {
-		return mode{}, &MapMismatchError{Index: primary.index, Expected: p.cfg.MapHash, Actual: primary.m.Hash()}
+	if ms.cfg.MapHash != "" && primary.m.Hash() != ms.cfg.MapHash {
+		return mode{}, &MapMismatchError{Index: primary.index, Expected: ms.cfg.MapHash, Actual: primary.m.Hash()}
 	}
 	t0, t1 := newTarget(primary.index, primary.m, true), newTarget(other.index, other.m, false)
 	t0.role, t1.role = primary.role, other.role
@@ -226,12 +265,12 @@ func (p *Pipeline) resolveMode(ctx context.Context, mig *schema.Migration) (mode
 // sideMap returns the map of one side of a migration: the map file the
 // document holds, checked against the document's hash and against the
 // map the index recorded in its _meta.
-func (p *Pipeline) sideMap(ctx context.Context, role role, s schema.Side) (*router.Map, error) {
+func (ms *modes) sideMap(ctx context.Context, role role, s schema.Side) (*router.Map, error) {
 	m, err := s.ParseMap()
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: %w: the %s: %w", errBadMigration, role, err)
 	}
-	meta, err := p.admin.Meta(ctx, s.Index)
+	meta, err := ms.admin.Meta(ctx, s.Index)
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: the %s index %q: %w", role, s.Index, err)
 	}
@@ -248,11 +287,11 @@ func (p *Pipeline) sideMap(ctx context.Context, role role, s schema.Side) (*rout
 // initialMode reads the migration state, retrying what fails for a
 // while, and resolves the mode to start in. It returns the state's key
 // too.
-func (p *Pipeline) initialMode(ctx context.Context) (mode, migKey, error) {
+func (ms *modes) initial(ctx context.Context) (mode, migKey, error) {
 	var mig *schema.Migration
-	err := p.retry(ctx, "read the migration state", func() error {
+	err := retry(ctx, ms.log, "read the migration state", func() error {
 		var err error
-		mig, err = p.readMigration(ctx)
+		mig, err = ms.read(ctx)
 		if errors.Is(err, errBadMigration) {
 			return backoff.Permanent(err)
 		}
@@ -261,7 +300,7 @@ func (p *Pipeline) initialMode(ctx context.Context) (mode, migKey, error) {
 	if err != nil {
 		return mode{}, migKey{}, err
 	}
-	m, err := p.resolveMode(ctx, mig)
+	m, err := ms.resolve(ctx, mig)
 	if err != nil {
 		return mode{}, migKey{}, err
 	}
@@ -284,60 +323,60 @@ type watcher struct {
 // alias every MapCheckInterval, hands a new mode to the processing
 // goroutine, and writes the heartbeat after each poll and each switch.
 // It returns when ctx ends or after a fatal error.
-func (p *Pipeline) watch(ctx context.Context, w *watcher) {
-	poll := time.NewTicker(p.cfg.MigrationPollInterval)
+func (ms *modes) watch(ctx context.Context, w *watcher) {
+	poll := time.NewTicker(ms.cfg.MigrationPollInterval)
 	defer poll.Stop()
-	check := time.NewTicker(p.cfg.MapCheckInterval)
+	check := time.NewTicker(ms.cfg.MapCheckInterval)
 	defer check.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-p.applied:
+		case <-ms.applied:
 		case <-poll.C:
-			if !p.pollMigration(ctx, w) {
+			if !ms.poll(ctx, w) {
 				return
 			}
 		case <-check.C:
-			if !p.checkAlias(ctx, w) {
+			if !ms.checkAlias(ctx, w) {
 				return
 			}
 			continue
 		}
-		p.beat(ctx)
+		ms.beat(ctx)
 	}
 }
 
 // pollMigration reads the migration state and asks for the mode it
 // implies if that changed. It reports false after a fatal error.
-func (p *Pipeline) pollMigration(ctx context.Context, w *watcher) bool {
+func (ms *modes) poll(ctx context.Context, w *watcher) bool {
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	mig, err := p.readMigration(cctx)
+	mig, err := ms.read(cctx)
 	if err != nil {
 		if ctx.Err() == nil {
-			p.log.Warn("reading the migration state failed; writes go on as they are", "error", err)
+			ms.log.Warn("reading the migration state failed; writes go on as they are", "error", err)
 		}
 		return true
 	}
-	p.migPolled.Store(time.Now().UnixNano())
+	ms.polled.Store(time.Now().UnixNano())
 	key := migrationKey(mig)
 	if key == w.key {
 		return true
 	}
-	m, err := p.resolveMode(cctx, mig)
+	m, err := ms.resolve(cctx, mig)
 	var mm *MapMismatchError
 	switch {
 	case errors.As(err, &mm):
-		p.fail(err)
+		ms.fail(err)
 		return false
 	case err != nil:
 		if ctx.Err() != nil {
 			return true
 		}
-		lvl := p.log.Error
+		lvl := ms.log.Error
 		if key == w.bad {
-			lvl = p.log.Debug
+			lvl = ms.log.Debug
 		}
 		w.bad = key
 		id, phase := "", schema.Phase(phaseNone)
@@ -348,7 +387,7 @@ func (p *Pipeline) pollMigration(ctx context.Context, w *watcher) bool {
 		return true
 	}
 	w.key, w.req, w.bad = key, m, migKey{}
-	p.request(m)
+	ms.request(m)
 	return true
 }
 
@@ -356,26 +395,26 @@ func (p *Pipeline) pollMigration(ctx context.Context, w *watcher) bool {
 // writes a change is a new mode (a moved alias, as before migrations
 // existed); during dual writes the migration decides, and a disagreement
 // is only logged. It reports false after a fatal error.
-func (p *Pipeline) checkAlias(ctx context.Context, w *watcher) bool {
+func (ms *modes) checkAlias(ctx context.Context, w *watcher) bool {
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if len(w.req.targets) > 1 {
-		index, err := p.admin.WriteIndex(cctx, p.cfg.Alias)
+		index, err := ms.admin.WriteIndex(cctx, ms.cfg.Alias)
 		if err == nil && index != w.req.targets[0].index {
-			p.log.Warn("the alias's write index is not the migration's primary; writes follow the migration",
-				"alias", p.cfg.Alias, "index", index, "migration", w.req.migID, "phase", w.req.phase, "primary", w.req.targets[0].index)
+			ms.log.Warn("the alias's write index is not the migration's primary; writes follow the migration",
+				"alias", ms.cfg.Alias, "index", index, "migration", w.req.migID, "phase", w.req.phase, "primary", w.req.targets[0].index)
 		}
 		return true
 	}
-	t, err := loadTarget(cctx, p.admin, p.cfg.Alias, p.cfg.MapHash)
+	t, err := loadTarget(cctx, ms.admin, ms.cfg.Alias, ms.cfg.MapHash)
 	var mm *MapMismatchError
 	switch {
 	case errors.As(err, &mm):
-		p.fail(err)
+		ms.fail(err)
 		return false
 	case err != nil:
 		if ctx.Err() == nil {
-			p.log.Warn("map check failed", "error", err)
+			ms.log.Warn("map check failed", "error", err)
 		}
 		return true
 	}
@@ -384,43 +423,43 @@ func (p *Pipeline) checkAlias(ctx context.Context, w *watcher) bool {
 		return true
 	}
 	w.req = mode{migID: w.req.migID, phase: w.req.phase, targets: []target{t}}
-	p.request(w.req)
+	ms.request(w.req)
 	return true
 }
 
 // request hands a mode to the processing goroutine, replacing one it has
 // not applied yet. It never blocks, so heartbeats go on meanwhile.
-func (p *Pipeline) request(m mode) {
-	p.mu.Lock()
-	p.wanted = &m
-	p.mu.Unlock()
+func (ms *modes) request(m mode) {
+	ms.mu.Lock()
+	ms.wanted = &m
+	ms.mu.Unlock()
 	select {
-	case p.modeWake <- struct{}{}:
+	case ms.wake <- struct{}{}:
 	default:
 	}
 }
 
 // applyWanted applies the mode last requested, if any. It runs on the
 // processing goroutine, between events.
-func (p *Pipeline) applyWanted(ctx context.Context) error {
-	p.mu.Lock()
-	m := p.wanted
-	p.wanted = nil
-	cur := p.cur
-	p.mu.Unlock()
+func (ms *modes) apply(ctx context.Context, ix *indexer) error {
+	ms.mu.Lock()
+	m := ms.wanted
+	ms.wanted = nil
+	cur := ms.cur
+	ms.mu.Unlock()
 	if m == nil || m.same(cur) {
 		return nil
 	}
 	// Every write made under the old targets is acknowledged, and every
 	// task under them has ended, before any write is made under the new
 	// ones, and before the heartbeat can report the new phase.
-	if err := p.ix.quiesce(ctx); err != nil {
+	if err := ix.quiesce(ctx); err != nil {
 		return err
 	}
-	p.setMode(*m)
-	p.logMode("write mode changed", *m, "previous_phase", cur.phaseLabel(), "previous_indexes", cur.indexes())
+	ms.set(*m, ix)
+	ms.logMode("write mode changed", *m, "previous_phase", cur.phaseLabel(), "previous_indexes", cur.indexes())
 	select {
-	case p.applied <- struct{}{}:
+	case ms.applied <- struct{}{}:
 	default:
 	}
 	return nil
@@ -428,20 +467,35 @@ func (p *Pipeline) applyWanted(ctx context.Context) error {
 
 // setMode makes m the mode writes use. Only the processing goroutine
 // calls it once it runs.
-func (p *Pipeline) setMode(m mode) {
-	p.ix.setTargets(m.targets)
-	p.mu.Lock()
-	p.cur = m
-	p.mu.Unlock()
-	p.met.setPhase(m.phaseLabel())
+func (ms *modes) set(m mode, ix *indexer) {
+	ix.setTargets(m.targets)
+	ms.mu.Lock()
+	ms.cur = m
+	ms.mu.Unlock()
+	ms.met.setPhase(m.phaseLabel())
 }
 
-func (p *Pipeline) logMode(msg string, m mode, extra ...any) {
+func (ms *modes) logMode(msg string, m mode, extra ...any) {
 	t := m.targets[0]
 	args := []any{"phase", m.phaseLabel(), "migration", m.migID, "index", t.index, "map_hash", t.m.Hash(), "shards", t.m.NumShards()}
 	if len(m.targets) > 1 {
 		o := m.targets[1]
 		args = append(args, "primary", t.role.String(), "other_index", o.index, "other_map_hash", o.m.Hash(), "other_shards", o.m.NumShards())
 	}
-	p.log.Info(msg, append(args, extra...)...)
+	ms.log.Info(msg, append(args, extra...)...)
+}
+
+// enterMode reads the migration state, takes the write mode it asks for
+// and writes the first heartbeat; the watcher it returns follows the
+// state from there.
+func (ms *modes) enter(ctx context.Context, ix *indexer) (*watcher, error) {
+	m, key, err := ms.initial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ms.set(m, ix)
+	ms.polled.Store(time.Now().UnixNano())
+	ms.logMode("write mode", m)
+	ms.beat(ctx)
+	return &watcher{key: key, req: m}, nil
 }

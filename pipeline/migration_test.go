@@ -558,11 +558,11 @@ func TestMigrationModeRules(t *testing.T) {
 			}
 			for _, pin := range []string{"", src, dst} {
 				p := pipelineWith(pin)
-				mig, err := p.readMigration(ctx)
+				mig, err := p.modes.read(ctx)
 				if err != nil {
 					t.Fatal(err)
 				}
-				m, err := p.resolveMode(ctx, mig)
+				m, err := p.modes.resolve(ctx, mig)
 				if pin != "" && pin != tc.pinned {
 					var mm *MapMismatchError
 					if !errors.As(err, &mm) || mm.Index != tc.want[0] {
@@ -593,11 +593,11 @@ func TestMigrationModeRules(t *testing.T) {
 	p := pipelineWith("")
 	resolve := func(mig schema.Migration) error {
 		e.setMigration(t, mig)
-		got, err := p.readMigration(ctx)
+		got, err := p.modes.read(ctx)
 		if err != nil {
 			return err
 		}
-		_, err = p.resolveMode(ctx, got)
+		_, err = p.modes.resolve(ctx, got)
 		return err
 	}
 	mig := e.newMigration(t, m2, "resharding")
@@ -640,7 +640,7 @@ func TestEventFinishesWithEveryTarget(t *testing.T) {
 		return ev
 	}
 	result := func(ev *event, index string, o bulk.Outcome, err error) {
-		p.onResult(bulk.Result{Item: &bulk.Item{Index: index, ID: "restaurant:r", Ref: ev}, Outcome: o, Err: err})
+		p.out.onResult(bulk.Result{Item: &bulk.Item{Index: index, ID: "restaurant:r", Ref: ev}, Outcome: o, Err: err})
 	}
 	ev := newEvent(0)
 	result(ev, "source", bulk.OK, nil)
@@ -786,7 +786,7 @@ func TestMigrationGoneAndAliasUnresolvable(t *testing.T) {
 	p.admin = e.admin
 	p.cfg.Alias = "no-such-alias"
 	w := &watcher{key: migKey{id: "m1", phase: schema.PhaseDualWrites}}
-	if !p.pollMigration(context.Background(), w) {
+	if !p.modes.poll(context.Background(), w) {
 		t.Fatal("pollMigration reported a fatal error")
 	}
 	if w.key.id != "m1" {

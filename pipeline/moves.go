@@ -460,13 +460,9 @@ func (ix *indexer) eachDish(ctx context.Context, index, rid, routing string, fn 
 // retry runs an admin call until it succeeds, with the project's backoff
 // (bulk.Retry), for as long as it takes: nothing transient is fatal. What
 // bulk.Transient calls transient (no answer or a request timed out, 429,
-// 5xx) is retried, with a warning each time; anything else (a missing
-// index, a refusal), or an error f wraps in backoff.Permanent, stops the
-// pipeline, as does the end of ctx.
-func (p *Pipeline) retry(ctx context.Context, op string, f func() error) error {
-	return retry(ctx, p.log, op, f)
-}
-
+// 500, 502, 503, 504) is retried, with a warning each time; anything else
+// (a missing index, a refusal), or an error f wraps in backoff.Permanent,
+// stops the pipeline, as does the end of ctx.
 func retry(ctx context.Context, log *slog.Logger, op string, f func() error) error {
 	attempt := 0
 	err := bulk.Retry(ctx, bulk.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second},

@@ -4,9 +4,39 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/geoshard/geoshard/bulk"
 )
+
+// outcomes is where an event ends. The bulk writer's results come here
+// first and go on to the indexer; every event finishes here (written,
+// stale, dead-lettered, dropped), counted, its offset then free for the
+// committer. It is the indexer's host.
+type outcomes struct {
+	log     *slog.Logger
+	met     *metrics
+	track   *tracker
+	now     func() time.Time
+	ix      *indexer
+	parking *parker
+	fail    func(error)
+	// dead writes dead letters; groupCommitted reads the group's committed
+	// offsets (nil: not asked). Both set by Run.
+	dead           *dlq
+	groupCommitted func(ctx context.Context, parts map[partKey]bool) (map[partKey]int64, error)
+
+	finished, deadLetters atomic.Int64
+	lastProgress          atomic.Int64 // unix nanoseconds
+	mu                    sync.Mutex   // guards the counts
+	counts                map[EventKey]int64
+	deadCount             map[Reason]int64
+}
+
+var _ host = (*outcomes)(nil)
 
 // onResult is the bulk writer's callback, called from its workers.
 //
@@ -15,15 +45,15 @@ import (
 // not rejected, so the event is neither dead-lettered nor finished, and
 // the pipeline stops (ErrIndexUnwritable). With two targets this keeps
 // one index from silently lacking a change the other has.
-func (p *Pipeline) onResult(r bulk.Result) {
+func (o *outcomes) onResult(r bulk.Result) {
 	if r.Outcome == bulk.Permanent && indexRefused(r.Err) {
 		err := fmt.Errorf("%w: %s %s/%s (routing %s): %w", ErrIndexUnwritable, r.Item.Action, r.Item.Index, r.Item.ID, r.Item.Routing, r.Err)
 		r.Outcome, r.Err = bulk.Failed, err
-		p.fail(err)
+		o.fail(err)
 	}
-	p.ix.result(r)
+	o.ix.result(r)
 	if r.Outcome == bulk.Failed && errors.Is(r.Err, bulk.ErrRetryBudget) {
-		p.fail(fmt.Errorf("%w: %s %s/%s (routing %s): %w", ErrWriteFailed, r.Item.Action, r.Item.Index, r.Item.ID, r.Item.Routing, r.Err))
+		o.fail(fmt.Errorf("%w: %s %s/%s (routing %s): %w", ErrWriteFailed, r.Item.Action, r.Item.Index, r.Item.ID, r.Item.Routing, r.Err))
 	}
 }
 
@@ -41,8 +71,8 @@ func indexRefused(err error) bool {
 }
 
 // rejected dead-letters an event the index rejected a write of.
-func (p *Pipeline) rejected(ev *event, err error) {
-	p.dead.enqueue(&deadLetter{ev: ev, reason: ReasonRejected, detail: err.Error(), result: resultDeadLetter})
+func (o *outcomes) rejected(ev *event, err error) {
+	o.dead.enqueue(&deadLetter{ev: ev, reason: ReasonRejected, detail: err.Error(), result: resultDeadLetter})
 }
 
 func resultOf(r bulk.Result) string {
@@ -59,44 +89,58 @@ func resultOf(r bulk.Result) string {
 
 // finish records an event as finished, so its offset may be committed,
 // and counts it. It reports false for an event a redelivery superseded.
-func (p *Pipeline) finish(ev *event, result string) bool {
-	if !p.track.finish(ev.entry) {
+func (o *outcomes) finish(ev *event, result string) bool {
+	if !o.track.finish(ev.entry) {
 		return false
 	}
-	p.unpark(ev)
+	o.parking.unpark(ev)
 	typ, op := ev.labels()
-	p.met.events.WithLabelValues(typ, op, result).Inc()
-	now := p.now()
+	o.met.events.WithLabelValues(typ, op, result).Inc()
+	now := o.now()
 	switch result {
 	case resultWritten, resultStale, resultNotFound, resultCoalesced:
 		if !ev.ts.IsZero() {
-			p.met.endToEnd.Observe(now.Sub(ev.ts).Seconds())
+			o.met.endToEnd.Observe(now.Sub(ev.ts).Seconds())
 		}
 	}
-	p.mu.Lock()
-	p.counts[EventKey{Type: typ, Op: op, Result: result}]++
-	p.mu.Unlock()
-	p.finished.Add(1)
-	p.lastProgress.Store(now.UnixNano())
+	o.mu.Lock()
+	o.counts[EventKey{Type: typ, Op: op, Result: result}]++
+	o.mu.Unlock()
+	o.finished.Add(1)
+	o.lastProgress.Store(now.UnixNano())
 	return true
 }
 
 // deadLetterWritten finishes an event whose dead letter is acknowledged.
-func (p *Pipeline) deadLetterWritten(d *deadLetter) {
-	if !p.finish(d.ev, d.result) {
+func (o *outcomes) deadLetterWritten(d *deadLetter) {
+	if !o.finish(d.ev, d.result) {
 		return
 	}
-	p.deadLetters.Add(1)
-	p.met.deadLetters.WithLabelValues(string(d.reason)).Inc()
-	p.mu.Lock()
-	p.deadCount[d.reason]++
-	p.mu.Unlock()
+	o.deadLetters.Add(1)
+	o.met.deadLetters.WithLabelValues(string(d.reason)).Inc()
+	o.mu.Lock()
+	o.deadCount[d.reason]++
+	o.mu.Unlock()
 }
 
+// park writes a dish that starts waiting for its restaurant to the
+// parking topic (parker.park).
+func (o *outcomes) park(ev *event, now time.Time) { o.parking.park(ev, now) }
+
 // committedOffsets reads the group's committed offsets of parts.
-func (p *Pipeline) committedOffsets(ctx context.Context, parts map[partKey]bool) (map[partKey]int64, error) {
-	if p.groupCommitted == nil {
+func (o *outcomes) committedOffsets(ctx context.Context, parts map[partKey]bool) (map[partKey]int64, error) {
+	if o.groupCommitted == nil {
 		return nil, nil
 	}
-	return p.groupCommitted(ctx, parts)
+	return o.groupCommitted(ctx, parts)
+}
+
+// deadLetter queues an event for the dead-letter topic, waiting while the
+// queue is full. The event finishes when the write is acknowledged.
+func (o *outcomes) deadLetter(ctx context.Context, ev *event, r Reason, detail, result string) error {
+	if err := o.dead.waitRoom(ctx); err != nil {
+		return err
+	}
+	o.dead.enqueue(&deadLetter{ev: ev, reason: r, detail: detail, result: result})
+	return nil
 }

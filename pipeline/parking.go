@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -162,59 +164,82 @@ func parseParked(value []byte, headers []kafka.Header) (unparked, error) {
 	return u, nil
 }
 
+// parker keeps the dishes waiting for their restaurant in the parking
+// topic: it writes their records and tombstones through its outbox, and
+// reads a partition's records back when the member gains it.
+type parker struct {
+	cfg   Config
+	log   *slog.Logger
+	track *tracker
+	met   *metrics
+	// out writes records and tombstones, client reads them back; both set
+	// by Run (out nil: nothing is parked).
+	out    *outbox[*parkRecord]
+	client *kafka.Client
+	// read are the partitions whose records were read back (loop-owned).
+	read map[int]bool
+	// parked, unparked and readBack count the records written, their
+	// tombstones written, and the records read back.
+	parked, unparked, readBack atomic.Int64
+}
+
+func newParker(cfg Config, log *slog.Logger, track *tracker, met *metrics) *parker {
+	return &parker{cfg: cfg, log: log, track: track, met: met, read: map[int]bool{}}
+}
+
 // park writes a dish that starts waiting for its restaurant to the
 // parking topic. The loop calls it once per event, when the event first
 // goes pending; an event read back from the topic is parked already.
-func (p *Pipeline) park(ev *event, now time.Time) {
-	if p.parking == nil || !ev.parkedAt.IsZero() {
+func (pk *parker) park(ev *event, now time.Time) {
+	if pk.out == nil || !ev.parkedAt.IsZero() {
 		return
 	}
 	ev.parkedAt = now
-	p.parking.enqueue(&parkRecord{ev: ev})
+	pk.out.enqueue(&parkRecord{ev: ev})
 }
 
-// parkWritten is the parking outbox's acknowledgement: a record lets its
+// written is the parking outbox's acknowledgement: a record lets its
 // event's offset be committed; a tombstone ends a record.
-func (p *Pipeline) parkWritten(r *parkRecord) {
+func (pk *parker) written(r *parkRecord) {
 	if r.tombstone {
-		p.unparkedCount.Add(1)
+		pk.unparked.Add(1)
 		return
 	}
-	if p.track.park(r.ev.entry) {
-		p.parkedCount.Add(1)
-		p.met.parked.Inc()
+	if pk.track.park(r.ev.entry) {
+		pk.parked.Add(1)
+		pk.met.parked.Inc()
 	}
 }
 
 // unpark removes a finished event's parking record, if it has one.
-func (p *Pipeline) unpark(ev *event) {
-	if p.parking != nil && !ev.parkedAt.IsZero() {
-		p.parking.enqueue(&parkRecord{ev: ev, tombstone: true})
+func (pk *parker) unpark(ev *event) {
+	if pk.out != nil && !ev.parkedAt.IsZero() {
+		pk.out.enqueue(&parkRecord{ev: ev, tombstone: true})
 	}
 }
 
-// unparkOwned reads back the parked dishes of the partitions in owned
-// that the member did not own at the previous generation, and decides
-// them again: each waits for its restaurant from the time it was first
-// parked (or is written at once if the directory knows the restaurant).
-// The partitions it no longer owns are forgotten; their waiting dishes
-// were dropped with the partitions (releaseUnowned).
-func (p *Pipeline) unparkOwned(ctx context.Context, owned map[partKey]bool) error {
-	if p.parking == nil {
+// readBackOwned reads back the parked dishes of the partitions in owned
+// that the member did not own at the previous generation, and has decide
+// decide them again: each waits for its restaurant from the time it was
+// first parked (or is written at once if the directory knows the
+// restaurant). The partitions it no longer owns are forgotten; their
+// waiting dishes were dropped with the partitions (releaseUnowned).
+func (pk *parker) readBackOwned(ctx context.Context, owned map[partKey]bool, decide func(context.Context, unparked) error) error {
+	if pk.out == nil {
 		return nil
 	}
 	now := map[int]bool{}
 	for k := range owned {
 		now[k.partition] = true
 	}
-	for n := range p.unparkedParts {
+	for n := range pk.read {
 		if !now[n] {
-			delete(p.unparkedParts, n)
+			delete(pk.read, n)
 		}
 	}
 	var read []int
 	for n := range now {
-		if !p.unparkedParts[n] {
+		if !pk.read[n] {
 			read = append(read, n)
 		}
 	}
@@ -224,57 +249,40 @@ func (p *Pipeline) unparkOwned(ctx context.Context, owned map[partKey]bool) erro
 	start := time.Now()
 	total := 0
 	for _, n := range read {
-		recs, err := p.readParked(ctx, n)
+		recs, err := pk.readPartition(ctx, n)
 		if err != nil {
 			return err
 		}
 		for _, u := range recs {
-			if err := p.decideUnparked(ctx, u); err != nil {
+			if err := decide(ctx, u); err != nil {
 				return err
 			}
 		}
 		total += len(recs)
-		p.unparkedParts[n] = true
+		pk.read[n] = true
 	}
-	p.readBack.Add(int64(total))
-	p.log.Info("parked dishes read back", "topic", p.cfg.ParkingTopic, "partitions", len(read), "dishes", total, "took", time.Since(start).Round(time.Millisecond))
+	pk.readBack.Add(int64(total))
+	pk.log.Info("parked dishes read back", "topic", pk.cfg.ParkingTopic, "partitions", len(read), "dishes", total, "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
-// decideUnparked hands a dish read back from the parking topic to the
-// indexer, as the event it was, its offset already committed.
-func (p *Pipeline) decideUnparked(ctx context.Context, u unparked) error {
-	d := p.dec.decode(u.msg)
-	if d.reason != "" || d.change == nil || d.change.Type != TypeDish || d.change.Op != OpUpsert {
-		p.log.Warn("parking record is not a dish upsert; dropped", "topic", p.cfg.ParkingTopic, "source_topic", u.msg.Topic, "partition", u.msg.Partition, "offset", u.msg.Offset, "reason", d.reason)
-		return nil
-	}
-	k := partKey{topic: u.msg.Topic, partition: u.msg.Partition}
-	ev := &event{
-		part: k, offset: u.msg.Offset, key: u.msg.Key, value: u.msg.Value, ts: u.msg.Time,
-		entry: parkedEntry(), change: d.change, members: d.members, origin: d.origin,
-		rid: d.change.RestaurantID, parkedAt: u.parkedAt,
-	}
-	return p.ix.submit(ctx, ev)
-}
-
-// readParked reads partition n of the parking topic from its start to
+// readPartition reads partition n of the parking topic from its start to
 // its end as it is now, and returns the records that stand: the last of
 // each key, unless it is a tombstone, in offset order.
-func (p *Pipeline) readParked(ctx context.Context, n int) ([]unparked, error) {
+func (pk *parker) readPartition(ctx context.Context, n int) ([]unparked, error) {
 	type rec struct {
 		offset int64
 		u      unparked
 		live   bool
 	}
 	byKey := map[string]rec{}
-	topic := p.cfg.ParkingTopic
+	topic := pk.cfg.ParkingTopic
 	offset := int64(0)
 	for {
 		var res *kafka.FetchResponse
-		err := p.retry(ctx, "read parked dishes from Kafka", func() error {
+		err := retry(ctx, pk.log, "read parked dishes from Kafka", func() error {
 			var err error
-			res, err = p.kafkaClient.Fetch(ctx, &kafka.FetchRequest{
+			res, err = pk.client.Fetch(ctx, &kafka.FetchRequest{
 				// MinBytes 0: what the partition holds now, at once (an empty
 				// partition would otherwise be waited on for MaxWait).
 				Topic: topic, Partition: n, Offset: offset, MinBytes: 0, MaxBytes: 8 << 20, MaxWait: 100 * time.Millisecond,
@@ -327,7 +335,7 @@ func (p *Pipeline) readParked(ctx context.Context, n int) ([]unparked, error) {
 			}
 			u, err := parseParked(value, headers)
 			if err != nil {
-				p.log.Warn("parking record unreadable; dropped", "topic", topic, "partition", n, "offset", r.Offset, "error", err)
+				pk.log.Warn("parking record unreadable; dropped", "topic", topic, "partition", n, "offset", r.Offset, "error", err)
 				continue
 			}
 			byKey[string(key)] = rec{offset: r.Offset, u: u, live: true}
@@ -336,7 +344,7 @@ func (p *Pipeline) readParked(ctx context.Context, n int) ([]unparked, error) {
 			break
 		}
 		if got == 0 {
-			p.log.Warn("parking topic read stopped short of its end", "topic", topic, "partition", n, "offset", offset, "high_watermark", res.HighWatermark)
+			pk.log.Warn("parking topic read stopped short of its end", "topic", topic, "partition", n, "offset", offset, "high_watermark", res.HighWatermark)
 			break
 		}
 	}

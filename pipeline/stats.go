@@ -120,18 +120,18 @@ type Progress struct {
 // Stats returns a snapshot of the counters.
 func (p *Pipeline) Stats() Stats {
 	s := Stats{
-		Fetched:       p.fetched.Load(),
-		Finished:      p.finished.Load(),
+		Fetched:       p.loop.fetched.Load(),
+		Finished:      p.out.finished.Load(),
 		Pending:       p.ix.pend.len(),
 		Directory:     p.ix.dir.size(),
 		Moves:         p.ix.moves.Load(),
 		Refreshes:     p.ix.refresher.sent.Load(),
-		Parked:        p.parkedCount.Load(),
-		Unparked:      p.unparkedCount.Load(),
-		ReadBack:      p.readBack.Load(),
+		Parked:        p.parking.parked.Load(),
+		Unparked:      p.parking.unparked.Load(),
+		ReadBack:      p.parking.readBack.Load(),
 		Repartitioned: p.repartitioned.Load(),
 		Misplaced:     p.dec.misplaced.Load(),
-		Unowned:       p.unowned.Load(),
+		Unowned:       p.loop.unowned.Load(),
 		Tracked:       p.track.size(),
 		TrackedPeak:   p.track.peak.Load(),
 		Partitions:    byName(p.track.snapshot()),
@@ -144,22 +144,24 @@ func (p *Pipeline) Stats() Stats {
 	for _, ps := range s.Partitions {
 		s.Lag += ps.Lag
 	}
-	p.mu.Lock()
-	s.Events = make(map[EventKey]int64, len(p.counts))
-	for k, v := range p.counts {
+	p.out.mu.Lock()
+	s.Events = make(map[EventKey]int64, len(p.out.counts))
+	for k, v := range p.out.counts {
 		s.Events[k] = v
 	}
-	s.DeadLetters = make(map[Reason]int64, len(p.deadCount))
-	for k, v := range p.deadCount {
+	s.DeadLetters = make(map[Reason]int64, len(p.out.deadCount))
+	for k, v := range p.out.deadCount {
 		s.DeadLetters[k] = v
 	}
-	if len(p.cur.targets) > 0 {
-		s.Targets = p.cur.info()
-		s.Migration = MigrationStats{ID: p.cur.migID, Phase: p.cur.phase, Targets: p.cur.info()}
+	p.out.mu.Unlock()
+	if cur := p.modes.current(); len(cur.targets) > 0 {
+		s.Targets = cur.info()
+		s.Migration = MigrationStats{ID: cur.migID, Phase: cur.phase, Targets: cur.info()}
 	}
+	p.mu.Lock()
 	w := p.writer
 	p.mu.Unlock()
-	s.Migration.Polled, s.Migration.Heartbeat = unixNanoTime(p.migPolled.Load()), unixNanoTime(p.lastBeat.Load())
+	s.Migration.Polled, s.Migration.Heartbeat = unixNanoTime(p.modes.polled.Load()), unixNanoTime(p.modes.lastBeat.Load())
 	if w != nil && p.started.Load() {
 		s.Bulk = w.Stats()
 	}
@@ -191,11 +193,11 @@ func (p *Pipeline) Ready() (bool, string) {
 	if !p.running.Load() {
 		return false, "not running"
 	}
-	if p.fetched.Load() == 0 && p.grp.generations.Load() == 0 {
+	if p.loop.fetched.Load() == 0 && p.grp.generations.Load() == 0 {
 		return false, "waiting to join the consumer group"
 	}
 	if lag := p.track.totalLag(); lag > 0 {
-		idle := p.now().Sub(time.Unix(0, p.lastProgress.Load()))
+		idle := p.now().Sub(time.Unix(0, p.out.lastProgress.Load()))
 		if idle > p.cfg.StallTimeout {
 			return false, fmt.Sprintf("stalled: no event finished for %v with a lag of %d", idle.Round(time.Second), lag)
 		}
@@ -209,7 +211,7 @@ func (p *Pipeline) progressLoop(ctx context.Context) {
 	const every = 200 * time.Millisecond
 	tick := time.NewTicker(every)
 	defer tick.Stop()
-	last, lastAt := p.finished.Load(), time.Now()
+	last, lastAt := p.out.finished.Load(), time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -220,11 +222,11 @@ func (p *Pipeline) progressLoop(ctx context.Context) {
 		if p.cfg.OnProgress == nil {
 			continue
 		}
-		now, fin := time.Now(), p.finished.Load()
+		now, fin := time.Now(), p.out.finished.Load()
 		rate := float64(fin-last) / now.Sub(lastAt).Seconds()
 		last, lastAt = fin, now
 		p.cfg.OnProgress(Progress{
-			Events: p.fetched.Load(), Finished: fin, DeadLetters: p.deadLetters.Load(),
+			Events: p.loop.fetched.Load(), Finished: fin, DeadLetters: p.out.deadLetters.Load(),
 			Pending: p.ix.pend.len(), Lag: p.track.totalLag(), EventsPerSec: rate,
 		})
 	}
@@ -234,7 +236,7 @@ func (p *Pipeline) progressLoop(ctx context.Context) {
 func (p *Pipeline) publishGauges() {
 	p.met.pending.Set(float64(p.ix.pend.len()))
 	p.met.directory.Set(float64(p.ix.dir.size()))
-	p.met.lastProgress.Set(float64(p.lastProgress.Load()) / 1e9)
+	p.met.lastProgress.Set(float64(p.out.lastProgress.Load()) / 1e9)
 	for k, ps := range p.track.snapshot() {
 		topic, part := k.topic, strconv.Itoa(k.partition)
 		p.met.lag.WithLabelValues(topic, part).Set(float64(ps.Lag))
