@@ -227,9 +227,13 @@ func TestHandoverWaitsForWritesInFlight(t *testing.T) {
 	}
 	stop := context.Background()
 
-	// Not deciding yet: nothing can be in flight, the join goes on at
-	// once without asking the loop.
+	// Not deciding yet (still reading the directory): nothing can be in
+	// flight, the join goes on at once without asking the loop, and the
+	// loop decides no message of the generation that ended meanwhile.
 	p.grp.handOver(stop, old)
+	if !p.loop.ended(1) {
+		t.Fatal("a generation that ended before the loop decided would still have its messages decided")
+	}
 
 	p.loop.deciding.Store(true)
 	ev := &event{rid: "r1", part: partKey{"events", 0}}

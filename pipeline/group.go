@@ -80,9 +80,12 @@ type member struct {
 	cfg    Config
 	log    *slog.Logger
 	dialer *kafka.Dialer // set by Run
-	// current is the latest generation, generations counts them.
+	// current is the latest generation, generations counts them; ended is
+	// the id of the latest one that has ended (handOver sets it before
+	// anything else: generations end in order).
 	current     atomic.Pointer[generation]
 	generations atomic.Int64
+	ended       atomic.Int64
 	// deciding reports whether the processing loop decides events (it
 	// has nothing in flight before, nor once it has stopped); the
 	// handover asks it through settles to land what it has in flight.
@@ -248,8 +251,11 @@ func fetchAll(ctx context.Context, log *slog.Logger, r messageFetcher, deliver f
 // next generation) once the processing loop has settled what it had in
 // flight and the finished offsets are committed through gen, or after
 // half the rebalance timeout. A member that is stopping has drained
-// already, or is draining: it joins at once.
+// already, or is draining, and a loop that is not deciding yet has
+// nothing in flight: they join at once. Either way the loop decides no
+// more of gen's messages from here on (ended).
 func (m *member) handOver(stop context.Context, gen *generation) {
+	m.ended.Store(gen.id)
 	if stop.Err() != nil || !m.deciding() {
 		return
 	}

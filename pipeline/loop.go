@@ -42,10 +42,9 @@ type loop struct {
 
 	// assigned is the member's assignment when the directory was last
 	// read (nil: before the first generation); gen is the generation the
-	// loop is in, settled the last one it settled.
+	// loop is in.
 	assigned map[partKey]bool
 	gen      *generation
-	settled  int64
 }
 
 // decoded is a message's change as Decode reads it, and what is wrong
@@ -111,7 +110,7 @@ func (l *loop) process(stop, work context.Context, msgs <-chan fetched) error {
 				return err
 			}
 		case <-tick.C:
-			if l.settled == l.gen.id {
+			if l.grp.ended.Load() >= l.gen.id {
 				continue // handed over: nothing new is written until the next generation
 			}
 			if err := ix.expirePending(work, l.cfg.PendingMaxAge); err != nil {
@@ -130,14 +129,14 @@ func (l *loop) process(stop, work context.Context, msgs <-chan fetched) error {
 }
 
 // ended reports, and counts, a message of a generation that has ended
-// (settled, or followed by the one the loop is in): its partition's next
+// (the member ended it, or the loop is in a later one): its partition's next
 // owner reads it again from the group's committed offset, and this member
 // does not decide it. For a partition it lost, deciding it here, with a
 // directory that no longer follows its restaurants, could write a dish at
 // the cell its restaurant had just left after the new owner moved the
 // restaurant's dishes from there.
 func (l *loop) ended(gen int64) bool {
-	if l.gen != nil && gen == l.gen.id && gen > l.settled {
+	if l.gen != nil && gen == l.gen.id && gen > l.grp.ended.Load() {
 		return false
 	}
 	l.unowned.Add(1)
@@ -279,8 +278,8 @@ func partitionChange(before, now map[partKey]bool) (gained, lost []int) {
 }
 
 // settle is the processing loop's side of the handover: it lands every
-// write in flight and every parking record, and from then on decides no
-// message of ask's generation.
+// write in flight and every parking record (the member has ended ask's
+// generation: the loop decides no more of its messages).
 func (l *loop) settle(ctx context.Context, ask settleAsk) error {
 	if err := l.ix.quiesce(ctx); err != nil {
 		return err
@@ -292,13 +291,12 @@ func (l *loop) settle(ctx context.Context, ask settleAsk) error {
 			return err
 		}
 	}
-	l.settled = ask.gen
 	close(ask.done)
 	return nil
 }
 
 // settleAsk is the handover's request to the processing loop: settle
-// everything in flight and decide nothing more of generation gen.
+// everything in flight of generation gen, which has ended.
 type settleAsk struct {
 	gen  int64
 	done chan struct{} // closed once settled
@@ -328,13 +326,19 @@ func (l *loop) handle(ctx context.Context, m kafka.Message, d decoded) error {
 }
 
 // redelivered forgets the pending dishes a redelivery superseded: they
-// come again.
+// come again. The parking record of one that was parked is removed: its
+// copy is parked again under the same key if it has to wait again, and
+// otherwise the record would outlive it.
 func (l *loop) redelivered(k partKey, offset int64, dropped []*trackEntry) {
 	gone := make(map[*trackEntry]bool, len(dropped))
 	for _, e := range dropped {
 		gone[e] = true
 	}
-	n := len(l.ix.pend.purge(func(ev *event) bool { return gone[ev.entry] }))
+	purged := l.ix.pend.purge(func(ev *event) bool { return gone[ev.entry] })
+	for _, ev := range purged {
+		l.parking.unpark(ev)
+	}
+	n := len(purged)
 	l.log.Info("redelivery restarts partition tracking", "partition", k.String(), "offset", offset, "dropped", len(dropped), "pending_dropped", n)
 }
 

@@ -280,3 +280,36 @@ func TestPendingAgesOnTheClock(t *testing.T) {
 		t.Errorf("dead letters %+v, want the dish as unknown_restaurant", dl)
 	}
 }
+
+// TestRedeliveryRemovesParkingRecords: a redelivery of a kept partition
+// drops the pending dishes it supersedes; the parking record of one that
+// was parked is removed with it (its copy, if it waits again, is parked
+// again under the same key), so that no record outlives its dish. A
+// pending dish that was never parked leaves no tombstone.
+func TestRedeliveryRemovesParkingRecords(t *testing.T) {
+	p := offlinePipeline(t)
+	p.parking.out = newOutbox[*parkRecord](nil, p.log, "parking", p.parking.written, nil)
+	k := partKey{"events", 0}
+	add := func(offset int64, parked bool) *event {
+		e, _ := p.track.track(k, offset, 10)
+		ev := &event{part: k, offset: offset, entry: e, rid: "r1",
+			change: &Change{Type: TypeDish, Op: OpUpsert, ID: fmt.Sprintf("d%d", offset), RestaurantID: "r1", Version: 1}}
+		if parked {
+			ev.parkedAt = time.Unix(1, 0)
+		}
+		p.ix.pend.add(ev, time.Unix(1, 0))
+		return ev
+	}
+	add(1, true)
+	parked := add(2, true)
+	add(3, false)
+	_, dropped := p.track.track(k, 2, 10) // offset 2 comes again
+	p.loop.redelivered(k, 2, dropped)
+	q := p.parking.out.queue
+	if len(q) != 1 || !q[0].tombstone || q[0].ev != parked {
+		t.Fatalf("parking queue %+v, want one tombstone, of the parked dish at offset 2", q)
+	}
+	if n := p.ix.pend.len(); n != 1 {
+		t.Errorf("%d dishes pending, want the one before the redelivery", n)
+	}
+}

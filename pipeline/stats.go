@@ -85,9 +85,10 @@ type Stats struct {
 	// not), TrackedPeak the most it has held; the loop takes no new event
 	// while it holds its bound, 2,000,000.
 	Tracked, TrackedPeak int64
-	// Unowned counts messages left unprocessed because the group had
-	// given their partition to another member by the time they came out
-	// of kafka-go's queue.
+	// Unowned counts messages left unprocessed because their consumer-group
+	// generation had ended by the time the loop took them: their
+	// partition's next owner (this instance, for a partition it kept)
+	// reads them again from the committed offset.
 	Unowned int64
 	// Warm is the directory warm-up's progress.
 	Warm WarmProgress
