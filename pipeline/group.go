@@ -160,9 +160,7 @@ func (m *member) run(stop context.Context, cg *kafka.ConsumerGroup, out chan<- f
 			// kafka-go rejoins by itself; what reaches here is one failed
 			// attempt to form a generation.
 			failures++
-			wait := fetchBackoff.Delay(failures)
-			m.log.Warn("consumer group: joining failed; trying again", "in", wait, "error", err)
-			if !sleepCtx(stop, wait) {
+			if !pause(stop, m.log, "consumer group: joining failed; trying again", failures, err) {
 				return
 			}
 			continue
@@ -233,9 +231,7 @@ func fetchAll(ctx context.Context, log *slog.Logger, r messageFetcher, deliver f
 				return
 			}
 			failures++
-			wait := fetchBackoff.Delay(failures)
-			log.Warn("kafka fetch failed; retrying", "in", wait, "error", err)
-			if !sleepCtx(ctx, wait) {
+			if !pause(ctx, log, "kafka fetch failed; retrying", failures, err) {
 				return
 			}
 			continue
@@ -291,6 +287,15 @@ func mergeDone(ctx, also context.Context) (merged context.Context, cancel func()
 	merged, stop := context.WithCancel(ctx)
 	unhook := context.AfterFunc(also, stop)
 	return merged, func() { unhook(); stop() }
+}
+
+// pause is the Kafka loops' one wait after a failure: it logs msg and
+// waits fetchBackoff's delay for the failures in a row, and reports false
+// if ctx ended first.
+func pause(ctx context.Context, log *slog.Logger, msg string, failures int, err error) bool {
+	wait := fetchBackoff.Delay(failures)
+	log.Warn(msg, "in", wait, "error", err)
+	return sleepCtx(ctx, wait)
 }
 
 // sleepCtx waits d, and reports false if ctx ended first.
