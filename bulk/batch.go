@@ -268,7 +268,7 @@ func (w *Writer) settle(l *lane, b *batch, vs []verdict, sent time.Time) {
 			switch {
 			case w.aborted:
 				v = verdict{outcome: Failed, status: v.status, err: fmt.Errorf("%w before the item was written: %v", ErrClosed, v.err)}
-			case w.cfg.RetryMaxElapsed != NoRetryLimit && now.Sub(e.firstSent) > w.cfg.RetryMaxElapsed:
+			case w.cfg.RetryMaxElapsed != NoRetryLimit && w.sinceFirst(e.firstSent) > w.cfg.RetryMaxElapsed:
 				v = verdict{outcome: Failed, status: v.status, err: fmt.Errorf("%w after %d attempts: %w", ErrRetryBudget, e.attempts, v.err)}
 				w.cfg.Logger.Warn("bulk item failed after retries", "shard", sq.key, "index", e.item.Index, "attempts", e.attempts, "error", v.err)
 			default:

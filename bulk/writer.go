@@ -76,6 +76,11 @@ type Writer struct {
 	metrics *metrics
 	seed    maphash.Seed
 
+	// sinceFirst is how long ago an item's first attempt began, as its
+	// retry budget reads it: time.Since, or in tests a clock of their own
+	// that runs out a budget at the attempt they choose.
+	sinceFirst func(first time.Time) time.Duration
+
 	// ctx is cancelled when Close's deadline passes, aborting requests in
 	// flight.
 	ctx    context.Context
@@ -162,7 +167,7 @@ func New(client *opensearch.Client, cfg Config) (*Writer, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &Writer{
-		cfg: cfg, client: client, metrics: m, seed: maphash.MakeSeed(),
+		cfg: cfg, client: client, metrics: m, seed: maphash.MakeSeed(), sinceFirst: time.Since,
 		ctx: ctx, cancel: cancel,
 		shards: make(map[string]*shardQ),
 		space:  make(chan struct{}),

@@ -165,6 +165,21 @@ func (f *fixture) each(ids []string) map[string]Result {
 	return out
 }
 
+// waitUntil polls cond until it holds. Its deadline, far beyond what any
+// wait here needs, only turns a hang into a failure naming what was
+// awaited; it is never what a test asserts.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	const patience = 2 * time.Minute
+	deadline := time.Now().Add(patience)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still waiting for %s after %v", what, patience)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func doc(i int) []byte {
 	return []byte(`{"n":` + strconv.Itoa(i) + `,"name":"dish ` + strconv.Itoa(i) + `"}`)
 }
@@ -335,10 +350,20 @@ func testSameDocumentStaysInOrder(t *testing.T, lanes int) {
 			}
 		}()
 	}
+	answered := func() int {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.results["the-doc"])
+	}
+	// Every ten versions, wait until a request carrying the document has
+	// been answered since the last pause: its versions are spread over
+	// many requests, not written by one or two.
+	seen := 0
 	for v := 1; v <= 100; v++ {
 		f.add(Item{Action: Index, Index: "menu", ID: "the-doc", Routing: "hot", Body: []byte(`{"v":` + strconv.Itoa(v) + `}`)})
-		if v%10 == 0 {
-			time.Sleep(time.Millisecond) // let batches of it go out between adds
+		if v%10 == 0 && v < 100 {
+			waitUntil(t, fmt.Sprintf("an answer for the-doc after version %d", v), func() bool { return answered() > seen })
+			seen = answered()
 		}
 	}
 	wg.Wait()
@@ -478,35 +503,68 @@ func TestCloseDeadlineFailsTheRest(t *testing.T) {
 	}
 }
 
+// An item whose retries run past its budget fails with ErrRetryBudget,
+// at the first failed attempt that finds the budget spent since its
+// first attempt. The budget's clock is the test's: it reads nothing spent
+// after the first three attempts and a day after the fourth, so the item
+// makes exactly four attempts, however fast or slow the machine.
 func TestRetryBudgetEndsInFailure(t *testing.T) {
 	realenv.EmulatorOnly(t, "injects 429 rejections of every item")
-	f := newFixture(t, 1, "", Config{RetryMaxElapsed: 50 * time.Millisecond})
+	f := newFixture(t, 1, "", Config{RetryMaxElapsed: time.Hour})
+	const spentAt = 4
+	var mu sync.Mutex
+	var firsts []time.Time // what each look at the budget measured from
+	f.w.sinceFirst = func(first time.Time) time.Duration {
+		mu.Lock()
+		defer mu.Unlock()
+		if firsts = append(firsts, first); len(firsts) < spentAt {
+			return 0
+		}
+		return 24 * time.Hour
+	}
 	f.srv.SetFaults(osfake.Faults{RejectRate: 1})
 	f.add(Item{Action: Index, Index: "menu", ID: "d", Body: doc(1)})
 	f.flush()
 	r := f.each([]string{"d"})["d"]
-	if r.Outcome != Failed || !errors.Is(r.Err, ErrRetryBudget) || r.Attempts < 2 || r.Status != 429 {
-		t.Errorf("result = %+v, want Failed with ErrRetryBudget after several 429s", r)
+	if r.Outcome != Failed || !errors.Is(r.Err, ErrRetryBudget) || r.Attempts != spentAt || r.Status != 429 {
+		t.Errorf("result = %+v, want Failed with ErrRetryBudget after %d 429s, the last the first to find the budget spent", r, spentAt)
+	}
+	if st := f.w.Stats(); st.Retries != spentAt-1 {
+		t.Errorf("%d retries, want %d", st.Retries, spentAt-1)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i, first := range firsts {
+		if first.IsZero() || !first.Equal(firsts[0]) {
+			t.Errorf("look %d at the budget measured from %v, look 1 from %v: want every look from the first attempt", i+1, first, firsts[0])
+		}
 	}
 }
 
-// With NoRetryLimit an item is retried for as long as it takes: rejected
-// past what a 50ms budget would allow, it lands once the shard takes
-// writes again.
+// With NoRetryLimit an item is retried for as long as it takes: though
+// its budget's clock reads a century since its first attempt at every
+// look, past any budget (the default is 10 minutes), it is still retried
+// after 20 rejections, and it lands once the shard takes writes again.
 func TestNoRetryLimitWaitsForTheShard(t *testing.T) {
 	realenv.EmulatorOnly(t, "injects 429 rejections of every item")
 	f := newFixture(t, 1, "", Config{RetryInitial: time.Millisecond, RetryMax: 5 * time.Millisecond, RetryMaxElapsed: NoRetryLimit})
+	f.w.sinceFirst = func(time.Time) time.Duration { return 100 * 365 * 24 * time.Hour }
 	f.srv.SetFaults(osfake.Faults{RejectRate: 1})
 	f.add(Item{Action: Index, Index: "menu", ID: "d", Body: doc(1)})
-	start := time.Now()
-	for f.w.Stats().Retries < 20 || time.Since(start) < 100*time.Millisecond {
-		time.Sleep(time.Millisecond)
+	const retries = 20
+	var st Stats
+	waitUntil(t, "20 retries of d, or its result", func() bool {
+		st = f.w.Stats()
+		return st.Retries >= retries || st.Finished() > 0
+	})
+	if st.Finished() != 0 {
+		t.Fatalf("d finished after %d retries (%d failed); want it still retried", st.Retries, st.Failed)
 	}
 	f.srv.SetFaults(osfake.Faults{})
 	f.flush()
 	r := f.each([]string{"d"})["d"]
-	if r.Outcome != OK || r.Attempts < 21 {
-		t.Errorf("result = %+v, want OK after more than 20 attempts", r)
+	if r.Outcome != OK || r.Attempts <= retries {
+		t.Errorf("result = %+v, want OK after more than %d attempts", r, retries)
 	}
 }
 
@@ -622,9 +680,7 @@ func TestDoWaitsOnlyForItsOwnItems(t *testing.T) {
 		_, err := f.w.Do(ctx, Item{Index: f.index, ID: "held", Routing: "b", Body: doc(2), Shard: "b"})
 		heldDone <- err
 	}()
-	for held.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	waitUntil(t, "the gate to hold a request", func() bool { return held.Load() > 0 })
 
 	rs, err := f.w.Do(ctx,
 		Item{Index: f.index, ID: "mine-1", Routing: "c", Body: doc(4), Shard: "c", Version: 2, VersionType: External},
@@ -688,9 +744,7 @@ func TestDoContextEnds(t *testing.T) {
 		_, err := f.w.Do(ctx, Item{Index: f.index, ID: "x", Routing: "a", Body: doc(1)})
 		errc <- err
 	}()
-	for held.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	waitUntil(t, "the gate to hold a request", func() bool { return held.Load() > 0 })
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Do = %v, want context.Canceled", err)
