@@ -27,15 +27,24 @@ type simIngest struct {
 	w    *bulk.Writer
 	errs chan error
 
+	// stopped is closed when run returns.
+	stopped chan struct{}
+
 	mu      sync.Mutex
 	applied schema.Phase
 	ops     map[string]int
 	// byPhase counts changes by the phase ingest had applied.
 	byPhase map[schema.Phase]int
+	// rounds counts, by the phase ingest had applied, the rounds of
+	// changes written and flushed without an error; progress is closed
+	// (and replaced) at the end of each.
+	rounds   map[schema.Phase]int
+	progress chan struct{}
 }
 
 func newSimIngest(e *env, seed uint64) *simIngest {
-	s := &simIngest{e: e, rng: rand.New(rand.NewPCG(seed, 2)), errs: make(chan error, 1), ops: map[string]int{}, byPhase: map[schema.Phase]int{}}
+	s := &simIngest{e: e, rng: rand.New(rand.NewPCG(seed, 2)), errs: make(chan error, 1), stopped: make(chan struct{}),
+		ops: map[string]int{}, byPhase: map[schema.Phase]int{}, rounds: map[schema.Phase]int{}, progress: make(chan struct{})}
 	w, err := bulk.New(e.client, bulk.Config{FlushInterval: time.Millisecond, OnResult: func(r bulk.Result) {
 		if !r.Outcome.Succeeded() {
 			select {
@@ -83,6 +92,7 @@ func (s *simIngest) poll(ctx context.Context) ([]simTarget, string, schema.Phase
 
 // run changes documents until ctx ends.
 func (s *simIngest) run(ctx context.Context) error {
+	defer close(s.stopped)
 	for ctx.Err() == nil {
 		targets, id, phase, err := s.poll(ctx)
 		if ctx.Err() != nil {
@@ -108,6 +118,11 @@ func (s *simIngest) run(ctx context.Context) error {
 			return err
 		default:
 		}
+		s.mu.Lock()
+		s.rounds[phase]++
+		close(s.progress)
+		s.progress = make(chan struct{})
+		s.mu.Unlock()
 		time.Sleep(2 * time.Millisecond)
 		// Bursts with quiet moments, as real traffic has: a verification
 		// compares the source and the target at two refreshes, and on a
@@ -128,6 +143,26 @@ func (s *simIngest) quiet(ctx context.Context, phase schema.Phase, d time.Durati
 		time.Sleep(5 * time.Millisecond)
 		if _, _, p, err := s.poll(ctx); err == nil && p != phase {
 			return
+		}
+	}
+}
+
+// wroteIn waits until ingest has written a round of changes, flushed,
+// under phase, and fails if ingest stops first or ctx ends.
+func (s *simIngest) wroteIn(ctx context.Context, phase schema.Phase) error {
+	for {
+		s.mu.Lock()
+		n, progress := s.rounds[phase], s.progress
+		s.mu.Unlock()
+		if n > 0 {
+			return nil
+		}
+		select {
+		case <-progress:
+		case <-s.stopped:
+			return fmt.Errorf("simulated ingest stopped before it wrote in phase %s", phase)
+		case <-ctx.Done():
+			return fmt.Errorf("simulated ingest wrote nothing in phase %s: %w", phase, ctx.Err())
 		}
 	}
 }
@@ -230,6 +265,24 @@ func TestMigrationUnderLiveWrites(t *testing.T) {
 		}
 	}
 
+	// Each phase the test wants changes in holds the migration until
+	// ingest has written some under it: backfilling at the copy's first
+	// page, backfilled before the verification, cut_over once Run is
+	// done. A phase is then as short as the job makes it, and still sees
+	// changes. The deadline only bounds a wait that would otherwise hang.
+	wroteIn := func(phase schema.Phase) error {
+		wctx, cancel := context.WithTimeout(ctx, realenv.Slack(time.Minute))
+		defer cancel()
+		return sim.wroteIn(wctx, phase)
+	}
+	var copying sync.Once
+	e.m.search = &hookSearcher{Searcher: e.admin, onPage: func(context.Context, string, bulk.SearchParams, *bulk.Page) {
+		copying.Do(func() {
+			if err := wroteIn(schema.PhaseBackfilling); err != nil {
+				t.Error(err)
+			}
+		})
+	}}
 	var steps []string
 	mig, err := e.m.Run(ctx, RunConfig{
 		Create: CreateConfig{Map: e.dst},
@@ -237,7 +290,14 @@ func TestMigrationUnderLiveWrites(t *testing.T) {
 		// Slow enough for many changes to land during the copy.
 		Backfill: BackfillConfig{Page: 50, Slices: 4, MaxDocsPerSecond: 8000},
 		Verify:   VerifyConfig{Attempts: 40, Pause: 20 * time.Millisecond},
-		OnStep:   func(step Step, _ schema.Phase) { steps = append(steps, string(step)) },
+		OnStep: func(step Step, from schema.Phase) {
+			steps = append(steps, string(step))
+			if from == schema.PhaseBackfilled {
+				if err := wroteIn(from); err != nil {
+					t.Error(err)
+				}
+			}
+		},
 	})
 	if err != nil {
 		stop()
@@ -265,17 +325,10 @@ func TestMigrationUnderLiveWrites(t *testing.T) {
 		t.Errorf("Run ended in phase %s after steps %v", mig.Phase, steps)
 	}
 	// Let ingest apply cut_over and write some more, target first.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		sim.mu.Lock()
-		applied := sim.applied
-		sim.mu.Unlock()
-		if applied == schema.PhaseCutOver || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
+	if err := wroteIn(schema.PhaseCutOver); err != nil {
+		stop()
+		t.Fatal(err)
 	}
-	time.Sleep(30 * time.Millisecond)
 	stop()
 	t.Logf("changes while migrating: %v; by phase: %v", sim.ops, sim.byPhase)
 	for _, p := range []schema.Phase{schema.PhaseBackfilling, schema.PhaseBackfilled, schema.PhaseCutOver} {
