@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -163,12 +164,19 @@ func TestCutoverRollbackComplete(t *testing.T) {
 	e.checkTarget(ctx, e.v2)
 
 	// Complete: an instance still writing both holds the deletion of the
-	// old index, not the completion.
+	// old index, not the completion. The wait for it runs on a clock that
+	// moves only by the wait's own pauses: the instance stays live, and
+	// the wait ends at its timeout, not before.
 	mig, _ := e.m.Load(ctx)
-	e.heartbeat("ingest-a", mig.ID, schema.PhaseCutOver, time.Now())
+	c := &fakeClock{now: time.Now()}
+	e.heartbeat("ingest-a", mig.ID, schema.PhaseCutOver, c.Now())
 	var lag *LaggardsError
-	if err := e.m.Complete(ctx, CompleteConfig{DeleteOld: true, Ack: AckConfig{Timeout: 50 * time.Millisecond}}); !errors.As(err, &lag) {
-		t.Fatalf("Complete with a dual-writing instance = %v, want a LaggardsError", err)
+	const ackTimeout = 50 * time.Millisecond
+	if err := e.migratorOn(c).Complete(ctx, CompleteConfig{DeleteOld: true, Ack: AckConfig{Timeout: ackTimeout}}); !errors.As(err, &lag) || !slices.Equal(lag.Instances, []string{"ingest-a"}) {
+		t.Fatalf("Complete with a dual-writing instance = %v, want a LaggardsError naming ingest-a", err)
+	}
+	if got := c.total(); got != ackTimeout {
+		t.Errorf("Complete gave up after waiting %v, want exactly the timeout %v", got, ackTimeout)
 	}
 	if ok, _ := e.admin.IndexExists(ctx, e.v1); !ok || e.phase(ctx) != schema.PhaseCompleted {
 		t.Fatalf("after the refused deletion: %s exists %v, phase %s", e.v1, ok, e.phase(ctx))
