@@ -6,6 +6,16 @@
 //
 // # What it owns
 //
+// The files follow a message: the consumer group (group.go) fetches it,
+// the decoder (events.go) decodes it, the loop (loop.go) tracks it and
+// hands it to the indexer (indexer.go), which decides its writes
+// (decide.go, gained.go, moves.go) and makes them (targets.go); outcomes
+// (outcome.go) finishes it, and the committer (offsets.go) commits its
+// offset. Pipeline (pipeline.go) wires them and runs them.
+//
+//   - Membership of the consumer group (group.go): a generation's
+//     partitions, each read from the committed offset, commits through
+//     the generation, and the handover before the next join.
 //   - Decoding and validation of events (events.go). A bad event goes to
 //     the dead-letter topic with a bounded reason code; nothing is dropped
 //     silently (dlq.go).
@@ -39,7 +49,8 @@
 //     committed only when every event below it is finished — written
 //     (ok, stale or not found) to every target, dead-lettered, or parked
 //     to wait for its restaurant.
-//   - Metrics (metrics.go), Stats, Ready and the run loop (pipeline.go).
+//   - Metrics (metrics.go), Stats and Ready (stats.go), and the run and
+//     its shutdown (pipeline.go).
 //
 // # Guarantees
 //
@@ -116,7 +127,7 @@
 // of the other partitions flow on (gained.go). The events of a partition
 // it lost that still wait in it it leaves unfinished to the new owner
 // (releaseUnowned), as it does every message of an ended generation still
-// queued behind its readers (Pipeline.ended). A directory read from the index knows no
+// queued behind its readers (loop.ended). A directory read from the index knows no
 // delete made before the read, so a restaurant it does not know is taken
 // as live only once the index has taken its write (confirmRestaurant).
 // Before the lookups everything the instance has in flight

@@ -25,10 +25,10 @@ import (
 //  1. hands the generation to the processing loop (a marker in the same
 //     channel as the messages, ahead of every message of it), which
 //     releases the partitions lost and takes on those gained before it
-//     decides anything more (Pipeline.enterGeneration);
+//     decides anything more (loop.enterGeneration);
 //  2. reads each partition with a reader of its own from the committed
 //     offset (readPartition), every message stamped with the generation;
-//  3. commits through the generation (Pipeline.commit): only the
+//  3. commits through the generation (committer.commit): only the
 //     partitions it owns, and never once the group has moved on (the
 //     coordinator refuses a commit of an ended generation);
 //  4. holds the next join until what it has in flight is settled
@@ -44,7 +44,7 @@ import (
 //     late.
 //
 // The messages of an ended generation still queued between a reader and
-// the processing loop are not decided (Pipeline.process): their
+// the processing loop are not decided (loop.ended): their
 // partitions' next owners (this member, for a partition kept) read them
 // again from the committed offset.
 

@@ -60,19 +60,11 @@ import (
 // # Dual writes
 //
 // During a migration every step runs on both indexes, each under its own
-// map: the geoshard may change under one map and not under the other, and
-// then that index only rewrites geo_cell. The dishes a step applies to
-// are taken from the migration's source, the index with the complete
-// data (the target may not have them yet: the backfill copies them),
-// together with those the index itself holds, and the step is applied to
-// each index whether it holds a copy or not: a copy is written at the new
-// place with external_gte at the dish's version, and the old copy deleted
-// with external_gte at that version, which on an index without the copy
-// leaves a tombstone (the migration raises gc_deletes) that refuses a
-// backfill copy read before the move and written after it. The same
-// holds for the in-place geo_cell rewrite and for the dishes of a
-// deleted restaurant. A step is acknowledged by both
-// before the next one starts, but a crash inside a step may leave it done
+// map (the geoshard may change under one map and not under the other,
+// and then that index only rewrites geo_cell), and takes the dishes from
+// the source, as the dual-write rules say (doc.go). A step is
+// acknowledged by both before the next one starts, but a crash inside a
+// step may leave it done
 // on one index only, and the directory is warmed from one index, the
 // primary. So a restaurant copy is removed from the other index before
 // the primary (step 3 is split in two, and a restaurant delete deletes
@@ -82,7 +74,7 @@ import (
 // redelivered event would have to find. And the event's own write, done
 // by the primary and not by the other index, comes again at a version
 // the directory already has: the same version at the same place is
-// written again rather than taken as stale (handle.go); the source
+// written again rather than taken as stale (decide.go); the source
 // answers it Stale but holds it live at that very version, so the other
 // index is written too (targets.go, emitSourceFirst).
 

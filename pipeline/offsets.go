@@ -99,9 +99,9 @@ type partState struct {
 //     the events of it still in flight finish for nothing and this member
 //     commits nothing more of it, and the messages of it still queued
 //     between its reader and the loop are left to the new owner,
-//     untracked (Pipeline.ended). Nor can a commit of it land behind the
+//     untracked (loop.ended). Nor can a commit of it land behind the
 //     new owner's: commits go through a generation that owns it
-//     (Pipeline.commit).
+//     (committer.commit).
 //
 // A tracker is safe for concurrent use: the fetching goroutine tracks,
 // write callbacks finish, the committer reads.
