@@ -27,7 +27,7 @@ import (
 //     releases the partitions lost and takes on those gained before it
 //     decides anything more (loop.enterGeneration);
 //  2. reads each partition with a reader of its own from the committed
-//     offset (readPartition), every message stamped with the generation;
+//     offset (member.read), every message stamped with the generation;
 //  3. commits through the generation (committer.commit): only the
 //     partitions it owns, and never once the group has moved on (the
 //     coordinator refuses a commit of an ended generation);
