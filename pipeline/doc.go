@@ -9,7 +9,8 @@
 // The files follow a message: the consumer group (group.go) fetches it,
 // the decoder (events.go) decodes it, the loop (loop.go) tracks it and
 // hands it to the indexer (indexer.go), which decides its writes
-// (decide.go, gained.go, moves.go) and makes them (targets.go); outcomes
+// (decide.go, gained.go, moves.go), keeps account of what is in flight
+// (inflight.go) and makes them (targets.go); outcomes
 // (outcome.go) finishes it, and the committer (offsets.go) commits its
 // offset. Pipeline (pipeline.go) wires them and runs them.
 //

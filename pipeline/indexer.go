@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -89,24 +88,18 @@ type indexer struct {
 	// writer is set before the loop starts.
 	writer *bulk.Writer
 
+	// What is in flight (inflight.go).
+	inflight
+
 	// Owned by the loop.
 	targets      []target // the current mode's, the primary first
 	dir          *directory
 	pend         *pendingSet
-	rests        map[string]*restState
 	queuedBehind int       // events waiting in the queues of held restaurants
 	dirGen       int64     // the consumer-group generation the directory follows
 	cold         coldState // partitions gained since the directory was read (gained.go)
 
-	flightMu  sync.Mutex
-	flights   map[string]int // per restaurant: events with writes not all answered
-	quietFns  map[string]func(context.Context) error
-	inFlight  int         // the sum of flights
-	quiescing atomic.Bool // a quiesce waits: wake it when inFlight reaches 0
-	inbox     inbox
-	tasks     sync.WaitGroup
-	tasksOn   atomic.Int64 // tasks started whose end is not posted yet
-	getSlots  chan struct{}
+	getSlots chan struct{}
 	// searchSlots bounds the dish searches of moves and deletes in
 	// flight: a shared refresh releases every move waiting for it at once,
 	// and a node refuses what its search queue cannot hold (429).
@@ -176,10 +169,7 @@ func newIndexer(log *slog.Logger, admin *bulk.Admin, met *metrics, h host, pend 
 	ix := &indexer{
 		log: log, admin: admin, met: met, host: h,
 		dir: newDirectory(), pend: pend,
-		rests:       make(map[string]*restState),
-		flights:     make(map[string]int),
-		quietFns:    make(map[string]func(context.Context) error),
-		inbox:       inbox{wake: make(chan struct{}, 1)},
+		inflight:    newInflight(),
 		getSlots:    make(chan struct{}, 16),
 		searchSlots: make(chan struct{}, maxDishSearches),
 		searchSize:  1000,
@@ -237,38 +227,6 @@ func (ix *indexer) apply(ctx context.Context, ev *event) error {
 	}
 }
 
-// rest returns the state of restaurant rid, creating it.
-func (ix *indexer) rest(rid string) *restState {
-	rs := ix.rests[rid]
-	if rs == nil {
-		rs = &restState{}
-		ix.rests[rid] = rs
-	}
-	return rs
-}
-
-// settle drops the state of a restaurant with nothing outstanding.
-func (ix *indexer) settle(rid string) {
-	if rs := ix.rests[rid]; rs != nil && !rs.held && len(rs.queue) == 0 && len(rs.chain) == 0 {
-		delete(ix.rests, rid)
-	}
-}
-
-// whenQuiet holds restaurant rid and runs fn on the loop once every
-// write of rid added so far is answered: now, if none is in flight. fn
-// (or what it starts) ends the hold with unhold.
-func (ix *indexer) whenQuiet(ctx context.Context, rid string, fn func(context.Context) error) error {
-	ix.rest(rid).held = true
-	ix.flightMu.Lock()
-	if ix.flights[rid] > 0 {
-		ix.quietFns[rid] = fn
-		ix.flightMu.Unlock()
-		return nil
-	}
-	ix.flightMu.Unlock()
-	return fn(ctx)
-}
-
 // unhold ends the hold of restaurant rid and decides its queued events in
 // order, until one holds it again.
 func (ix *indexer) unhold(ctx context.Context, rid string) error {
@@ -285,104 +243,6 @@ func (ix *indexer) unhold(ctx context.Context, rid string) error {
 	}
 	ix.settle(rid)
 	return nil
-}
-
-// fly counts an event's writes, about to be added, as in flight for its
-// restaurant. An event flies once.
-func (ix *indexer) fly(ev *event) {
-	if ev.flying {
-		return
-	}
-	ev.flying = true
-	ix.flightMu.Lock()
-	ix.flights[ev.rid]++
-	ix.inFlight++
-	ix.flightMu.Unlock()
-}
-
-// land is fly's end, once every write of the event is answered: a
-// restaurant that falls quiet runs the function waiting for it.
-func (ix *indexer) land(ev *event) {
-	if !ev.flying {
-		return
-	}
-	ix.flightMu.Lock()
-	n := ix.flights[ev.rid] - 1
-	var fn func(context.Context) error
-	if n == 0 {
-		delete(ix.flights, ev.rid)
-		fn = ix.quietFns[ev.rid]
-		delete(ix.quietFns, ev.rid)
-	} else {
-		ix.flights[ev.rid] = n
-	}
-	ix.inFlight--
-	wake := ix.inFlight == 0 && ix.quiescing.Load()
-	ix.flightMu.Unlock()
-	switch {
-	case fn != nil:
-		ix.inbox.post(fn)
-	case wake:
-		ix.inbox.post(nil)
-	}
-}
-
-// goTask runs a task on its own goroutine; the function it returns is
-// run on the loop.
-func (ix *indexer) goTask(ctx context.Context, task func(context.Context) func(context.Context) error) {
-	ix.tasks.Add(1)
-	ix.tasksOn.Add(1)
-	go func() {
-		defer ix.tasks.Done()
-		end := task(ctx)
-		ix.tasksOn.Add(-1)
-		ix.inbox.post(end)
-	}()
-}
-
-// poll runs what callbacks and tasks posted, in order.
-func (ix *indexer) poll(ctx context.Context) error {
-	for _, fn := range ix.inbox.take() {
-		if fn == nil {
-			continue
-		}
-		if err := fn(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// idle reports whether nothing is in flight: no write unanswered, no
-// task, no restaurant held or with a chain, nothing posted.
-func (ix *indexer) idle() bool {
-	if len(ix.rests) > 0 || ix.tasksOn.Load() > 0 || ix.inbox.len() > 0 {
-		return false
-	}
-	ix.flightMu.Lock()
-	defer ix.flightMu.Unlock()
-	return ix.inFlight == 0
-}
-
-// quiesce runs the inbox until nothing is in flight. The loop takes no
-// new event meanwhile; events queued behind held restaurants are decided
-// as their holds end.
-func (ix *indexer) quiesce(ctx context.Context) error {
-	ix.quiescing.Store(true)
-	defer ix.quiescing.Store(false)
-	for {
-		if err := ix.poll(ctx); err != nil {
-			return err
-		}
-		if ix.idle() {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-ix.inbox.wake:
-		}
-	}
 }
 
 // result routes one of the writer's results to what it answers. Writer
@@ -434,40 +294,6 @@ func (ix *indexer) eventResult(ev *event, r bulk.Result) {
 		ix.host.finish(ev, result)
 	}
 	ix.land(ev)
-}
-
-// inbox is the loop's queue of functions posted by writer callbacks and
-// tasks. It is unbounded: posting never waits.
-type inbox struct {
-	mu   sync.Mutex
-	fns  []func(context.Context) error
-	wake chan struct{} // holds a token while fns may be non-empty
-}
-
-// post queues fn (nil only wakes the loop).
-func (b *inbox) post(fn func(context.Context) error) {
-	b.mu.Lock()
-	b.fns = append(b.fns, fn)
-	b.mu.Unlock()
-	select {
-	case b.wake <- struct{}{}:
-	default:
-	}
-}
-
-// take returns and clears what is queued.
-func (b *inbox) take() []func(context.Context) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	fns := b.fns
-	b.fns = nil
-	return fns
-}
-
-func (b *inbox) len() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.fns)
 }
 
 // warmStats is the progress of the last directory read, for Stats and
