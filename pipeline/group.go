@@ -90,14 +90,14 @@ type member struct {
 	// has nothing in flight before, nor once it has stopped); the
 	// handover asks it through settles to land what it has in flight.
 	deciding func() bool
-	settles  chan settleAsk
+	settles  chan chan struct{} // the loop closes the channel it is sent once settled
 	// commit commits the finished offsets of gen's partitions through gen
 	// (the committer's).
 	commit func(ctx context.Context, gen *generation)
 }
 
 func newMember(cfg Config, log *slog.Logger, commit func(context.Context, *generation)) *member {
-	return &member{cfg: cfg, log: log, settles: make(chan settleAsk), commit: commit}
+	return &member{cfg: cfg, log: log, settles: make(chan chan struct{}), commit: commit}
 }
 
 // config is the consumer group: every event topic, the co-partitioned
@@ -258,9 +258,9 @@ func (m *member) handOver(stop context.Context, gen *generation) {
 	start := time.Now()
 	wait := time.NewTimer(m.cfg.Kafka.RebalanceTimeout / 2)
 	defer wait.Stop()
-	ask := settleAsk{gen: gen.id, done: make(chan struct{})}
+	settled := make(chan struct{})
 	select {
-	case m.settles <- ask:
+	case m.settles <- settled:
 	case <-wait.C:
 		m.log.Warn("joining the consumer group unsettled: the processing loop did not answer", "waited", time.Since(start).Round(time.Millisecond))
 		return
@@ -268,7 +268,7 @@ func (m *member) handOver(stop context.Context, gen *generation) {
 		return
 	}
 	select {
-	case <-ask.done:
+	case <-settled:
 	case <-wait.C:
 		m.log.Warn("joining the consumer group with writes still in flight", "generation", gen.id, "waited", time.Since(start).Round(time.Millisecond))
 		return

@@ -120,8 +120,8 @@ func (l *loop) process(stop, work context.Context, msgs <-chan fetched) error {
 			if err := l.modes.apply(work, l.ix); err != nil {
 				return err
 			}
-		case ask := <-l.grp.settles:
-			if err := l.settle(work, ask); err != nil {
+		case settled := <-l.grp.settles:
+			if err := l.settle(work, settled); err != nil {
 				return err
 			}
 		}
@@ -278,9 +278,10 @@ func partitionChange(before, now map[partKey]bool) (gained, lost []int) {
 }
 
 // settle is the processing loop's side of the handover: it lands every
-// write in flight and every parking record (the member has ended ask's
-// generation: the loop decides no more of its messages).
-func (l *loop) settle(ctx context.Context, ask settleAsk) error {
+// write in flight and every parking record, then closes settled (the
+// member has ended the generation: the loop decides no more of its
+// messages).
+func (l *loop) settle(ctx context.Context, settled chan struct{}) error {
 	if err := l.ix.quiesce(ctx); err != nil {
 		return err
 	}
@@ -291,15 +292,8 @@ func (l *loop) settle(ctx context.Context, ask settleAsk) error {
 			return err
 		}
 	}
-	close(ask.done)
+	close(settled)
 	return nil
-}
-
-// settleAsk is the handover's request to the processing loop: settle
-// everything in flight of generation gen, which has ended.
-type settleAsk struct {
-	gen  int64
-	done chan struct{} // closed once settled
 }
 
 // handle processes one fetched message, decoded: it tracks it,
