@@ -62,6 +62,11 @@ type Change struct {
 	ID string
 	// RestaurantID is the dish's restaurant; for a restaurant, its own id.
 	RestaurantID string
+	// FormerRestaurantID is, for a dish, the restaurant it had before this
+	// change when the source says so (a change-data-capture event's before
+	// image); "" when the source does not say. A dish that changes
+	// restaurant is found without it too (reparent.go), later.
+	FormerRestaurantID string
 	// Version is the source system's version of the document.
 	Version int64
 	// Lat and Lon are a restaurant upsert's location.
