@@ -154,9 +154,17 @@ func (w *Writer) send(l *lane, b *batch) {
 			fillAll(vs, verdict{class: ClassRetry, status: status, err: &RequestError{Status: status, Err: derr}, reason: "request"})
 			break
 		}
+		var statuses []int
+		if items == nil {
+			statuses = scanStatuses(body, len(b.entries))
+		}
 		for i, e := range b.entries {
 			if items == nil {
-				vs[i] = verdict{class: ClassSuccess, outcome: OK, status: 200}
+				st := 200
+				if statuses != nil {
+					st = statuses[i]
+				}
+				vs[i] = verdict{class: ClassSuccess, outcome: OK, status: st}
 				continue
 			}
 			vs[i] = itemVerdict(e.item, &items[i])

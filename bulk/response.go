@@ -111,6 +111,41 @@ func decodeResponse(body []byte, n int, allOK bool) ([]itemResp, error) {
 	return nil, fmt.Errorf("bulk response: no items")
 }
 
+// scanStatuses reads the statuses of the n items of a response whose
+// errors is false, without decoding it: there every item holds exactly one
+// "status" key (only an error object, absent here, would hold another),
+// in item order. A response with no item created (201) returns nil: every
+// item is 200. It returns nil too when the count is not n, which
+// decodeResponse would have refused; the items are then taken as 200.
+func scanStatuses(body []byte, n int) []int {
+	if !bytes.Contains(body, created201) {
+		return nil
+	}
+	out := make([]int, 0, n)
+	for rest := body; ; {
+		i := bytes.Index(rest, statusKey)
+		if i < 0 {
+			break
+		}
+		rest = rest[i+len(statusKey):]
+		v, j := 0, 0
+		for j < len(rest) && rest[j] >= '0' && rest[j] <= '9' {
+			v = v*10 + int(rest[j]-'0')
+			j++
+		}
+		out = append(out, v)
+	}
+	if len(out) != n {
+		return nil
+	}
+	return out
+}
+
+var (
+	statusKey  = []byte(`"status":`)
+	created201 = []byte(`"status":201`)
+)
+
 func skipRest(dec *json.Decoder) error {
 	for dec.More() {
 		if _, err := dec.Token(); err != nil {

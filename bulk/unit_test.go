@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -179,5 +180,25 @@ func TestCheckItem(t *testing.T) {
 	}
 	if err := checkItem(&Item{Action: Delete, Index: "m", ID: "1", Version: 2, VersionType: External}); err != nil {
 		t.Errorf("checkItem(valid delete) = %v", err)
+	}
+}
+
+// TestScanStatuses reads the items' statuses of a response without
+// errors, as OpenSearch writes it, and gives up (nil) when nothing was
+// created or the items do not add up.
+func TestScanStatuses(t *testing.T) {
+	item := func(status int, result string) string {
+		return fmt.Sprintf(`{"index":{"_index":"menu","_id":"d%d","_version":3,"result":%q,"_shards":{"total":1,"successful":1,"failed":0},"_seq_no":4,"_primary_term":1,"status":%d}}`, status, result, status)
+	}
+	body := `{"took":3,"errors":false,"items":[` + item(201, "created") + "," + item(200, "updated") + "," + item(201, "created") + `]}`
+	if got := scanStatuses([]byte(body), 3); !reflect.DeepEqual(got, []int{201, 200, 201}) {
+		t.Errorf("scanStatuses = %v, want [201 200 201]", got)
+	}
+	if got := scanStatuses([]byte(body), 4); got != nil {
+		t.Errorf("scanStatuses with a count of 4 = %v, want nil", got)
+	}
+	updated := `{"took":3,"errors":false,"items":[` + item(200, "updated") + `]}`
+	if got := scanStatuses([]byte(updated), 1); got != nil {
+		t.Errorf("scanStatuses of updates only = %v, want nil (every item 200)", got)
 	}
 }
