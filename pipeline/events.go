@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/golang/geo/s2"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -54,6 +55,20 @@ var Reasons = []Reason{
 	ReasonUnknownRestaurant, ReasonRejected,
 }
 
+// Format is the shape of the events in the event topics.
+type Format string
+
+const (
+	// FormatNative: geoshard's own events (Decode), keyed by restaurant id.
+	FormatNative Format = "native"
+	// FormatDebezium: Debezium change events of two source tables, read
+	// through a Mapping (debezium.go).
+	FormatDebezium Format = "debezium"
+)
+
+// Valid reports whether f is a known format.
+func (f Format) Valid() bool { return f == FormatNative || f == FormatDebezium }
+
 // Change is a decoded, valid event.
 type Change struct {
 	Type string // TypeRestaurant or TypeDish
@@ -95,9 +110,12 @@ type wireEvent struct {
 	Op           json.RawMessage `json:"op"`
 	ID           json.RawMessage `json:"id"`
 	RestaurantID json.RawMessage `json:"restaurant_id"`
-	Version      json.RawMessage `json:"version"`
-	Location     json.RawMessage `json:"location"`
-	Doc          json.RawMessage `json:"doc"`
+	// FormerRestaurantID is optional: a dish's restaurant before this
+	// change, for producers that know it.
+	FormerRestaurantID json.RawMessage `json:"former_restaurant_id"`
+	Version            json.RawMessage `json:"version"`
+	Location           json.RawMessage `json:"location"`
+	Doc                json.RawMessage `json:"doc"`
 }
 
 // Decode decodes and validates an event value. key is the Kafka key (nil
@@ -152,6 +170,11 @@ func decode(c *Change, key, value []byte, maxBytes int) *InvalidEventError {
 		}
 		if len(c.RestaurantID) > MaxIDBytes {
 			return invalid(ReasonOversized, "restaurant_id of %d bytes exceeds %d", len(c.RestaurantID), MaxIDBytes)
+		}
+		if len(w.FormerRestaurantID) > 0 && string(w.FormerRestaurantID) != "null" {
+			if c.FormerRestaurantID, ok = jsonString(w.FormerRestaurantID); !ok || len(c.FormerRestaurantID) > MaxIDBytes {
+				return invalid(ReasonMissingRestaurantID, "former_restaurant_id %s: want a string id, or no field", clip(w.FormerRestaurantID))
+			}
 		}
 	} else {
 		c.RestaurantID = c.ID
@@ -335,6 +358,12 @@ type event struct {
 	// (parking.go); zero if it never was. Set on the loop before the
 	// event reaches another goroutine.
 	parkedAt time.Time
+	// targets are, for a dish upsert, the targets it was written to, and
+	// formerCell the cell of the restaurant the source says it had before
+	// (0: none said, or unknown here); the check of its writes reads them
+	// (reparent.go).
+	targets    []target
+	formerCell s2.CellID
 
 	mu          sync.Mutex
 	outstanding int    // writes not yet answered

@@ -20,9 +20,12 @@ type genEvent struct {
 	key, value []byte
 	typ, op    string
 	id, rid    string
-	version    int64
-	lat, lon   float64
-	doc        map[string]any
+	// former is a dish's restaurant before a change of restaurant, when
+	// the event names it.
+	former   string
+	version  int64
+	lat, lon float64
+	doc      map[string]any
 	// poison is the dead-letter reason the event must get ("" for a valid
 	// event; ReasonRejected for one that OpenSearch refuses).
 	poison Reason
@@ -36,7 +39,7 @@ type genConfig struct {
 	steps       int
 	// step kinds
 	wCreate, wDish, wDishUpdate, wDishOutOfOrder, wDishDelete, wRestUpdate,
-	wMoveFar, wMoveNear, wRestOutOfOrder, wRestDelete, wReplay, wOrphan, wEarly int
+	wMoveFar, wMoveNear, wRestOutOfOrder, wRestDelete, wReplay, wOrphan, wEarly, wReparent int
 	poison bool // one poison event of every reason, at random places
 }
 
@@ -46,7 +49,7 @@ func defaultGen(seed uint64, steps int) genConfig {
 		seed: seed, restaurants: steps / 8, steps: steps,
 		wCreate: 10, wDish: 30, wDishUpdate: 12, wDishOutOfOrder: 3, wDishDelete: 5, wRestUpdate: 4,
 		wMoveFar: 2, wMoveNear: 2, wRestOutOfOrder: 2, wRestDelete: 1, wReplay: 6, wOrphan: 1, wEarly: 3,
-		poison: true,
+		wReparent: 3, poison: true,
 	}
 }
 
@@ -100,6 +103,7 @@ func generate(t testing.TB, cfg genConfig) []genEvent {
 		{cfg.wRestUpdate, func() bool { return g.updateRest(0) }}, {cfg.wMoveFar, func() bool { return g.updateRest(2) }},
 		{cfg.wMoveNear, func() bool { return g.updateRest(1) }}, {cfg.wRestOutOfOrder, g.restOutOfOrder},
 		{cfg.wRestDelete, g.deleteRest}, {cfg.wReplay, g.replay}, {cfg.wOrphan, g.orphanDish}, {cfg.wEarly, g.early},
+		{cfg.wReparent, g.reparentDish},
 	}
 	total := 0
 	for _, w := range weights {
@@ -192,6 +196,9 @@ func encodeEvent(ev genEvent) []byte {
 	m := map[string]any{"type": ev.typ, "op": ev.op, "id": ev.id, "version": ev.version}
 	if ev.dish {
 		m["restaurant_id"] = ev.rid
+		if ev.former != "" {
+			m["former_restaurant_id"] = ev.former
+		}
 	}
 	if ev.op == OpUpsert {
 		m["doc"] = ev.doc
@@ -317,6 +324,32 @@ func (g *generator) dishOutOfOrder() bool {
 	d.version--
 	g.dishEvent(r, d, OpUpsert)
 	d.version++
+	return true
+}
+
+// reparentDish moves a dish to another restaurant, usually in another
+// city, as an UPDATE of its restaurant_id does; the event names the
+// former restaurant, as a change-data-capture before image does.
+func (g *generator) reparentDish() bool {
+	r, to := g.pickRest(), g.pickRest()
+	if r == nil || to == nil || r == to {
+		return false
+	}
+	d := g.pickDish(r)
+	if d == nil {
+		return false
+	}
+	for i, x := range r.dishes {
+		if x == d {
+			r.dishes = append(r.dishes[:i:i], r.dishes[i+1:]...)
+			break
+		}
+	}
+	to.dishes = append(to.dishes, d)
+	d.version += 1 + int64(g.rng.IntN(2))
+	i := g.dishEvent(to, d, OpUpsert)
+	g.out[i].former = r.id
+	g.out[i].value = encodeEvent(g.out[i])
 	return true
 }
 

@@ -104,7 +104,8 @@ type indexer struct {
 	// flight: a shared refresh releases every move waiting for it at once,
 	// and a node refuses what its search queue cannot hold (429).
 	searchSlots chan struct{}
-	refresher   *refresher // the refreshes of moves, deletes and lookups, shared
+	refresher   *refresher  // the refreshes of moves, deletes, lookups and checks, shared
+	reparent    *reparenter // the checks of dish writes for other copies (reparent.go)
 	moves       atomic.Int64
 	lookups     atomic.Int64 // restaurants of gained partitions looked up (gained.go)
 	warmStats   warmStats
@@ -176,6 +177,7 @@ func newIndexer(log *slog.Logger, admin *bulk.Admin, met *metrics, h host, pend 
 		warmSize:    10_000,
 		now:         time.Now,
 	}
+	ix.reparent = newReparenter(ix)
 	ix.refresher = newRefresher(refreshGap, &ix.tasks, func(ctx context.Context, index string) error {
 		ix.met.refreshes.Inc()
 		return retry(ctx, ix.log, "refresh "+index, func() error { return ix.admin.Refresh(ctx, index) })
@@ -256,9 +258,26 @@ func (ix *indexer) result(r bulk.Result) {
 	}
 }
 
-// eventResult counts one answered (or mirrored) write of an event, and
-// finishes the event when it was the last.
+// eventResult takes one answered (or mirrored) write of an event: a dish
+// write that may have left another copy of the dish is checked first
+// (reparent.go), and counts once its check is done.
 func (ix *indexer) eventResult(ev *event, r bulk.Result) {
+	if needsCheck(ev, r) {
+		if t := ev.targetOf(r.Item.Index); t != nil {
+			c := dishCheck{ev: ev, r: r, t: *t}
+			if ev.formerCell != 0 {
+				_, c.former = t.routing(ev.formerCell)
+			}
+			ix.reparent.add(c)
+			return
+		}
+	}
+	ix.answered(ev, r)
+}
+
+// answered counts one answered write of an event, and finishes the event
+// when it was the last.
+func (ix *indexer) answered(ev *event, r bulk.Result) {
 	ev.mu.Lock()
 	switch r.Outcome {
 	case bulk.Failed:

@@ -30,6 +30,9 @@ type metrics struct {
 	moves        prometheus.Counter
 	// refreshes counts the index refreshes the pipeline asked for.
 	refreshes prometheus.Counter
+	// checked counts the dish writes checked for other copies, and
+	// reparented the superseded copies deleted (reparent.go).
+	checked, reparented prometheus.Counter
 	// parked counts the dishes parked to wait for their restaurant.
 	parked prometheus.Counter
 	// repartitioned counts dish events re-keyed into the repartition
@@ -78,6 +81,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "geoshard_ingest_refreshes_total",
 			Help: "Index refreshes the pipeline asked for, so that a move's, a delete's or a lookup's search sees every acknowledged write; shared by everything waiting at that moment.",
 		}),
+		checked: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "geoshard_ingest_dish_checks_total",
+			Help: "Dish writes answered created (or stale) that were checked for a copy of the dish under another restaurant's routing.",
+		}),
+		reparented: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "geoshard_ingest_superseded_dish_copies_deleted_total",
+			Help: "Older copies of dishes that changed restaurant, deleted from the shard of their former restaurant.",
+		}),
 		parked: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "geoshard_ingest_parked_total",
 			Help: "Dishes parked in the parking topic to wait for their restaurant, their offsets committed meanwhile.",
@@ -100,7 +111,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.deadLetters.WithLabelValues(string(r))
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.lag, m.events, m.endToEnd, m.pending, m.directory, m.deadLetters, m.lastProgress, m.moves, m.refreshes, m.parked, m.repartitioned, m.committed, m.phase} {
+		for _, c := range []prometheus.Collector{m.lag, m.events, m.endToEnd, m.pending, m.directory, m.deadLetters, m.lastProgress, m.moves, m.refreshes, m.checked, m.reparented, m.parked, m.repartitioned, m.committed, m.phase} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
