@@ -24,16 +24,25 @@ import (
 type Config struct {
 	// Brokers are the Kafka bootstrap addresses, host:port. Required.
 	Brokers []string
+	// Format is the shape of the events: FormatNative or FormatDebezium.
+	// Default FormatNative.
+	Format Format
+	// Mapping says, under FormatDebezium, which table is which and which
+	// columns say what (mapping.go). Required with FormatDebezium, not
+	// allowed with any other format.
+	Mapping *Mapping
 	// RestaurantTopic and DishTopic are the topics of restaurant and dish
-	// events; they may name the same topic. Defaults "restaurants" and
-	// "dishes".
+	// events; they may name the same topic. Defaults: the Mapping's
+	// topics, else "restaurants" and "dishes".
 	RestaurantTopic, DishTopic string
 	// DishKey says how the dish topic is keyed: DishKeyRestaurant, each
 	// dish event by its restaurant's id, or DishKeyDish, by anything (its
 	// own id, as change-data-capture tools key rows), in which case the
 	// pipeline re-keys dish events by restaurant into RepartitionTopic
 	// and consumes that (repartition.go). DishKeyDish needs a DishTopic of
-	// its own. Default DishKeyRestaurant.
+	// its own. Default DishKeyRestaurant, or DishKeyDish under
+	// FormatDebezium (which allows no other: Debezium keys rows by their
+	// own primary key).
 	DishKey DishKey
 	// RepartitionTopic receives the dish events re-keyed by restaurant
 	// under DishKeyDish; the pipeline creates it if it is missing, with
@@ -180,11 +189,21 @@ func (c Config) withDefaults() Config {
 			*v = d
 		}
 	}
+	if c.Format == "" {
+		c.Format = FormatNative
+	}
+	if c.Format == FormatDebezium && c.Mapping != nil {
+		str(&c.RestaurantTopic, c.Mapping.Restaurants.Topic)
+		str(&c.DishTopic, c.Mapping.Dishes.Topic)
+	}
 	str(&c.RestaurantTopic, DefaultRestaurantTopic)
 	str(&c.DishTopic, DefaultDishTopic)
 	str(&c.Group, DefaultGroup)
 	if c.DishKey == "" {
 		c.DishKey = DishKeyRestaurant
+		if c.Format == FormatDebezium {
+			c.DishKey = DishKeyDish
+		}
 	}
 	str(&c.RepartitionTopic, c.Group+".dishes-by-restaurant")
 	dur(&c.RepartitionRetention, DefaultRepartitionRetention)
@@ -227,6 +246,27 @@ func (c Config) Validate() error {
 		}
 	}
 	d := c.withDefaults()
+	switch {
+	case !d.Format.Valid():
+		bad("format %q: want %q or %q", c.Format, FormatNative, FormatDebezium)
+	case d.Format == FormatDebezium && c.Mapping == nil:
+		bad("format %q: needs a mapping (which table is which, and which columns say what)", d.Format)
+	case d.Format != FormatDebezium && c.Mapping != nil:
+		bad("mapping: only read with format %q, not %q", FormatDebezium, d.Format)
+	case d.Format == FormatDebezium:
+		if err := c.Mapping.Validate(); err != nil {
+			bad("%v", err)
+		}
+		if t := c.Mapping.Restaurants.Topic; t != "" && t != d.RestaurantTopic {
+			bad("restaurant topic %q: the mapping's restaurants.topic is %q; give one or make them agree", d.RestaurantTopic, t)
+		}
+		if t := c.Mapping.Dishes.Topic; t != "" && t != d.DishTopic {
+			bad("dish topic %q: the mapping's dishes.topic is %q; give one or make them agree", d.DishTopic, t)
+		}
+		if d.DishKey == DishKeyRestaurant {
+			bad("dish key %q: Debezium keys the dish topic by the dish's own id; use %q (the default with format %q)", d.DishKey, DishKeyDish, FormatDebezium)
+		}
+	}
 	if d.DLQTopic == d.RestaurantTopic || d.DLQTopic == d.DishTopic {
 		bad("dlq topic %q: must differ from the event topics", d.DLQTopic)
 	}

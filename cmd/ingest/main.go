@@ -47,6 +47,7 @@ func main() {
 type options struct {
 	pipe        pipeline.Config
 	client      bulk.ClientConfig
+	mappingFile string
 	mapFile     string
 	metricsAddr string
 	pprof       bool
@@ -67,7 +68,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	brokers := fs.String("brokers", "127.0.0.1:9092", "Kafka `brokers`, comma-separated (GEOSHARD_BROKERS)")
 	fs.StringVar(&o.pipe.RestaurantTopic, "restaurant-topic", "restaurants", "topic of restaurant events (GEOSHARD_RESTAURANT_TOPIC)")
 	fs.StringVar(&o.pipe.DishTopic, "dish-topic", "dishes", "topic of dish events; may equal --restaurant-topic (GEOSHARD_DISH_TOPIC)")
-	dishKey := fs.String("dish-key", string(pipeline.DishKeyRestaurant), "how dish events are keyed: restaurant (by their restaurant's id) or dish (by their own id, as change-data-capture tools key rows: ingest re-keys them by restaurant into --repartition-topic and consumes that) (GEOSHARD_DISH_KEY)")
+	format := fs.String("format", string(pipeline.FormatNative), "shape of the events: native (geoshard's own) or debezium (Debezium change events of two tables, read through --mapping) (GEOSHARD_FORMAT)")
+	fs.StringVar(&o.mappingFile, "mapping", "", "with --format debezium: the mapping `file` saying which topic or table holds restaurants and dishes and which columns are the ids, the location, the copied fields and the version (GEOSHARD_MAPPING)")
+	dishKey := fs.String("dish-key", "", "how dish events are keyed: restaurant (by their restaurant's id) or dish (by their own id, as change-data-capture tools key rows: ingest re-keys them by restaurant into --repartition-topic and consumes that); default restaurant, or dish with --format debezium (GEOSHARD_DISH_KEY)")
 	fs.StringVar(&o.pipe.RepartitionTopic, "repartition-topic", "", "with --dish-key dish: the topic of dish events re-keyed by restaurant, created with the restaurant topic's partition count if missing; default <group>.dishes-by-restaurant (GEOSHARD_REPARTITION_TOPIC)")
 	fs.StringVar(&o.pipe.ParkingTopic, "parking-topic", "", "compacted topic where dishes wait for their restaurant with their offsets committed, created with the restaurant topic's partition count if missing; default <group>.parked (GEOSHARD_PARKING_TOPIC)")
 	fs.DurationVar(&o.pipe.RepartitionRetention, "repartition-retention", pipeline.DefaultRepartitionRetention, "with --dish-key dish: retention of the repartition topic when ingest creates it (GEOSHARD_REPARTITION_RETENTION)")
@@ -108,8 +111,11 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 		return nil, cli.UsageError{Err: fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
 	o.pipe.DishKey = pipeline.DishKey(*dishKey)
-	if !o.pipe.DishKey.Valid() {
+	if *dishKey != "" && !o.pipe.DishKey.Valid() {
 		return nil, cli.UsageError{Err: fmt.Errorf("--dish-key %q: want restaurant or dish", *dishKey)}
+	}
+	if err := o.readFormat(fs, *format); err != nil {
+		return nil, cli.UsageError{Err: err}
 	}
 	for _, b := range strings.Split(*brokers, ",") {
 		if b = strings.TrimSpace(b); b != "" {
@@ -129,6 +135,39 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 		}
 	}
 	return o, nil
+}
+
+// readFormat sets the event format and, for debezium, reads the mapping
+// file. A topic flag left unset takes the mapping's topic, if it names
+// one.
+func (o *options) readFormat(fs *flag.FlagSet, format string) error {
+	o.pipe.Format = pipeline.Format(format)
+	switch {
+	case !o.pipe.Format.Valid():
+		return fmt.Errorf("--format %q: want native or debezium", format)
+	case o.pipe.Format == pipeline.FormatNative && o.mappingFile != "":
+		return fmt.Errorf("--mapping %s: only read with --format debezium", o.mappingFile)
+	case o.pipe.Format == pipeline.FormatNative:
+		return nil
+	case o.mappingFile == "":
+		return errors.New("--format debezium: needs --mapping, the file saying which topic or table holds restaurants and dishes and which columns say what (deploy/debezium/mapping.json is an example)")
+	case o.embedded:
+		return errors.New("--format debezium: the embedded mode produces native events; run it without --format")
+	}
+	m, err := pipeline.LoadMapping(o.mappingFile)
+	if err != nil {
+		return fmt.Errorf("--mapping %w", err)
+	}
+	o.pipe.Mapping = m
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["restaurant-topic"] && m.Restaurants.Topic != "" {
+		o.pipe.RestaurantTopic = m.Restaurants.Topic
+	}
+	if !set["dish-topic"] && m.Dishes.Topic != "" {
+		o.pipe.DishTopic = m.Dishes.Topic
+	}
+	return nil
 }
 
 func parseLevel(s string) (slog.Level, error) {
