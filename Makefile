@@ -35,7 +35,9 @@ test-real:
 
 # A real single-node OpenSearch 2.19 and a real KRaft Kafka 4.1 broker on
 # loopback, from Maven Central jars (deploy/local/); OPENSEARCH_PORT and
-# KAFKA_PORT move them.
+# KAFKA_PORT move them. Where the machine has PostgreSQL, also a Postgres
+# server and a Kafka Connect worker with Debezium's Postgres connector
+# (PG_PORT, CONNECT_PORT).
 real-up:
 	@$(REAL) up
 

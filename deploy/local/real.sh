@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 # real.sh up|down|status|env — a real single-node OpenSearch 2.19 and a real
 # single KRaft Kafka 4.1 broker on loopback, from jars Maven takes from Maven
-# Central (the poms beside this file). `make real-up` and `make real-down`
-# call it.
+# Central (the poms beside this file), and where the machine has PostgreSQL
+# a change-data-capture source beside them: a PostgreSQL server with logical
+# decoding and a Kafka Connect 4.1 worker with Debezium's Postgres connector
+# (connect/). `make real-up` and `make real-down` call it.
 #
-#   up      fetch the jars (once), start both engines, return when both
-#           answer: OpenSearch's cluster health yellow or green, and Kafka a
-#           metadata request. Idempotent: what already runs is left alone.
+#   up      fetch the jars (once), start the engines, return when each
+#           answers: OpenSearch's cluster health yellow or green, Kafka a
+#           metadata request, PostgreSQL a connection, and Connect's REST
+#           API a list of plugins naming Debezium's Postgres connector.
+#           Idempotent: what already runs is left alone. PostgreSQL is
+#           Debian's package (its initdb, pg_ctl and postgres); where it is
+#           missing, root with apt-get installs it, and anyone else is told
+#           so in one line and gets the other two engines.
 #   down    stop exactly the processes up started (PID files), then remove
 #           their data. Logs stay until the next up.
 #   status  say what runs.
@@ -16,9 +23,12 @@
 #           Maven is missing it says so in one line and exits 0 without
 #           running CMD, or 3 with GEOSHARD_REQUIRE_REAL=1 (CI).
 #
-# Variables: OPENSEARCH_PORT (9200), KAFKA_PORT (9092), GEOSHARD_REAL_DIR
-# (the directory it owns: .real/ at the top of the repo), OPENSEARCH_HEAP
-# (1g), KAFKA_HEAP (512m), REAL_UP_TIMEOUT (seconds to wait, 180), JAVA_HOME.
+# Variables: OPENSEARCH_PORT (9200), KAFKA_PORT (9092), PG_PORT (5432),
+# CONNECT_PORT (8083), GEOSHARD_REAL_DIR (the directory it owns: .real/ at
+# the top of the repo), OPENSEARCH_HEAP (1g), KAFKA_HEAP (512m),
+# CONNECT_HEAP (512m), REAL_UP_TIMEOUT (seconds to wait, 180), JAVA_HOME,
+# PG_BIN (the directory of initdb and postgres; default the newest
+# /usr/lib/postgresql/*/bin).
 #
 # Exit status: 0 done, 1 an engine failed (the last lines of its log are
 # printed), 3 Java 17+ or Maven is missing.
@@ -33,6 +43,10 @@ kafka_port=${KAFKA_PORT:-9092}
 controller_port=${KAFKA_CONTROLLER_PORT:-$((kafka_port + 1))}
 os_heap=${OPENSEARCH_HEAP:-1g}
 kafka_heap=${KAFKA_HEAP:-512m}
+pg_port=${PG_PORT:-5432}
+connect_port=${CONNECT_PORT:-8083}
+connect_heap=${CONNECT_HEAP:-512m}
+pg_bin=${PG_BIN:-}
 timeout=${REAL_UP_TIMEOUT:-180}
 
 java=java
@@ -63,34 +77,55 @@ need_tools() {
 }
 
 # fetch NAME copies NAME's jars into $dir/NAME/lib and compiles its Java
-# sources, again only when its pom or sources changed.
+# sources, if it has any; the jars of each pom one directory further down
+# (NAME/PLUGIN/pom.xml) go into $dir/NAME/plugins/PLUGIN. All again only
+# when a pom or a source changed.
 fetch() {
 	local name=$1 src=$here/$1 out=$dir/$1
-	local stamp
-	stamp=$(cat "$src"/pom.xml "$src"/*.java | sha256sum | cut -c1-16)
+	local stamp sources plugins
+	shopt -s nullglob
+	sources=("$src"/*.java)
+	plugins=("$src"/*/pom.xml)
+	shopt -u nullglob
+	stamp=$(cat "$src"/pom.xml "${sources[@]}" "${plugins[@]}" | sha256sum | cut -c1-16)
 	if [[ -f "$out/lib.stamp" && "$(cat "$out/lib.stamp")" == "$stamp" ]]; then
 		return
 	fi
 	log "fetching the $name jars from Maven Central"
-	rm -rf "$out/lib" "$out/classes"
+	rm -rf "$out/lib" "$out/classes" "$out/plugins"
 	mkdir -p "$out/lib" "$out/classes"
-	if ! mvn -q -B -f "$src/pom.xml" dependency:copy-dependencies -DoutputDirectory="$out/lib" >"$out/mvn.log" 2>&1; then
-		tail -n 40 "$out/mvn.log" >&2
-		log "maven could not fetch the $name jars (log: $out/mvn.log)"
-		exit 1
+	copy_jars "$name" "$src/pom.xml" "$out/lib"
+	local pom
+	for pom in "${plugins[@]}"; do
+		copy_jars "$name" "$pom" "$out/plugins/$(basename "$(dirname "$pom")")"
+	done
+	if ((${#sources[@]})); then
+		"$javac" -d "$out/classes" -cp "$out/lib/*" "${sources[@]}"
 	fi
-	"$javac" -d "$out/classes" -cp "$out/lib/*" "$src"/*.java
 	echo "$stamp" >"$out/lib.stamp"
 }
 
+# copy_jars NAME POM DIR copies the jars POM depends on into DIR.
+copy_jars() {
+	local name=$1 pom=$2 to=$3 mvnlog=$dir/$1/mvn.log
+	mkdir -p "$to"
+	if ! mvn -q -B -f "$pom" dependency:copy-dependencies -DoutputDirectory="$to" >"$mvnlog" 2>&1; then
+		tail -n 40 "$mvnlog" >&2
+		log "maven could not fetch the $name jars of $pom (log: $mvnlog)"
+		exit 1
+	fi
+}
+
 # alive NAME reports whether the process in NAME's PID file runs and is the
-# one up started (its command line names the run directory).
+# one up started (its command line names the run directory, or for
+# postgres its data directory).
 alive() {
-	local pidfile=$dir/$1.pid pid
+	local pidfile=$dir/$1.pid pid mark=$dir/$1
+	[[ $1 != postgres ]] || mark=$(pg_home)/data
 	[[ -f "$pidfile" ]] || return 1
 	pid=$(cat "$pidfile")
 	[[ -n "$pid" && -r /proc/$pid/cmdline ]] || return 1
-	tr '\0' ' ' </proc/"$pid"/cmdline | grep -qF -- "$dir/$1"
+	tr '\0' ' ' </proc/"$pid"/cmdline | grep -qF -- "$mark"
 }
 
 os_health() {
@@ -157,6 +192,138 @@ start_kafka() {
 	echo $! >"$dir/kafka.pid"
 }
 
+# find_pg sets pg_bin to the directory of PostgreSQL's server programs, or
+# fails when the machine has none.
+find_pg() {
+	[[ -n "$pg_bin" ]] && return 0
+	local d
+	for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+		if [[ -x "$d/initdb" && -x "$d/postgres" ]]; then
+			pg_bin=$d
+			return 0
+		fi
+	done
+	d=$(command -v initdb 2>/dev/null) || return 1
+	pg_bin=$(dirname "$(readlink -f "$d")")
+	[[ -x "$pg_bin/postgres" ]]
+}
+
+# have_pg finds PostgreSQL, installing Debian's package first where it is
+# missing and this is root with apt-get; it fails, saying why in one line,
+# where it cannot.
+have_pg() {
+	find_pg && return 0
+	if [[ $(id -u) != 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
+		log "no postgresql here (and not root with apt-get to install it): postgres and kafka connect not started, the CDC suite skips"
+		return 1
+	fi
+	log "installing postgresql (apt-get)"
+	mkdir -p "$dir"
+	if ! { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql; } >"$dir/apt.log" 2>&1; then
+		log "apt-get could not install postgresql (log: $dir/apt.log): postgres and kafka connect not started"
+		return 1
+	fi
+	find_pg
+}
+
+# The account the server runs as: PostgreSQL refuses to run as root, so
+# root runs it as Debian's postgres user (created where missing), through
+# setpriv, which replaces itself with the command: `"${as_pg[@]}" postgres
+# … &` leaves the server's own PID in $!. Anyone else runs it as themselves.
+as_pg=()
+if [[ $(id -u) == 0 ]]; then
+	as_pg=(setpriv --reuid=postgres --regid=postgres --init-groups --)
+fi
+
+pg_user() {
+	if ((${#as_pg[@]})) && ! id postgres >/dev/null 2>&1; then
+		useradd --system --no-create-home --shell /usr/sbin/nologin postgres
+	fi
+	((${#as_pg[@]})) && echo postgres || id -un
+}
+
+# pg_home is where the server's data and log live: $dir/postgres, unless
+# the postgres user cannot reach $dir (a checkout under root's home), then
+# a directory of its own under /tmp named after $dir.
+pg_home() {
+	if ((${#as_pg[@]} == 0)) || ! id postgres >/dev/null 2>&1 || "${as_pg[@]}" test -x "$dir" 2>/dev/null; then
+		echo "$dir/postgres"
+	else
+		echo "/tmp/geoshard-real-pg.$(echo "$dir" | sha256sum | cut -c1-12)"
+	fi
+}
+
+pg_ready() {
+	"$pg_bin/pg_isready" -q -h 127.0.0.1 -p "$pg_port" -U postgres -d postgres >/dev/null 2>&1
+}
+
+start_postgres() {
+	local home
+	home=$(pg_home)
+	if alive postgres; then
+		log "postgres already runs (pid $(cat "$dir/postgres.pid"))"
+		return
+	fi
+	if (exec 3<>"/dev/tcp/127.0.0.1/$pg_port") 2>/dev/null; then
+		log "port $pg_port is already taken, and not by a server this script started; set PG_PORT"
+		exit 1
+	fi
+	local user
+	user=$(pg_user)
+	mkdir -p "$home"
+	chown "$user" "$home"
+	chmod 700 "$home"
+	if [[ ! -f "$home/data/PG_VERSION" ]]; then
+		rm -rf "$home/data"
+		# trust on loopback: the server listens on 127.0.0.1 only, and
+		# the suites connect as the superuser postgres without a
+		# password, replication (Debezium's slot) included.
+		if ! "${as_pg[@]}" "$pg_bin/initdb" -D "$home/data" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 \
+			>"$home/initdb.log" 2>&1; then
+			tail -n 40 "$home/initdb.log" >&2
+			log "initdb failed (log: $home/initdb.log)"
+			exit 1
+		fi
+	fi
+	log "starting postgres on 127.0.0.1:$pg_port ($pg_bin)"
+	# Logical decoding for Debezium (wal_level, slots, senders); a slot
+	# left behind by a killed test holds at most 1GB of WAL. Durability
+	# is traded for speed: the data is a test's, removed by down.
+	nohup "${as_pg[@]}" "$pg_bin/postgres" -D "$home/data" \
+		-c listen_addresses=127.0.0.1 -c port="$pg_port" -c unix_socket_directories= \
+		-c wal_level=logical -c max_replication_slots=20 -c max_wal_senders=20 \
+		-c max_slot_wal_keep_size=1GB -c max_connections=60 -c shared_buffers=64MB \
+		-c fsync=off -c synchronous_commit=off -c full_page_writes=off \
+		>"$home/postgres.log" 2>&1 </dev/null &
+	echo $! >"$dir/postgres.pid"
+}
+
+connect_ready() {
+	curl -fsS --max-time 5 "http://127.0.0.1:$connect_port/connector-plugins" 2>/dev/null |
+		grep -qF '"io.debezium.connector.postgresql.PostgresConnector"'
+}
+
+start_connect() {
+	local home=$dir/connect
+	if alive connect; then
+		log "kafka connect already runs (pid $(cat "$dir/connect.pid"))"
+		return
+	fi
+	if (exec 3<>"/dev/tcp/127.0.0.1/$connect_port") 2>/dev/null; then
+		log "port $connect_port is already taken, and not by a worker this script started; set CONNECT_PORT"
+		exit 1
+	fi
+	mkdir -p "$home/data" "$home/logs"
+	sed -e "s#@DIR@#$dir#g" -e "s#@KAFKA_PORT@#$kafka_port#g" -e "s#@CONNECT_PORT@#$connect_port#g" \
+		"$here/connect/worker.properties.in" >"$home/worker.properties"
+	log "starting kafka connect on 127.0.0.1:$connect_port (heap $connect_heap)"
+	nohup "$java" -Xms"$connect_heap" -Xmx"$connect_heap" -XX:+UseG1GC -Djava.awt.headless=true \
+		-Dlog4j2.configurationFile="$here/connect/log4j2.properties" -Dkafka.logs.dir="$home/logs" \
+		-cp "$home/lib/*" org.apache.kafka.connect.cli.ConnectStandalone "$home/worker.properties" \
+		>"$home/stdout.log" 2>&1 </dev/null &
+	echo $! >"$dir/connect.pid"
+}
+
 fail() {
 	local name=$1 logfile=$2
 	log "$name did not come up within ${timeout}s; the last lines of $logfile:"
@@ -169,8 +336,19 @@ up() {
 	mkdir -p "$dir"
 	fetch opensearch
 	fetch kafka
+	local cdc=0
+	if have_pg; then
+		cdc=1
+		fetch connect
+	fi
 	start_opensearch
 	start_kafka
+	if ((cdc)); then
+		start_postgres
+		# The worker reads its plugins while the broker starts, and asks
+		# the broker for its cluster id (for up to a minute) only then.
+		start_connect
+	fi
 	local deadline=$((SECONDS + timeout))
 	until os_health; do
 		alive opensearch || fail opensearch "$dir/opensearch/node.log"
@@ -181,16 +359,36 @@ up() {
 	alive kafka || fail kafka "$dir/kafka/logs/server.log"
 	kafka_ready $((left > 5 ? left : 5)) || fail kafka "$dir/kafka/logs/server.log"
 	log "opensearch ready at http://127.0.0.1:$os_port, kafka at 127.0.0.1:$kafka_port"
+	if ((cdc)); then
+		until pg_ready; do
+			alive postgres || fail postgres "$(pg_home)/postgres.log"
+			((SECONDS < deadline)) || fail postgres "$(pg_home)/postgres.log"
+			sleep 0.5
+		done
+		until connect_ready; do
+			alive connect || fail "kafka connect" "$dir/connect/logs/connect.log"
+			((SECONDS < deadline)) || fail "kafka connect" "$dir/connect/logs/connect.log"
+			sleep 1
+		done
+		log "postgres ready at 127.0.0.1:$pg_port, kafka connect (debezium postgres) at http://127.0.0.1:$connect_port"
+	fi
 	env_lines
 }
 
+# env_lines prints the engines' variables; those of the CDC source only
+# where the machine has PostgreSQL.
 env_lines() {
 	echo "GEOSHARD_OPENSEARCH_URL=http://127.0.0.1:$os_port"
 	echo "GEOSHARD_KAFKA_BROKERS=127.0.0.1:$kafka_port"
+	if find_pg; then
+		echo "GEOSHARD_POSTGRES_DSN=postgres://postgres@127.0.0.1:$pg_port/postgres?sslmode=disable"
+		echo "GEOSHARD_CONNECT_URL=http://127.0.0.1:$connect_port"
+	fi
 }
 
+# stop NAME [SIGNAL] stops NAME with SIGNAL (TERM), then KILL after 30s.
 stop() {
-	local name=$1 pidfile=$dir/$1.pid
+	local name=$1 sig=${2:-TERM} pidfile=$dir/$1.pid
 	if ! alive "$name"; then
 		rm -f "$pidfile"
 		return
@@ -198,7 +396,7 @@ stop() {
 	local pid
 	pid=$(cat "$pidfile")
 	log "stopping $name (pid $pid)"
-	kill -TERM "$pid" 2>/dev/null || true
+	kill -"$sig" "$pid" 2>/dev/null || true
 	for _ in $(seq 60); do
 		alive "$name" || break
 		sleep 0.5
@@ -212,15 +410,22 @@ stop() {
 }
 
 down() {
+	# Connect before the broker it writes to and the server it reads;
+	# postgres by SIGINT, its fast shutdown (TERM waits for every client).
+	stop connect
+	stop postgres INT
 	stop kafka
 	stop opensearch
-	rm -rf "$dir/kafka/data" "$dir/opensearch/node/data" "$dir/opensearch/tmp"
+	rm -rf "$dir/kafka/data" "$dir/opensearch/node/data" "$dir/opensearch/tmp" \
+		"$dir/connect/data" "$(pg_home)/data"
 	log "stopped; data removed"
 }
 
 status() {
 	local rc=0
-	for name in opensearch kafka; do
+	local names=(opensearch kafka)
+	find_pg && names+=(postgres connect)
+	for name in "${names[@]}"; do
 		if alive "$name"; then
 			echo "$name: running (pid $(cat "$dir/$name.pid"))"
 		else
@@ -244,13 +449,15 @@ run_with() {
 		return 0
 	fi
 	local started=0
-	if ! { alive opensearch && alive kafka; }; then
+	if ! { alive opensearch && alive kafka && { ! find_pg || { alive postgres && alive connect; }; }; }; then
 		started=1
 		trap down EXIT
 	fi
 	up >/dev/null
-	export GEOSHARD_OPENSEARCH_URL="http://127.0.0.1:$os_port"
-	export GEOSHARD_KAFKA_BROKERS="127.0.0.1:$kafka_port"
+	local line
+	while read -r line; do
+		export "$line"
+	done < <(env_lines)
 	log "running against the real engines: $*"
 	local rc=0
 	"$@" || rc=$?

@@ -13,6 +13,13 @@
 // never pass without having run. Without the tag the variables are ignored
 // and every test uses the in-process engines.
 //
+// Beside them, where the machine has PostgreSQL, real.sh starts a
+// change-data-capture source: a PostgreSQL server and a Kafka Connect
+// worker with Debezium's Postgres connector, named by two more variables
+// (GEOSHARD_POSTGRES_DSN, GEOSHARD_CONNECT_URL). They are optional under
+// the tag: the suites that need them ask through CDC, which skips without
+// them, or fails with GEOSHARD_REQUIRE_REAL=1 (CI).
+//
 // The real engines are shared by every test of a run, so a test that uses
 // them runs alone (Parallel is a no-op there) and names what it creates so
 // that nothing collides with what an earlier test left (see Unique).

@@ -17,6 +17,18 @@ import (
 const (
 	OpenSearchURLVar = "GEOSHARD_OPENSEARCH_URL"
 	KafkaBrokersVar  = "GEOSHARD_KAFKA_BROKERS"
+
+	// The change-data-capture source beside them (see CDC), which
+	// deploy/local/real.sh starts only where the machine has PostgreSQL:
+	// a libpq URL of a superuser that may replicate, and the REST address
+	// of a Kafka Connect worker with Debezium's Postgres connector,
+	// writing to the broker of KafkaBrokersVar.
+	PostgresDSNVar = "GEOSHARD_POSTGRES_DSN"
+	ConnectURLVar  = "GEOSHARD_CONNECT_URL"
+
+	// RequireVar set to 1 (as CI sets it) turns every skip for a missing
+	// real engine into a failure.
+	RequireVar = "GEOSHARD_REQUIRE_REAL"
 )
 
 // tagged is set by realcluster.go, which only the realcluster build tag
@@ -26,6 +38,9 @@ var tagged bool
 var (
 	openSearchURL string
 	kafkaBrokers  []string
+	postgresDSN   string
+	connectURL    string
+	required      bool
 )
 
 // load reads the variables under the tag; it panics on a missing one, so
@@ -44,6 +59,11 @@ func load(getenv func(string) string) {
 	if len(kafkaBrokers) == 0 {
 		missing = append(missing, KafkaBrokersVar)
 	}
+	// The CDC source is optional: only the suites that need it ask for
+	// it, through CDC.
+	postgresDSN = strings.TrimSpace(getenv(PostgresDSNVar))
+	connectURL = strings.TrimRight(strings.TrimSpace(getenv(ConnectURLVar)), "/")
+	required = strings.TrimSpace(getenv(RequireVar)) == "1"
 	if len(missing) > 0 {
 		panic(fmt.Sprintf("realenv: built with -tags realcluster but %s not set; run `make real-up` and export the addresses it prints",
 			strings.Join(missing, " and ")))
@@ -84,6 +104,37 @@ func RealOnly(t TB) {
 	if !tagged {
 		t.Skip("real engines only: needs -tags realcluster and " + OpenSearchURLVar + ", " + KafkaBrokersVar)
 	}
+}
+
+// FatalTB is the part of testing.TB that CDC needs.
+type FatalTB interface {
+	TB
+	Fatal(args ...any)
+}
+
+// CDC returns the change-data-capture source's addresses: the PostgreSQL
+// DSN and the Kafka Connect worker's REST URL. It skips t without the real
+// engines, and where either variable is unset (real.sh found no
+// PostgreSQL) — unless RequireVar is 1, when a missing source fails t.
+func CDC(t FatalTB) (dsn, connect string) {
+	t.Helper()
+	RealOnly(t)
+	var missing []string
+	if postgresDSN == "" {
+		missing = append(missing, PostgresDSNVar)
+	}
+	if connectURL == "" {
+		missing = append(missing, ConnectURLVar)
+	}
+	if len(missing) > 0 {
+		why := "change-data-capture source missing: " + strings.Join(missing, " and ") +
+			" not set (deploy/local/real.sh starts PostgreSQL and Kafka Connect where the machine has PostgreSQL)"
+		if required {
+			t.Fatal(why + ", and " + RequireVar + "=1")
+		}
+		t.Skip(why)
+	}
+	return postgresDSN, connectURL
 }
 
 // parallelT is the part of testing.T that Parallel needs.

@@ -1,6 +1,8 @@
 package realenv
 
 import (
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -16,6 +18,70 @@ func TestLoad(t *testing.T) {
 	}
 	if got := strings.Join(KafkaBrokers(), ","); got != "127.0.0.1:9092,127.0.0.1:9094" {
 		t.Errorf("KafkaBrokers() = %q, want 127.0.0.1:9092,127.0.0.1:9094", got)
+	}
+}
+
+// cdcT records what CDC did with a test: skipped it, failed it, or
+// neither.
+type cdcT struct {
+	skipped, failed string
+}
+
+func (c *cdcT) Helper()           {}
+func (c *cdcT) Skip(args ...any)  { c.skipped = fmt.Sprint(args...); runtime.Goexit() }
+func (c *cdcT) Fatal(args ...any) { c.failed = fmt.Sprint(args...); runtime.Goexit() }
+
+// cdc runs CDC on a cdcT in a goroutine of its own, since Skip and Fatal
+// end theirs as testing.T's do.
+func cdc() (c *cdcT, dsn, connect string) {
+	c = &cdcT{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		dsn, connect = CDC(c)
+	}()
+	<-done
+	return c, dsn, connect
+}
+
+func TestCDC(t *testing.T) {
+	defer func(tg bool, u string, b []string, d, c string, r bool) {
+		tagged, openSearchURL, kafkaBrokers, postgresDSN, connectURL, required = tg, u, b, d, c, r
+	}(tagged, openSearchURL, kafkaBrokers, postgresDSN, connectURL, required)
+	base := map[string]string{OpenSearchURLVar: "http://127.0.0.1:9200", KafkaBrokersVar: "127.0.0.1:9092"}
+	for _, tc := range []struct {
+		name        string
+		tagged      bool
+		vars        map[string]string
+		wantDSN     string
+		wantConnect string
+		wantSkip    bool
+		wantFail    string
+	}{
+		{name: "untagged", tagged: false, vars: map[string]string{PostgresDSNVar: "postgres://a", ConnectURLVar: "http://c"}, wantSkip: true},
+		{name: "both set", tagged: true, vars: map[string]string{PostgresDSNVar: " postgres://a ", ConnectURLVar: "http://c/"}, wantDSN: "postgres://a", wantConnect: "http://c"},
+		{name: "missing skips", tagged: true, vars: map[string]string{PostgresDSNVar: "postgres://a"}, wantSkip: true},
+		{name: "missing fails when required", tagged: true, vars: map[string]string{ConnectURLVar: "http://c", RequireVar: "1"}, wantFail: PostgresDSNVar},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tagged, kafkaBrokers = tc.tagged, nil
+			load(func(k string) string {
+				if v, ok := tc.vars[k]; ok {
+					return v
+				}
+				return base[k]
+			})
+			c, dsn, connect := cdc()
+			if dsn != tc.wantDSN || connect != tc.wantConnect {
+				t.Errorf("CDC() = %q, %q; want %q, %q", dsn, connect, tc.wantDSN, tc.wantConnect)
+			}
+			if (c.skipped != "") != tc.wantSkip {
+				t.Errorf("CDC skipped = %q, want a skip: %v", c.skipped, tc.wantSkip)
+			}
+			if !strings.Contains(c.failed, tc.wantFail) || (tc.wantFail == "") != (c.failed == "") {
+				t.Errorf("CDC failed = %q, want a failure naming %q", c.failed, tc.wantFail)
+			}
+		})
 	}
 }
 
