@@ -284,8 +284,9 @@ func (ix *indexer) dishUpsert(ctx context.Context, ev *event) error {
 }
 
 // dishDelete deletes a dish under its restaurant's routing. If the
-// restaurant is unknown the dish cannot be in the index: the delete only
-// cancels a pending upsert of the dish.
+// restaurant is unknown the dish cannot be under it: the delete cancels a
+// pending upsert of the dish, and removes the dish from under any other
+// restaurant it was written under before.
 func (ix *indexer) dishDelete(ctx context.Context, ev *event) error {
 	c := ev.change
 	cell, ok := ix.dir.lookup(c.RestaurantID)
@@ -293,7 +294,16 @@ func (ix *indexer) dishDelete(ctx context.Context, ev *event) error {
 		for _, x := range ix.pend.cancel(c.RestaurantID, c.ID, c.Version) {
 			ix.host.finish(x, resultStale)
 		}
-		ix.host.finish(ev, resultNoop)
+		// The dish is not under this restaurant, but it may be under
+		// another: each target answers as if deleted and not found there,
+		// and the check removes the dish wherever it is (reparent.go).
+		ev.targets = ix.targets
+		ev.expect(len(ix.targets))
+		ix.fly(ev)
+		for i := range ix.targets {
+			it := bulk.Item{Action: bulk.Delete, Index: ix.targets[i].index, ID: schema.DishID(c.ID), Version: c.Version, VersionType: bulk.External}
+			ix.eventResult(ev, bulk.Result{Item: &it, Outcome: bulk.NotFound, Status: 404})
+		}
 		return nil
 	}
 	return ix.emit(ctx, ix.targets, ev, docWrite{

@@ -591,6 +591,11 @@ func runModel(evs []genEvent) *model {
 				pending[ev.rid] = append(pending[ev.rid], i)
 				continue
 			}
+			// The dish is not under this restaurant; wherever it was
+			// written before, the delete removes it (reparent.go).
+			if d := m.dishes[ev.id]; d != nil && ev.version > d.version {
+				m.dishes[ev.id] = &modelDish{version: ev.version, rid: ev.rid}
+			}
 			kept := pending[ev.rid][:0]
 			for _, j := range pending[ev.rid] {
 				if evs[j].id == ev.id && evs[j].version <= ev.version {

@@ -95,12 +95,20 @@ func newReparenter(ix *indexer) *reparenter {
 // needsCheck reports whether r, an answer to a write of ev, is one that
 // may have left another copy of the dish: an upsert created, or answered
 // stale (the same write delivered again, its first check cut short).
+//
+// A dish delete answered not found is checked too: the dish was not under
+// this restaurant, so it may be under another, its versions under this
+// one never written (coalesced into this delete, or waiting for their
+// restaurant when the delete cancelled them).
 func needsCheck(ev *event, r bulk.Result) bool {
 	c := ev.change
-	if c == nil || c.Type != TypeDish || c.Op != OpUpsert || r.Item == nil || r.Item.Action != bulk.Index || r.Coalesced {
+	if c == nil || c.Type != TypeDish || r.Item == nil || r.Coalesced {
 		return false
 	}
-	return (r.Outcome == bulk.OK && r.Status == 201) || r.Outcome == bulk.Stale
+	if c.Op == OpDelete {
+		return r.Item.Action == bulk.Delete && r.Outcome == bulk.NotFound
+	}
+	return r.Item.Action == bulk.Index && ((r.Outcome == bulk.OK && r.Status == 201) || r.Outcome == bulk.Stale)
 }
 
 // add queues a check. Writer workers call it; it never waits.
@@ -188,10 +196,13 @@ type copyAt struct {
 // former restaurant its source named.
 func (rp *reparenter) check(ctx context.Context, index string, cs []dishCheck) error {
 	ids := make([]string, 0, len(cs))
+	floors := make(map[string]int64, len(cs))
 	var tombs []copyAt
 	var tombIDs []string
 	for _, c := range cs {
-		ids = append(ids, c.r.Item.ID)
+		id := c.r.Item.ID
+		ids = append(ids, id)
+		floors[id] = max(floors[id], c.r.Item.Version)
 		if c.former != "" && c.former != c.r.Item.Routing {
 			tombIDs = append(tombIDs, c.r.Item.ID)
 			tombs = append(tombs, copyAt{routing: c.former, version: c.r.Item.Version})
@@ -199,16 +210,17 @@ func (rp *reparenter) check(ctx context.Context, index string, cs []dishCheck) e
 	}
 	rp.checked.Add(int64(len(cs)))
 	rp.ix.met.checked.Add(float64(len(cs)))
-	return rp.removeSuperseded(ctx, index, &cs[0].t, ids, tombIDs, tombs)
+	return rp.removeSuperseded(ctx, index, &cs[0].t, ids, floors, tombIDs, tombs)
 }
 
 // removeSuperseded finds the copies of the dishes ids in index (t's) and
-// deletes every one older than its dish's newest copy, with
-// version_type=external at the newest copy's version; and deletes
-// tombIDs[i] at tombs[i] whether a copy is there or not. Copies at one
-// version under two routings (a move between its copy and its delete)
-// are left alone.
-func (rp *reparenter) removeSuperseded(ctx context.Context, index string, t *target, ids, tombIDs []string, tombs []copyAt) error {
+// deletes every one older than its dish's newest version — the newest
+// copy's, or floors[id] (the version of the write checked, a delete's
+// included) if higher — with version_type=external at that version; and
+// deletes tombIDs[i] at tombs[i] whether a copy is there or not. Copies
+// at one version under two routings (a move between its copy and its
+// delete) are left alone.
+func (rp *reparenter) removeSuperseded(ctx context.Context, index string, t *target, ids []string, floors map[string]int64, tombIDs []string, tombs []copyAt) error {
 	ix := rp.ix
 	if err := ix.refresh(ctx, index); err != nil {
 		return err
@@ -228,11 +240,8 @@ func (rp *reparenter) removeSuperseded(ctx context.Context, index string, t *tar
 		}
 	}
 	for id, cps := range copies {
-		if len(cps) < 2 {
-			continue
-		}
-		newest := cps[0].version
-		for _, cp := range cps[1:] {
+		newest := floors[id]
+		for _, cp := range cps {
 			newest = max(newest, cp.version)
 		}
 		for _, cp := range cps {
@@ -289,7 +298,7 @@ func (rp *reparenter) checkCopies(ctx context.Context, targets []target, items [
 		}
 		for len(ids) > 0 {
 			n := min(len(ids), maxCheckBatch)
-			if err := rp.removeSuperseded(ctx, targets[i].index, &targets[i], ids[:n], nil, nil); err != nil {
+			if err := rp.removeSuperseded(ctx, targets[i].index, &targets[i], ids[:n], nil, nil, nil); err != nil {
 				return err
 			}
 			ids = ids[n:]
