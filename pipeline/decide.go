@@ -306,6 +306,7 @@ func (ix *indexer) dishDelete(ctx context.Context, ev *event) error {
 		}
 		return nil
 	}
+	ev.targets = ix.targets
 	return ix.emit(ctx, ix.targets, ev, docWrite{
 		action: bulk.Delete, vtype: bulk.External, id: schema.DishID(c.ID), version: c.Version, cell: cell,
 	})
