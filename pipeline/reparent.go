@@ -100,9 +100,19 @@ func newReparenter(ix *indexer) *reparenter {
 // this restaurant, so it may be under another, its versions under this
 // one never written (coalesced into this delete, or waiting for their
 // restaurant when the delete cancelled them).
+//
+// An upsert whose source named a former restaurant is always checked, its
+// write coalesced into a newer one's included, for the tombstone it
+// leaves there.
 func needsCheck(ev *event, r bulk.Result) bool {
 	c := ev.change
-	if c == nil || c.Type != TypeDish || r.Item == nil || r.Coalesced {
+	if c == nil || c.Type != TypeDish || r.Item == nil {
+		return false
+	}
+	if ev.formerCell != 0 {
+		return true
+	}
+	if r.Coalesced {
 		return false
 	}
 	if c.Op == OpDelete {
