@@ -59,9 +59,12 @@ func (a *Admin) Count(ctx context.Context, index string, query json.RawMessage, 
 
 // Hit is one search hit.
 type Hit struct {
-	Index   string            `json:"_index"`
-	ID      string            `json:"_id"`
-	Routing string            `json:"_routing"`
+	Index   string `json:"_index"`
+	ID      string `json:"_id"`
+	Routing string `json:"_routing"`
+	// Version is the document's _version, when the search asked for it
+	// ("version": true); 0 otherwise.
+	Version int64             `json:"_version"`
 	Source  json.RawMessage   `json:"_source"`
 	Sort    []json.RawMessage `json:"sort"`
 }

@@ -207,7 +207,7 @@ func (r *reindexer) misplaced(ctx context.Context, target string) (int64, error)
 	}
 	var out, total int64
 	for i := range r.e.dst.NumShards() {
-		rep, err := v.shard(ctx, i)
+		rep, err := v.counts(ctx, i)
 		if err != nil {
 			return 0, err
 		}

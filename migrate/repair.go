@@ -1,6 +1,7 @@
 package migrate
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,25 +37,40 @@ type RepairReport struct {
 	// on (deleted in the source, or misplaced); Changed, those left alone
 	// because they changed after they were read (a live write).
 	Deleted, Changed int
+	// Superseded counts copies of duplicates deleted: copies of an id, in
+	// either index, older than the id's newest copy there. Kept counts
+	// those whose delete was refused: the copy had become as new since
+	// it was read (a live write).
+	Superseded, Kept int
+	// Ties are the duplicates left alone: two or more copies share the
+	// newest version, and which is current cannot be told.
+	Ties []schema.Duplicate
 	// Unlisted counts differences the verification counted but did not
 	// list (over its --max-ids per shard): a new verify --ids lists them.
 	Unlisted int64
 }
 
 // Repair acts on the last verification with ids: every listed missing id
-// is copied from the source to its shard under the new map, and every
-// listed extra id is deleted from the target shard it was found on unless
-// it belongs there by now. Then the verification is cleared (a verified
-// migration goes back to backfilled), so cutover waits for a new one.
+// is copied from the source to its shard under the new map, every listed
+// extra id is deleted from the target shard it was found on unless it
+// belongs there by now, and of every listed duplicate (an id an index
+// holds on two or more shards) each copy older than the newest is
+// deleted, in the source or the target, whichever holds it. Then the
+// verification is cleared (a verified migration goes back to
+// backfilled), so cutover waits for a new one.
 //
 // Live dual writes go on meanwhile, so nothing Repair writes can undo
 // one: copies carry the source's version as an external version (a newer
-// live write makes them stale), and a delete names the sequence number
-// and primary term of the copy it read (a copy changed since is left).
+// live write makes them stale), a delete of an extra copy names the
+// sequence number and primary term of the copy it read (a copy changed
+// since is left), and a delete of a superseded copy carries the newest
+// copy's version as an external version (a copy written since at that
+// version or a newer one refuses it).
 //
 // The copies and the deletes are bulk items, sent as _bulk requests of
-// at most repairBatch items, the copies first (bulk.Admin.Bulk); a dry
-// run prints those very requests instead of sending them.
+// at most repairBatch items, the copies first, then the deletes of extra
+// copies, then those of superseded copies (bulk.Admin.Bulk); a dry run
+// prints those very requests instead of sending them.
 func (m *Migrator) Repair(ctx context.Context, cfg RepairConfig) (*RepairReport, error) {
 	rec, err := m.store.Load(ctx)
 	if err != nil {
@@ -90,8 +106,12 @@ func (m *Migrator) Repair(ctx context.Context, cfg RepairConfig) (*RepairReport,
 		if err != nil {
 			return nil, err
 		}
-		rep.Copied, rep.Deleted = len(copies.items), len(deletes.items)
-		return rep, writeRepairDryRun(cfg.DryRun, m.cfg.Alias, mig.Target.Index, copies, deletes)
+		superseded, err := r.superseded(ctx, deletes, rep)
+		if err != nil {
+			return nil, err
+		}
+		rep.Copied, rep.Deleted, rep.Superseded = len(copies.items), len(deletes.items), len(superseded.items)
+		return rep, writeRepairDryRun(cfg.DryRun, m.cfg.Alias, mig.Target.Index, copies, deletes, superseded)
 	}
 	if err := m.sendCopies(ctx, copies.items, rep); err != nil {
 		return rep, err
@@ -106,6 +126,16 @@ func (m *Migrator) Repair(ctx context.Context, cfg RepairConfig) (*RepairReport,
 	if err := m.sendDeletes(ctx, deletes.items, rep); err != nil {
 		return rep, err
 	}
+	// The duplicates are read once the extra copies are deleted: an extra
+	// copy can be a duplicate's, and then it is gone, or left because it
+	// changed (and not deleted as superseded either).
+	superseded, err := r.superseded(ctx, deletes, rep)
+	if err != nil {
+		return rep, err
+	}
+	if err := m.sendSuperseded(ctx, superseded.items, rep); err != nil {
+		return rep, err
+	}
 	_, err = m.store.Update(ctx, func(x *schema.Migration) error {
 		x.Verification = nil
 		if t.starts(x.Phase) {
@@ -116,7 +146,8 @@ func (m *Migrator) Repair(ctx context.Context, cfg RepairConfig) (*RepairReport,
 	if err != nil {
 		return rep, fmt.Errorf("migrate: repair: clear the verification: %w", err)
 	}
-	m.log.Info("repaired; verify again", "step", StepRepair, "copied", rep.Copied, "stale", rep.Stale, "deleted", rep.Deleted, "changed", rep.Changed, "unlisted", rep.Unlisted)
+	m.log.Info("repaired; verify again", "step", StepRepair, "copied", rep.Copied, "stale", rep.Stale, "deleted", rep.Deleted, "changed", rep.Changed,
+		"superseded", rep.Superseded, "kept", rep.Kept, "ties", len(rep.Ties), "unlisted", rep.Unlisted)
 	return rep, nil
 }
 
@@ -144,9 +175,12 @@ type repair struct {
 	m       *Migrator
 	mig     *schema.Migration
 	tgtMap  *router.Map
+	srcMap  *router.Map
 	missing []string
 	extras  []extraCopy
-	src     map[string]bulk.Hit
+	// dups are the duplicated ids listed, by side.
+	dups [2][]string
+	src  map[string]bulk.Hit
 }
 
 // extraCopy is an id a verification found on a target shard it does not
@@ -163,7 +197,12 @@ func (m *Migrator) readRepair(ctx context.Context, mig *schema.Migration, tgtMap
 	for i := range tgtMap.NumShards() {
 		shardOf[tgtMap.Shard(i).Name] = i
 	}
-	r := &repair{m: m, mig: mig, tgtMap: tgtMap}
+	srcMap, err := sideMap(mig.Source)
+	if err != nil {
+		return nil, err
+	}
+	r := &repair{m: m, mig: mig, tgtMap: tgtMap, srcMap: srcMap}
+	listed := [2]map[string]bool{{}, {}}
 	for _, s := range v.Shards {
 		i, ok := shardOf[s.Shard]
 		if !ok {
@@ -174,6 +213,20 @@ func (m *Migrator) readRepair(ctx context.Context, mig *schema.Migration, tgtMap
 			r.extras = append(r.extras, extraCopy{id, i})
 		}
 		rep.Unlisted += s.Missing - int64(len(s.MissingIDs)) + s.Extra - int64(len(s.ExtraIDs))
+		for _, d := range s.Duplicates {
+			sd := inTarget
+			if d.Side == schema.DuplicateInSource {
+				sd = inSource
+			}
+			if !listed[sd][d.ID] {
+				listed[sd][d.ID] = true
+				r.dups[sd] = append(r.dups[sd], d.ID)
+			}
+		}
+	}
+	for sd, n := range []int64{v.SourceDuplicates, v.TargetDuplicates} {
+		rep.Unlisted += max(0, n-int64(len(r.dups[sd])))
+		sort.Strings(r.dups[sd])
 	}
 	if err := m.admin.Refresh(ctx, mig.Source.Index); err != nil {
 		return nil, fmt.Errorf("migrate: repair: refresh %s: %w", mig.Source.Index, err)
@@ -182,8 +235,7 @@ func (m *Migrator) readRepair(ctx context.Context, mig *schema.Migration, tgtMap
 	for _, e := range r.extras {
 		ids = append(ids, e.id)
 	}
-	var err error
-	if r.src, err = m.sourceDocs(ctx, mig.Source.Index, ids); err != nil {
+	if r.src, err = m.sourceDocs(ctx, mig.Source.Index, srcMap.NumShards(), ids); err != nil {
 		return nil, fmt.Errorf("migrate: repair: %w", err)
 	}
 	return r, nil
@@ -222,8 +274,10 @@ func (r *repair) copies() (*repairItems, error) {
 
 // deletes reads the extra copies, in real time, and deletes each unless
 // the shard it is on is where its geo_cell puts it now (a live write
-// placed it there since) and the source has it. A delete is conditioned
-// on the copy read.
+// placed it there since) and the source has it at this copy's version or
+// an older one. (An older copy is superseded: the source's newest copy
+// puts the document on another shard, where repair copies it.) A delete
+// is conditioned on the copy read.
 func (r *repair) deletes(ctx context.Context) (*repairItems, error) {
 	index := r.mig.Target.Index
 	out := &repairItems{}
@@ -237,7 +291,7 @@ func (r *repair) deletes(ctx context.Context) (*repairItems, error) {
 			continue // gone already
 		}
 		if belongs(r.tgtMap, doc.Source, e.shard) {
-			if _, live := r.src[e.id]; live {
+			if s, live := r.src[e.id]; live && doc.Version >= s.Version {
 				continue
 			}
 		}
@@ -319,9 +373,9 @@ func (m *Migrator) sendDeletes(ctx context.Context, deletes []bulk.Item, rep *Re
 
 // writeRepairDryRun prints what each item does, then the requests a
 // repair would send, in order, as cutover's dry run prints its own.
-func writeRepairDryRun(w io.Writer, alias, target string, copies, deletes *repairItems) error {
+func writeRepairDryRun(w io.Writer, alias, target string, copies, deletes, superseded *repairItems) error {
 	var reqs []bulk.Request
-	for _, items := range append(batches(copies.items), batches(deletes.items)...) {
+	for _, items := range slices.Concat(batches(copies.items), batches(deletes.items), batches(superseded.items)) {
 		r, err := bulk.BulkRequest(items)
 		if err != nil {
 			return fmt.Errorf("migrate: repair: %w", err)
@@ -329,12 +383,13 @@ func writeRepairDryRun(w io.Writer, alias, target string, copies, deletes *repai
 		reqs = append(reqs, r)
 	}
 	fmt.Fprintf(w, "# reshard repair --dry-run: alias %s, target %s; nothing was changed.\n", alias, target)
-	fmt.Fprintf(w, "# Copies %d, deletes %d: these %d requests would be sent, in order, each only if the one before succeeded.\n",
-		len(copies.items), len(deletes.items), len(reqs))
+	fmt.Fprintf(w, "# Copies %d, deletes %d, superseded copies %d: these %d requests would be sent, in order, each only if the one before succeeded.\n",
+		len(copies.items), len(deletes.items), len(superseded.items), len(reqs))
 	fmt.Fprintf(w, "# A copy carries the source's version (version_type external): a newer live write wins.\n")
 	fmt.Fprintf(w, "# A delete names the copy it read (if_seq_no, if_primary_term): a copy changed since stays.\n")
-	fmt.Fprintf(w, "# (Repair reads the extra copies again once the copies are made, and deletes what it reads then.)\n")
-	for _, n := range slices.Concat(copies.notes, deletes.notes) {
+	fmt.Fprintf(w, "# A superseded copy's delete carries its id's newest version (version_type external): a copy as new or newer since stays.\n")
+	fmt.Fprintf(w, "# (Repair reads the extra copies again once the copies are made, and the duplicates once the extra copies are deleted, and deletes what it reads then.)\n")
+	for _, n := range slices.Concat(copies.notes, deletes.notes, superseded.notes) {
 		fmt.Fprintf(w, "#   %s\n", n)
 	}
 	for i, r := range reqs {
@@ -345,12 +400,31 @@ func writeRepairDryRun(w io.Writer, alias, target string, copies, deletes *repai
 	return nil
 }
 
-// sourceDocs reads documents of the source by id, 500 to a search.
-func (m *Migrator) sourceDocs(ctx context.Context, index string, ids []string) (map[string]bulk.Hit, error) {
-	out := map[string]bulk.Hit{}
+// sourceDocs reads documents of the source by id. Of an id the source
+// holds on two or more shards (a duplicate) it keeps the newest copy.
+func (m *Migrator) sourceDocs(ctx context.Context, index string, shards int, ids []string) (map[string]bulk.Hit, error) {
+	all, err := m.readCopies(ctx, index, shards, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bulk.Hit, len(all))
+	for id, hits := range all {
+		out[id] = slices.MaxFunc(hits, func(a, b bulk.Hit) int { return cmp.Compare(a.Version, b.Version) })
+	}
+	return out, nil
+}
+
+// readCopies reads every copy of the ids in index, with its routing and
+// version, as of the last refresh: an ids query asks every shard, and
+// each answers with its own copy. An index of shards shards holds at most
+// that many copies of an id, so a search of n ids asks for n·shards hits,
+// at most 10,000 (index.max_result_window's default).
+func (m *Migrator) readCopies(ctx context.Context, index string, shards int, ids []string) (map[string][]bulk.Hit, error) {
+	out := map[string][]bulk.Hit{}
+	per := max(1, min(500, 10_000/max(1, shards)))
 	for len(ids) > 0 {
-		n := min(len(ids), 500)
-		body, err := json.Marshal(map[string]any{"query": map[string]any{"ids": map[string]any{"values": ids[:n]}}, "size": n})
+		n := min(len(ids), per)
+		body, err := json.Marshal(map[string]any{"query": map[string]any{"ids": map[string]any{"values": ids[:n]}}, "size": n * shards, "version": true})
 		if err != nil {
 			return nil, err
 		}
@@ -364,7 +438,7 @@ func (m *Migrator) sourceDocs(ctx context.Context, index string, ids []string) (
 			return nil, fmt.Errorf("read %s: %w", index, err)
 		}
 		for _, h := range pg.Hits {
-			out[h.ID] = h
+			out[h.ID] = append(out[h.ID], h)
 		}
 		ids = ids[n:]
 	}

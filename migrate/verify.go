@@ -31,10 +31,23 @@ import (
 //	missing/extra with IDs, the exact ids in the source range and not on
 //	              the shard, and on the shard and not in the source range;
 //	              without, the difference of the counts (a lower bound)
+//	duplicates    with IDs, the ids an index holds on two or more of its
+//	              shards (verify_ids.go): their superseded copies are not
+//	              counted as documents, so source and target are counts of
+//	              distinct ids, and a superseded copy is never also missing
+//	              or extra
+//
+// Duplicates fail the verification: an index that holds a superseded copy
+// of a dish answers searches around the dish's former restaurant with a
+// dish that is not there, and a cutover would carry the copy over. Repair
+// deletes every superseded copy; copies tied at the highest version it
+// leaves, since which one is current cannot be told.
 //
 // Under live writes a count can be caught between a change's two writes,
 // so shards that differ are counted again, after a refresh and a pause,
-// up to Attempts times; a shard that matched once is done.
+// up to Attempts times; a shard that matched once is done. A shard with a
+// copy of a duplicate, current or not, differs: so every shard holding a
+// copy of it is checked again together, and the merge sees all of them.
 
 // VerifyConfig configures Verify.
 type VerifyConfig struct {
@@ -45,10 +58,11 @@ type VerifyConfig struct {
 	Attempts int
 	// Pause is the wait between attempts. Default 2s.
 	Pause time.Duration
-	// MaxIDs caps each list of missing and extra ids per shard (the counts
-	// stay exact). Default 100.
+	// MaxIDs caps each list of missing, extra and duplicated ids per shard
+	// (the counts stay exact). Default 100.
 	MaxIDs int
-	// Parallel is the number of shards checked at once. Default 4.
+	// Parallel is the number of shards counted at once, and of the id
+	// comparison's page reads in flight. Default 4.
 	Parallel int
 }
 
@@ -95,30 +109,23 @@ func (m *Migrator) Verify(ctx context.Context, cfg VerifyConfig) (*schema.Verifi
 	if !t.accepts(mig.Phase) {
 		return nil, t.refuse(m.cfg.Alias, mig.Phase, false)
 	}
-	tgtMap, err := sideMap(mig.Target)
+	v, err := newVerifier(m.searcher(), mig, cfg)
 	if err != nil {
 		return nil, err
 	}
-	v := &verifier{s: m.searcher(), mig: mig, tgtMap: tgtMap, cfg: cfg}
-	reports := make([]schema.ShardReport, tgtMap.NumShards())
-	pending := make([]int, tgtMap.NumShards())
+	reports := make([]schema.ShardReport, v.tgtMap.NumShards())
+	pending := make([]int, v.tgtMap.NumShards())
 	for i := range pending {
 		pending[i] = i
 	}
+	// dups are the duplicates the last pass counted. Every shard with a
+	// copy of one differs, so the last pass read every shard that has one.
+	var dups dupCounts
 	for attempt := 1; len(pending) > 0; attempt++ {
 		if err := v.refresh(ctx); err != nil {
 			return nil, err
 		}
-		g, gctx := errgroup.WithContext(ctx)
-		g.SetLimit(cfg.Parallel)
-		for _, i := range pending {
-			g.Go(func() error {
-				r, err := v.shard(gctx, i)
-				reports[i] = r
-				return err
-			})
-		}
-		if err := g.Wait(); err != nil {
+		if dups, err = v.check(ctx, pending, reports); err != nil {
 			return nil, err
 		}
 		var still []int
@@ -136,7 +143,8 @@ func (m *Migrator) Verify(ctx context.Context, cfg VerifyConfig) (*schema.Verifi
 			return nil, err
 		}
 	}
-	ver := &schema.Verification{At: m.cfg.Now().UTC(), OK: len(pending) == 0, IDs: cfg.IDs, Shards: reports}
+	ver := &schema.Verification{At: m.cfg.Now().UTC(), OK: len(pending) == 0, IDs: cfg.IDs, Shards: reports,
+		SourceDuplicates: dups[inSource], TargetDuplicates: dups[inTarget]}
 	rec, err = m.store.Update(ctx, func(x *schema.Migration) error {
 		if !t.accepts(x.Phase) {
 			return t.refuse(m.cfg.Alias, x.Phase, true)
@@ -156,11 +164,24 @@ func (m *Migrator) Verify(ctx context.Context, cfg VerifyConfig) (*schema.Verifi
 		return ver, err
 	}
 	m.met.setPhase(rec.Migration.Phase)
-	m.log.Info("verification done", "step", StepVerify, "ok", ver.OK, "ids", cfg.IDs, "shards_differing", len(pending), "phase", rec.Migration.Phase)
+	m.log.Info("verification done", "step", StepVerify, "ok", ver.OK, "ids", cfg.IDs, "shards_differing", len(pending),
+		"source_duplicates", ver.SourceDuplicates, "target_duplicates", ver.TargetDuplicates, "phase", rec.Migration.Phase)
 	if !ver.OK {
-		return ver, fmt.Errorf("migrate: verify: %w on %d of %d shards", ErrMismatch, len(pending), len(reports))
+		return ver, mismatch(len(pending), len(reports), dups)
 	}
 	return ver, nil
+}
+
+// mismatch is Verify's error: how many shards differ, and what repair
+// does about the duplicates among the differences.
+func mismatch(differ, shards int, dups dupCounts) error {
+	err := fmt.Errorf("migrate: verify: %w on %d of %d shards", ErrMismatch, differ, shards)
+	if dups[inSource]+dups[inTarget] == 0 {
+		return err
+	}
+	return fmt.Errorf("%w; %d ids are stored on two or more shards of the source and %d of the target, "+
+		"and an index holding superseded copies fails verification: reshard repair deletes every copy older than its id's newest "+
+		"(copies tied at the newest version it leaves for you to delete)", err, dups[inSource], dups[inTarget])
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
@@ -180,6 +201,30 @@ type verifier struct {
 	mig    *schema.Migration
 	tgtMap *router.Map
 	cfg    VerifyConfig
+	// srcShard names the source's shards by their routing keys, for the
+	// copies of duplicates the source holds.
+	srcShard map[string]string
+}
+
+func newVerifier(s Searcher, mig *schema.Migration, cfg VerifyConfig) (*verifier, error) {
+	tgtMap, err := sideMap(mig.Target)
+	if err != nil {
+		return nil, err
+	}
+	srcMap, err := sideMap(mig.Source)
+	if err != nil {
+		return nil, err
+	}
+	return &verifier{s: s, mig: mig, tgtMap: tgtMap, cfg: cfg, srcShard: shardsByRouting(srcMap)}, nil
+}
+
+// shardsByRouting names a map's shards by their routing keys.
+func shardsByRouting(m *router.Map) map[string]string {
+	out := make(map[string]string, m.NumShards())
+	for _, s := range m.Shards() {
+		out[s.Routing] = s.Name
+	}
+	return out
 }
 
 func (v *verifier) refresh(ctx context.Context) error {
@@ -189,6 +234,41 @@ func (v *verifier) refresh(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// check checks the shards rows once: their counts, shards in parallel,
+// then, with IDs, their ids in one merged scan. It replaces their reports
+// and returns the duplicates the scan counted.
+func (v *verifier) check(ctx context.Context, rows []int, reports []schema.ShardReport) (dupCounts, error) {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(v.cfg.Parallel)
+	for _, i := range rows {
+		g.Go(func() error {
+			r, err := v.counts(gctx, i)
+			reports[i] = r
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return dupCounts{}, err
+	}
+	var dups dupCounts
+	if v.cfg.IDs {
+		var err error
+		if dups, err = v.compareIDs(ctx, rows, reports); err != nil {
+			return dups, fmt.Errorf("migrate: verify: %w", err)
+		}
+	}
+	for _, i := range rows {
+		r := &reports[i]
+		if !v.cfg.IDs {
+			in := r.Target - r.OutOfRange
+			r.Missing, r.Extra = max(0, r.Source-in), max(0, in-r.Source)
+		}
+		r.OK = r.Source == r.Target && r.OutOfRange == 0 && r.Missing == 0 && r.Extra == 0 &&
+			r.SourceDuplicates == 0 && r.TargetDuplicates == 0
+	}
+	return dups, nil
 }
 
 // RangeQuery is the query for the documents whose geo_cell falls in
@@ -210,22 +290,29 @@ func RangeQuery(m *router.Map, i int) json.RawMessage {
 	return b
 }
 
-// shard checks target shard i.
-func (v *verifier) shard(ctx context.Context, i int) (schema.ShardReport, error) {
+// onShard targets target shard i.
+func onShard(i int) bulk.SearchParams {
+	return bulk.SearchParams{Preference: "_shards:" + strconv.Itoa(i)}
+}
+
+// counts counts target shard i's documents out of its range and, without
+// IDs, the documents in its range of the source and on it: with IDs the
+// id comparison counts those, each id once.
+func (v *verifier) counts(ctx context.Context, i int) (schema.ShardReport, error) {
 	r := schema.ShardReport{Shard: v.tgtMap.Shard(i).Name}
 	inRange := RangeQuery(v.tgtMap, i)
 	outOfRange, _ := json.Marshal(map[string]any{"bool": map[string]any{"must_not": []json.RawMessage{inRange}}})
-	onShard := bulk.SearchParams{Preference: "_shards:" + strconv.Itoa(i)}
-	for _, c := range []struct {
+	type count struct {
 		index string
 		query json.RawMessage
 		p     bulk.SearchParams
 		out   *int64
-	}{
-		{v.mig.Source.Index, inRange, bulk.SearchParams{}, &r.Source},
-		{v.mig.Target.Index, nil, onShard, &r.Target},
-		{v.mig.Target.Index, outOfRange, onShard, &r.OutOfRange},
-	} {
+	}
+	cs := []count{{v.mig.Target.Index, outOfRange, onShard(i), &r.OutOfRange}}
+	if !v.cfg.IDs {
+		cs = append(cs, count{v.mig.Source.Index, inRange, bulk.SearchParams{}, &r.Source}, count{v.mig.Target.Index, nil, onShard(i), &r.Target})
+	}
+	for _, c := range cs {
 		err := retryRead(ctx, func() error {
 			n, err := v.s.Count(ctx, c.index, c.query, c.p)
 			*c.out = n
@@ -235,110 +322,5 @@ func (v *verifier) shard(ctx context.Context, i int) (schema.ShardReport, error)
 			return r, fmt.Errorf("migrate: verify shard %s: count %s: %w", r.Shard, c.index, err)
 		}
 	}
-	if v.cfg.IDs {
-		src := &idStream{s: v.s, index: v.mig.Source.Index, query: inRange}
-		tgt := &idStream{s: v.s, index: v.mig.Target.Index, p: onShard}
-		if err := v.compareIDs(ctx, &r, src, tgt); err != nil {
-			return r, fmt.Errorf("migrate: verify shard %s: %w", r.Shard, err)
-		}
-	} else {
-		in := r.Target - r.OutOfRange
-		r.Missing, r.Extra = max(0, r.Source-in), max(0, in-r.Source)
-	}
-	r.OK = r.Source == r.Target && r.OutOfRange == 0 && r.Missing == 0 && r.Extra == 0
 	return r, nil
-}
-
-// compareIDs merges the two sorted id streams: an id only in the source
-// range is missing from the shard, an id only on the shard is extra.
-func (v *verifier) compareIDs(ctx context.Context, r *schema.ShardReport, src, tgt *idStream) error {
-	a, aok := src.next(ctx)
-	b, bok := tgt.next(ctx)
-	for aok || bok {
-		switch {
-		case aok && (!bok || a < b):
-			r.Missing++
-			if len(r.MissingIDs) < v.cfg.MaxIDs {
-				r.MissingIDs = append(r.MissingIDs, a)
-			}
-			a, aok = src.next(ctx)
-		case bok && (!aok || b < a):
-			r.Extra++
-			if len(r.ExtraIDs) < v.cfg.MaxIDs {
-				r.ExtraIDs = append(r.ExtraIDs, b)
-			}
-			b, bok = tgt.next(ctx)
-		default:
-			a, aok = src.next(ctx)
-			b, bok = tgt.next(ctx)
-		}
-	}
-	if src.err != nil {
-		return src.err
-	}
-	return tgt.err
-}
-
-// idStream reads the doc_ids of a query in order, a page at a time.
-type idStream struct {
-	s     Searcher
-	index string
-	query json.RawMessage
-	p     bulk.SearchParams
-
-	buf   []string
-	after string
-	done  bool
-	err   error
-}
-
-const idPage = 5000
-
-// next returns the next id, or false at the end or on an error (in err).
-func (st *idStream) next(ctx context.Context) (string, bool) {
-	if len(st.buf) == 0 && !st.done {
-		st.fill(ctx)
-	}
-	if len(st.buf) == 0 {
-		return "", false
-	}
-	id := st.buf[0]
-	st.buf = st.buf[1:]
-	return id, true
-}
-
-func (st *idStream) fill(ctx context.Context) {
-	body := map[string]any{
-		"size": idPage, "_source": false, "track_total_hits": false,
-		"sort": []any{map[string]string{schema.FieldDocID: "asc"}},
-	}
-	if st.query != nil {
-		body["query"] = st.query
-	}
-	if st.after != "" {
-		body["search_after"] = []string{st.after}
-	}
-	req, _ := json.Marshal(body)
-	var pg *bulk.Page
-	st.err = retryRead(ctx, func() error {
-		var err error
-		pg, err = st.s.Search(ctx, st.index, req, st.p)
-		return err
-	})
-	if st.err != nil {
-		st.done = true
-		return
-	}
-	for _, h := range pg.Hits {
-		id, err := sortAfter(h)
-		if err != nil {
-			st.err, st.done = err, true
-			return
-		}
-		st.buf = append(st.buf, id)
-	}
-	if len(st.buf) > 0 {
-		st.after = st.buf[len(st.buf)-1]
-	}
-	st.done = len(pg.Hits) < idPage
 }

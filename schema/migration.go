@@ -169,6 +169,17 @@ type ShardReport struct {
 	OK         bool     `json:"ok"`
 	MissingIDs []string `json:"missing_ids,omitempty"`
 	ExtraIDs   []string `json:"extra_ids,omitempty"`
+	// SourceDuplicates counts the ids with a copy in this shard's range of
+	// the source that the source holds on two or more of its shards;
+	// TargetDuplicates, the ids on this target shard that the target holds
+	// on another shard too. An id counts once however many copies it has.
+	// Only a comparison of ids finds them.
+	SourceDuplicates int64 `json:"source_duplicates,omitempty"`
+	TargetDuplicates int64 `json:"target_duplicates,omitempty"`
+	// Duplicates are those ids, each with all its copies in its index, at
+	// most as many as the missing ids listed (the counts stay exact). An id
+	// with copies in two shards' rows is listed in both.
+	Duplicates []Duplicate `json:"duplicates,omitempty"`
 }
 
 // Verification is a verification's report.
@@ -177,6 +188,60 @@ type Verification struct {
 	OK     bool          `json:"ok"`
 	IDs    bool          `json:"ids"` // ids were compared, not only counts
 	Shards []ShardReport `json:"shards"`
+	// SourceDuplicates and TargetDuplicates count the ids the source and
+	// the target hold on two or more shards (each id once; the shards'
+	// rows list them). Only a comparison of ids finds them.
+	SourceDuplicates int64 `json:"source_duplicates,omitempty"`
+	TargetDuplicates int64 `json:"target_duplicates,omitempty"`
+}
+
+// Where a duplicate is: Duplicate.Side.
+const (
+	DuplicateInSource = "source"
+	DuplicateInTarget = "target"
+)
+
+// Duplicate is a document an index holds on two or more of its shards:
+// one _id written under two routings, as a change of a dish's restaurant
+// left it before ingest learned to delete the copy under the former
+// restaurant's routing. The copy with the highest version (_version, the
+// external version ingest writes) is current and the others are
+// superseded; copies that share the highest version are tied, and which
+// of them is current cannot be told from the index.
+type Duplicate struct {
+	// Side is DuplicateInSource or DuplicateInTarget; Index names it.
+	Side  string `json:"side"`
+	Index string `json:"index"`
+	ID    string `json:"id"`
+	// Copies are the copies, the highest version first.
+	Copies []Copy `json:"copies"`
+}
+
+// Tie reports copies that share the highest version.
+func (d Duplicate) Tie() bool {
+	return len(d.Copies) > 1 && d.Copies[0].Status == CopyTied
+}
+
+// CopyStatus says which copy of a duplicate is current.
+type CopyStatus string
+
+const (
+	// CopyCurrent: the copy with the highest version.
+	CopyCurrent CopyStatus = "current"
+	// CopySuperseded: a copy older than the highest version.
+	CopySuperseded CopyStatus = "superseded"
+	// CopyTied: one of two or more copies at the highest version.
+	CopyTied CopyStatus = "tied"
+)
+
+// Copy is one copy of a duplicate.
+type Copy struct {
+	// Shard is the shard it is on, named by its index's map; empty when
+	// its routing is none of the map's routing keys.
+	Shard   string     `json:"shard"`
+	Routing string     `json:"routing,omitempty"`
+	Version int64      `json:"version"`
+	Status  CopyStatus `json:"status"`
 }
 
 // MigrationDocID is the _id of an alias's migration document.

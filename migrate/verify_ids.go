@@ -1,0 +1,359 @@
+package migrate
+
+import (
+	"cmp"
+	"container/heap"
+	"context"
+	"encoding/json"
+	"slices"
+
+	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/schema"
+)
+
+// The id comparison reads, for every shard it checks, two streams of
+// (doc_id, _routing, _version) sorted by doc_id: the documents in the
+// shard's range of the source (a search of every source shard) and the
+// documents on the target shard. It merges all of those streams at once,
+// by doc_id, so that every copy of an id, in either index and in any of
+// the shards checked, is at the head of its stream at the same moment:
+//
+//   - an id with two or more copies in one index is a duplicate. Its copy
+//     with the highest _version is current, the others are superseded;
+//     copies at the same highest version are tied.
+//   - an id counts once in each index, in the shard (row) of its current
+//     copy, or of each tied copy; superseded copies count only as
+//     duplicates. Then an id in a row's source range and not on its target
+//     shard is missing there, and one on the target shard and not in the
+//     source range is extra there.
+//
+// Memory: the merge keeps nothing per document. It holds two pages per
+// stream (the one it reads, and the next, already being fetched) of
+// idPage hits at about 80 bytes each (two string headers and a version,
+// the doc_id's bytes and the routing's): with 24 target shards, 48
+// streams × 2 × 5,000 × 80 B ≈ 40 MB, whatever the size of the indexes.
+// A set of the ids seen, the other way to find an id on two shards, would
+// cost some 50 bytes per document and index: 5.5 GB at 55 million
+// documents in each of two indexes.
+
+// side is an index of a migration.
+type side int
+
+const (
+	inSource side = iota
+	inTarget
+)
+
+func (s side) String() string {
+	if s == inSource {
+		return schema.DuplicateInSource
+	}
+	return schema.DuplicateInTarget
+}
+
+// dupCounts counts duplicated ids by side.
+type dupCounts [2]int64
+
+// idHit is what the comparison reads of a document.
+type idHit struct {
+	id      string // doc_id, the sort key, which repeats _id
+	routing string
+	version int64
+}
+
+// idCopy is a copy of an id found by the merge: the shard (row) whose
+// stream it came from, and the hit.
+type idCopy struct {
+	row int
+	idHit
+}
+
+// compareIDs compares the ids of the shards rows in one merge of their
+// streams, adding to their reports the counts of source and target ids,
+// the missing and extra ids and the duplicates; it returns how many
+// duplicated ids it found in each index.
+func (v *verifier) compareIDs(ctx context.Context, rows []int, reports []schema.ShardReport) (dupCounts, error) {
+	sem := make(chan struct{}, v.cfg.Parallel)
+	streams := make([]*idStream, 0, 2*len(rows))
+	for _, i := range rows {
+		streams = append(streams,
+			&idStream{s: v.s, sem: sem, side: inSource, row: i, index: v.mig.Source.Index, query: RangeQuery(v.tgtMap, i)},
+			&idStream{s: v.s, sem: sem, side: inTarget, row: i, index: v.mig.Target.Index, p: onShard(i)})
+	}
+	defer func() {
+		for _, st := range streams {
+			st.close()
+		}
+	}()
+	var h streamHeap
+	for _, st := range streams {
+		st.start(ctx)
+	}
+	for _, st := range streams {
+		if st.next(ctx) {
+			h = append(h, st)
+		}
+	}
+	heap.Init(&h)
+	var dups dupCounts
+	var copies [2][]idCopy
+	for len(h) > 0 {
+		id := h[0].cur.id
+		copies[inSource], copies[inTarget] = copies[inSource][:0], copies[inTarget][:0]
+		for len(h) > 0 && h[0].cur.id == id {
+			st := h[0]
+			copies[st.side] = append(copies[st.side], idCopy{st.row, st.cur})
+			if st.next(ctx) {
+				heap.Fix(&h, 0)
+			} else {
+				heap.Pop(&h)
+			}
+		}
+		v.account(id, &copies, reports, &dups)
+	}
+	for _, st := range streams {
+		if st.err != nil {
+			return dups, st.err
+		}
+	}
+	return dups, nil
+}
+
+// account records one id's copies in the reports of their rows.
+func (v *verifier) account(id string, copies *[2][]idCopy, reports []schema.ShardReport, dups *dupCounts) {
+	var in [2][]int // the rows where the id counts, by side
+	for s, cs := range copies {
+		if len(cs) == 0 {
+			continue
+		}
+		top := slices.MaxFunc(cs, func(a, b idCopy) int { return cmp.Compare(a.version, b.version) }).version
+		for _, c := range cs {
+			if c.version == top && !slices.Contains(in[s], c.row) {
+				in[s] = append(in[s], c.row)
+			}
+		}
+		if len(cs) > 1 {
+			dups[s]++
+			v.duplicate(side(s), id, cs, reports)
+		}
+	}
+	rows := in[inSource]
+	for _, r := range in[inTarget] {
+		if !slices.Contains(rows, r) {
+			rows = append(rows, r)
+		}
+	}
+	for _, row := range rows {
+		r := &reports[row]
+		src, tgt := slices.Contains(in[inSource], row), slices.Contains(in[inTarget], row)
+		switch {
+		case src && tgt:
+			r.Source++
+			r.Target++
+		case src:
+			r.Source++
+			r.Missing++
+			if len(r.MissingIDs) < v.cfg.MaxIDs {
+				r.MissingIDs = append(r.MissingIDs, id)
+			}
+		default:
+			r.Target++
+			r.Extra++
+			if len(r.ExtraIDs) < v.cfg.MaxIDs {
+				r.ExtraIDs = append(r.ExtraIDs, id)
+			}
+		}
+	}
+}
+
+// duplicate records an id that side holds on two or more shards in the
+// rows of its copies: once per row, however many of its copies the row
+// has (two source copies can fall in one target shard's range).
+func (v *verifier) duplicate(s side, id string, cs []idCopy, reports []schema.ShardReport) {
+	var d *schema.Duplicate
+	var seen []int
+	for _, c := range cs {
+		if slices.Contains(seen, c.row) {
+			continue
+		}
+		seen = append(seen, c.row)
+		r := &reports[c.row]
+		if s == inSource {
+			r.SourceDuplicates++
+		} else {
+			r.TargetDuplicates++
+		}
+		if len(r.Duplicates) >= v.cfg.MaxIDs {
+			continue
+		}
+		if d == nil {
+			d = v.describe(s, id, cs)
+		}
+		r.Duplicates = append(r.Duplicates, *d)
+	}
+}
+
+// describe is a duplicate as the report lists it: each copy named by the
+// shard it is on, the highest version first.
+func (v *verifier) describe(s side, id string, cs []idCopy) *schema.Duplicate {
+	d := schema.Duplicate{Side: s.String(), Index: v.mig.Source.Index, ID: id, Copies: make([]schema.Copy, len(cs))}
+	if s == inTarget {
+		d.Index = v.mig.Target.Index
+	}
+	for k, c := range cs {
+		d.Copies[k] = schema.Copy{Shard: v.srcShard[c.routing], Routing: c.routing, Version: c.version}
+		if s == inTarget {
+			d.Copies[k].Shard = v.tgtMap.Shard(c.row).Name // the stream read that shard
+		}
+	}
+	d = judge(d)
+	return &d
+}
+
+// sortCopies orders copies by version, the highest first, then by shard.
+func sortCopies(cs []schema.Copy) {
+	slices.SortFunc(cs, func(a, b schema.Copy) int {
+		if c := cmp.Compare(b.Version, a.Version); c != 0 {
+			return c
+		}
+		return cmp.Or(cmp.Compare(a.Shard, b.Shard), cmp.Compare(a.Routing, b.Routing))
+	})
+}
+
+// streamHeap orders streams by the doc_id at their heads.
+type streamHeap []*idStream
+
+func (h streamHeap) Len() int           { return len(h) }
+func (h streamHeap) Less(i, j int) bool { return h[i].cur.id < h[j].cur.id }
+func (h streamHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *streamHeap) Push(x any)        { *h = append(*h, x.(*idStream)) }
+func (h *streamHeap) Pop() any {
+	old := *h
+	st := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return st
+}
+
+// idStream reads the doc_ids of a query in order, a page at a time, the
+// next page fetched while the merge reads the last one. Its fetches take
+// a slot of sem, which bounds the reads in flight of all streams.
+type idStream struct {
+	s     Searcher
+	sem   chan struct{}
+	side  side
+	row   int
+	index string
+	query json.RawMessage
+	p     bulk.SearchParams
+
+	cur   idHit   // the head, after next returned true
+	buf   []idHit // the page read, after cur
+	ahead chan idPageResult
+	err   error
+}
+
+// idPage is the number of hits a stream reads at a time.
+const idPage = 5000
+
+type idPageResult struct {
+	hits  []idHit
+	after string // search_after for the next page; "" when this is the last
+	err   error
+}
+
+// start fetches the first page.
+func (st *idStream) start(ctx context.Context) { st.fetch(ctx, "") }
+
+// fetch reads the page after after in a goroutine, which next or close
+// waits for.
+func (st *idStream) fetch(ctx context.Context, after string) {
+	ahead := make(chan idPageResult, 1)
+	st.ahead = ahead
+	go func() {
+		select {
+		case st.sem <- struct{}{}:
+		case <-ctx.Done():
+			ahead <- idPageResult{err: ctx.Err()}
+			return
+		}
+		pg := st.read(ctx, after)
+		<-st.sem
+		ahead <- pg
+	}()
+}
+
+// next moves to the next hit, false at the end or on an error (in err).
+func (st *idStream) next(ctx context.Context) bool {
+	for len(st.buf) == 0 {
+		if st.ahead == nil {
+			return false
+		}
+		pg := <-st.ahead
+		st.ahead = nil
+		if pg.err != nil {
+			st.err = pg.err
+			return false
+		}
+		st.buf = pg.hits
+		if pg.after != "" {
+			st.fetch(ctx, pg.after)
+		}
+	}
+	st.cur, st.buf = st.buf[0], st.buf[1:]
+	return true
+}
+
+// close waits for a fetch still under way.
+func (st *idStream) close() {
+	if st.ahead != nil {
+		<-st.ahead
+		st.ahead = nil
+	}
+}
+
+// read reads one page. A full page ends before the copies of its last
+// doc_id, and the next page starts at them: a search of several shards
+// can hold that doc_id more than once (a duplicate), and search_after
+// that doc_id would skip the copies the page did not reach.
+func (st *idStream) read(ctx context.Context, after string) idPageResult {
+	body := map[string]any{
+		"size": idPage, "_source": false, "version": true, "track_total_hits": false,
+		"sort": []any{map[string]string{schema.FieldDocID: "asc"}},
+	}
+	if st.query != nil {
+		body["query"] = st.query
+	}
+	if after != "" {
+		body["search_after"] = []string{after}
+	}
+	req, _ := json.Marshal(body)
+	var pg *bulk.Page
+	err := retryRead(ctx, func() error {
+		var err error
+		pg, err = st.s.Search(ctx, st.index, req, st.p)
+		return err
+	})
+	if err != nil {
+		return idPageResult{err: err}
+	}
+	hits := make([]idHit, len(pg.Hits))
+	for k, h := range pg.Hits {
+		id, err := sortAfter(h)
+		if err != nil {
+			return idPageResult{err: err}
+		}
+		hits[k] = idHit{id: id, routing: h.Routing, version: h.Version}
+	}
+	if len(hits) < idPage {
+		return idPageResult{hits: hits}
+	}
+	last := hits[len(hits)-1].id
+	end := len(hits)
+	for end > 0 && hits[end-1].id == last {
+		end--
+	}
+	if end == 0 { // a whole page of one doc_id: more copies than shards
+		return idPageResult{hits: hits, after: last}
+	}
+	return idPageResult{hits: hits[:end:end], after: hits[end-1].id}
+}
