@@ -85,6 +85,7 @@ type moveStep int
 const (
 	stepCopyDishes            moveStep = iota + 1 // a move: the dishes' copies on the new shard
 	stepDeleteOldDishes                           // a move: the dishes' old copies
+	stepDeleteRevived                             // a move: copies of dishes that changed restaurant meanwhile
 	stepDeleteOtherOldCopy                        // a move during dual writes: the restaurant's old copy in the other index
 	stepDeleteOldCopy                             // a move: the restaurant's old copy
 	stepDeleteDishes                              // a delete: the restaurant's dishes
@@ -95,6 +96,8 @@ func (s moveStep) String() string {
 	switch s {
 	case stepCopyDishes:
 		return "copy dishes"
+	case stepDeleteRevived:
+		return "delete copies of dishes that changed restaurant meanwhile"
 	case stepDeleteOldDishes:
 		return "delete old dish copies"
 	case stepDeleteOtherOldCopy:
@@ -115,14 +118,20 @@ func (s moveStep) String() string {
 // index stays consistent: every step leaves each document in one place or
 // duplicated, never lost). A write that failed for good is an error.
 func (ix *indexer) step(ctx context.Context, ev *event, name moveStep, items []bulk.Item) (rej, err error) {
-	rs, err := ix.writer.Do(ctx, items...)
+	_, rej, err = ix.stepResults(ctx, ev, name, items)
+	return rej, err
+}
+
+// stepResults is step, with the items' results.
+func (ix *indexer) stepResults(ctx context.Context, ev *event, name moveStep, items []bulk.Item) (rs []bulk.Result, rej, err error) {
+	rs, err = ix.writer.Do(ctx, items...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, r := range rs {
 		switch r.Outcome {
 		case bulk.Failed:
-			return nil, fmt.Errorf("%w: %s of restaurant %s: %w", ErrWriteFailed, name, ev.change.ID, r.Err)
+			return nil, nil, fmt.Errorf("%w: %s of restaurant %s: %w", ErrWriteFailed, name, ev.change.ID, r.Err)
 		case bulk.Permanent:
 			if rej == nil {
 				rej = fmt.Errorf("%s: %w", name, r.Err)
@@ -131,14 +140,14 @@ func (ix *indexer) step(ctx context.Context, ev *event, name moveStep, items []b
 	}
 	if rej != nil {
 		ix.log.Warn("restaurant change stopped: a write was rejected", "step", name, "partition", ev.part.String(), "offset", ev.offset, "error", rej)
-		return rej, nil
+		return rs, rej, nil
 	}
 	if ix.stepHook != nil {
 		if err := ix.stepHook(name); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return nil, nil
+	return rs, nil, nil
 }
 
 // refreshAll makes every acknowledged write visible to the searches of a
@@ -172,15 +181,18 @@ func (ix *indexer) relocate(ctx context.Context, targets []target, ev *event, fr
 	if rej, err := ix.step(ctx, ev, stepCopyDishes, plan.copies); rej != nil || err != nil {
 		return rej, err
 	}
-	if err := ix.reparent.checkCopies(ctx, targets, plan.copies); err != nil {
-		return nil, err
-	}
 	if len(plan.oldRestaurants) == 0 {
 		return nil, nil // the cell changed, the shard did not
 	}
 	for _, st := range plan.deletes(targets[0].index) {
-		if rej, err := ix.step(ctx, ev, st.name, st.items); rej != nil || err != nil {
+		rs, rej, err := ix.stepResults(ctx, ev, st.name, st.items)
+		if rej != nil || err != nil {
 			return rej, err
+		}
+		if st.name == stepDeleteOldDishes {
+			if rej, err := ix.step(ctx, ev, stepDeleteRevived, plan.revived(rs)); rej != nil || err != nil {
+				return rej, err
+			}
 		}
 	}
 	ix.moves.Add(1)
@@ -246,6 +258,33 @@ func (ix *indexer) planMove(ctx context.Context, targets []target, ev *event, fr
 		}
 	}
 	return plan, nil
+}
+
+// revived returns the deletes of the copies that must not stay: those of
+// the dishes whose old copy's delete (rs) was refused as stale. Between
+// the move's read and that delete something newer took the old place: a
+// newer version of the dish written under another restaurant on that
+// shard, or the tombstone its check left when the dish changed restaurant
+// (reparent.go). The copy at the new place is then an older version than
+// the dish has, and is deleted at its version plus one, which no real
+// version of the dish can be below (a newer one exists).
+func (plan movePlan) revived(rs []bulk.Result) []bulk.Item {
+	var out []bulk.Item
+	for _, r := range rs {
+		if r.Outcome != bulk.Stale {
+			continue
+		}
+		for _, c := range plan.copies {
+			if c.Index == r.Item.Index && c.ID == r.Item.ID {
+				out = append(out, bulk.Item{
+					Action: bulk.Delete, Index: c.Index, ID: c.ID, Routing: c.Routing,
+					Version: c.Version + 1, VersionType: bulk.External, Shard: c.Shard,
+				})
+				break
+			}
+		}
+	}
+	return out
 }
 
 // deleteStep is one step of a move's deletes.
