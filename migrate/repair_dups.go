@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/schema"
@@ -55,7 +54,7 @@ func (r *repair) superseded(ctx context.Context, deletes *repairItems, rep *Repa
 			d := judge(schema.Duplicate{Side: s.String(), Index: index, ID: id, Copies: cs})
 			if d.Tie() {
 				rep.Ties = append(rep.Ties, d)
-				out.notes = append(out.notes, "leave "+describeDup(d)+": tied, which is current cannot be told")
+				out.notes = append(out.notes, "leave "+d.String()+": which of the tied copies is current cannot be told")
 			}
 			top := d.Copies[0].Version
 			for _, c := range d.Copies {
@@ -65,7 +64,7 @@ func (r *repair) superseded(ctx context.Context, deletes *repairItems, rep *Repa
 				out.add(bulk.Item{
 					Action: bulk.Delete, Index: index, ID: id, Routing: c.Routing, Shard: c.Shard,
 					Version: top, VersionType: bulk.External,
-				}, fmt.Sprintf("delete superseded %s from %s shard %s (version %d; the newest is version %d)", id, index, shardOrRouting(c), c.Version, top))
+				}, fmt.Sprintf("delete superseded %s from %s shard %s (version %d; the newest is version %d)", id, index, c.Where(), c.Version, top))
 			}
 		}
 	}
@@ -95,31 +94,6 @@ func judge(d schema.Duplicate) schema.Duplicate {
 		}
 	}
 	return d
-}
-
-// describeDup says where a duplicate's copies are:
-// "dish:d1 in menu-v1: version 2 on ares (current), version 1 on bravo".
-func describeDup(d schema.Duplicate) string {
-	parts := make([]string, len(d.Copies))
-	for k, c := range d.Copies {
-		parts[k] = fmt.Sprintf("version %d on %s", c.Version, shardOrRouting(c))
-		if c.Status != schema.CopySuperseded {
-			parts[k] += " (" + string(c.Status) + ")"
-		}
-	}
-	return fmt.Sprintf("%s in %s: %s", d.ID, d.Index, strings.Join(parts, ", "))
-}
-
-// shardOrRouting names the shard of a copy, or its routing when that is
-// none of its map's routing keys.
-func shardOrRouting(c schema.Copy) string {
-	switch {
-	case c.Shard != "":
-		return c.Shard
-	case c.Routing != "":
-		return "routing " + c.Routing
-	}
-	return "no routing"
 }
 
 // sendSuperseded sends the deletes of superseded copies and counts their

@@ -3,6 +3,7 @@ package schema
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/geoshard/geoshard/router"
@@ -222,6 +223,23 @@ func (d Duplicate) Tie() bool {
 	return len(d.Copies) > 1 && d.Copies[0].Status == CopyTied
 }
 
+// String says where the copies are, as reports print it:
+// "dish:d1 in menu-v1: version 2 on ares (current), version 1 on bravo".
+func (d Duplicate) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s in %s:", d.ID, d.Index)
+	for k, c := range d.Copies {
+		if k > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, " version %d on %s", c.Version, c.Where())
+		if c.Status != CopySuperseded {
+			fmt.Fprintf(&b, " (%s)", c.Status)
+		}
+	}
+	return b.String()
+}
+
 // CopyStatus says which copy of a duplicate is current.
 type CopyStatus string
 
@@ -242,6 +260,18 @@ type Copy struct {
 	Routing string     `json:"routing,omitempty"`
 	Version int64      `json:"version"`
 	Status  CopyStatus `json:"status"`
+}
+
+// Where names the shard of a copy, or its routing when that is none of
+// its map's routing keys.
+func (c Copy) Where() string {
+	switch {
+	case c.Shard != "":
+		return c.Shard
+	case c.Routing != "":
+		return "routing " + c.Routing
+	}
+	return "no routing"
 }
 
 // MigrationDocID is the _id of an alias's migration document.

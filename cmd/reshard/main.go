@@ -15,6 +15,7 @@
 //	reshard dual-writes [--ack-timeout 2m] [--live-window 30s]
 //	reshard backfill    [--slices N] [--max-docs-per-second R] [--page 1000] [--restart]
 //	reshard verify      [--ids] [--attempts 5] [--json]
+//	reshard repair      [--dry-run]     (after verify --ids: copies, deletes, superseded copies of duplicates)
 //	reshard cutover     [--dry-run]
 //	reshard rollback    [--dry-run]
 //	reshard complete    [--delete-old]
@@ -64,7 +65,7 @@ var verbs = map[string]verb{
 	"dual-writes": {"migration 2: have ingest write both indexes, and wait until every instance does", runDualWrites},
 	"backfill":    {"migration 3: copy the old index into the new one (resumable)", runBackfill},
 	"verify":      {"migration 4: compare the indexes range by range", runVerify},
-	"repair":      {"copy the missing and delete the extra ids the last verify --ids listed (--dry-run)", runRepair},
+	"repair":      {"copy the missing, delete the extra ids and the superseded copies of duplicates the last verify --ids listed (--dry-run)", runRepair},
 	"cutover":     {"migration 5: move the alias to the new index (atomic; --dry-run)", runCutover},
 	"rollback":    {"move the alias back to the old index after a cutover (--dry-run)", runRollback},
 	"complete":    {"end the migration: stop dual writes (the point of no return)", runComplete},

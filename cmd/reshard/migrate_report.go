@@ -67,27 +67,31 @@ func orDash(s string) string {
 	return s
 }
 
-// verificationRow is one shard of `verify --json`: exactly these keys.
+// verificationRow is one shard of `verify --json`: exactly these keys,
+// and duplicates when the shard has any.
 type verificationRow struct {
-	Shard      string `json:"shard"`
-	Source     int64  `json:"source"`
-	Target     int64  `json:"target"`
-	OutOfRange int64  `json:"out_of_range"`
-	Missing    int64  `json:"missing"`
-	Extra      int64  `json:"extra"`
-	OK         bool   `json:"ok"`
+	Shard            string             `json:"shard"`
+	Source           int64              `json:"source"`
+	Target           int64              `json:"target"`
+	OutOfRange       int64              `json:"out_of_range"`
+	Missing          int64              `json:"missing"`
+	Extra            int64              `json:"extra"`
+	SourceDuplicates int64              `json:"source_duplicates"`
+	TargetDuplicates int64              `json:"target_duplicates"`
+	OK               bool               `json:"ok"`
+	Duplicates       []schema.Duplicate `json:"duplicates,omitempty"`
 }
 
 func writeVerificationJSON(w io.Writer, v *schema.Verification) error {
 	rows := make([]verificationRow, len(v.Shards))
 	for i, r := range v.Shards {
-		rows[i] = verificationRow{r.Shard, r.Source, r.Target, r.OutOfRange, r.Missing, r.Extra, r.OK}
+		rows[i] = verificationRow{r.Shard, r.Source, r.Target, r.OutOfRange, r.Missing, r.Extra, r.SourceDuplicates, r.TargetDuplicates, r.OK, r.Duplicates}
 	}
 	return writeJSON(w, rows)
 }
 
-// writeVerification prints a verification table with totals and the
-// missing and extra ids.
+// writeVerification prints a verification table with totals, the missing
+// and extra ids, and the duplicates.
 func writeVerification(w io.Writer, v *schema.Verification) error {
 	how := "counts"
 	if v.IDs {
@@ -98,20 +102,28 @@ func writeVerification(w io.Writer, v *schema.Verification) error {
 		verdict = "FAILED"
 	}
 	fmt.Fprintf(w, "verification (%s) at %s: %s\n", how, v.At.UTC().Format(time.RFC3339), verdict)
+	// Duplicates are found by ids only: without, their columns say "-".
+	dups := func(n int64) string {
+		if !v.IDs {
+			return "-"
+		}
+		return cli.Commas(n)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "shard\tsource\ttarget\tout_of_range\tmissing\textra\tok\t")
+	fmt.Fprintln(tw, "shard\tsource\ttarget\tout_of_range\tmissing\textra\tdup_source\tdup_target\tok\t")
 	var t verificationRow
 	for _, r := range v.Shards {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Shard, cli.Commas(r.Source), cli.Commas(r.Target), cli.Commas(r.OutOfRange),
-			cli.Commas(r.Missing), cli.Commas(r.Extra), okMark(r.OK))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Shard, cli.Commas(r.Source), cli.Commas(r.Target), cli.Commas(r.OutOfRange),
+			cli.Commas(r.Missing), cli.Commas(r.Extra), dups(r.SourceDuplicates), dups(r.TargetDuplicates), okMark(r.OK))
 		t.Source += r.Source
 		t.Target += r.Target
 		t.OutOfRange += r.OutOfRange
 		t.Missing += r.Missing
 		t.Extra += r.Extra
 	}
-	fmt.Fprintf(tw, "total\t%s\t%s\t%s\t%s\t%s\t%s\t\n", cli.Commas(t.Source), cli.Commas(t.Target), cli.Commas(t.OutOfRange),
-		cli.Commas(t.Missing), cli.Commas(t.Extra), okMark(v.OK))
+	// A duplicate counts on every shard with a copy, in the total once.
+	fmt.Fprintf(tw, "total\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", cli.Commas(t.Source), cli.Commas(t.Target), cli.Commas(t.OutOfRange),
+		cli.Commas(t.Missing), cli.Commas(t.Extra), dups(v.SourceDuplicates), dups(v.TargetDuplicates), okMark(v.OK))
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -123,10 +135,63 @@ func writeVerification(w io.Writer, v *schema.Verification) error {
 			fmt.Fprintf(w, "%s: extra %s\n", r.Shard, idList(r.ExtraIDs, r.Extra))
 		}
 	}
+	writeDuplicates(w, v)
 	if !v.IDs && !v.OK {
-		fmt.Fprintln(w, "(missing and extra are count differences; verify --ids names the documents)")
+		fmt.Fprintln(w, "(missing and extra are count differences, and a document stored on two shards counts twice; verify --ids names the documents and tells duplicates apart)")
 	}
 	return nil
+}
+
+// writeDuplicates lists each duplicate once (a shard's row lists those
+// with a copy on it) and says what repair does about them.
+func writeDuplicates(w io.Writer, v *schema.Verification) {
+	if v.SourceDuplicates+v.TargetDuplicates == 0 {
+		return
+	}
+	fmt.Fprintf(w, "duplicates: %s the source holds on two or more of its shards, %s the target (shards named by each index's map); the copy with the highest version is current, the others are superseded\n",
+		idCount(v.SourceDuplicates), idCount(v.TargetDuplicates))
+	seen := map[string]bool{}
+	var listed [2]int64
+	superseded, ties := 0, 0
+	for _, r := range v.Shards {
+		for _, d := range r.Duplicates {
+			k := d.Side + " " + d.ID
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			if d.Side == schema.DuplicateInSource {
+				listed[0]++
+			} else {
+				listed[1]++
+			}
+			if d.Tie() {
+				ties++
+			}
+			for _, c := range d.Copies {
+				if c.Status == schema.CopySuperseded {
+					superseded++
+				}
+			}
+			fmt.Fprintf(w, "  %s %s\n", d.Side, d)
+		}
+	}
+	if more := v.SourceDuplicates - listed[0] + v.TargetDuplicates - listed[1]; more > 0 {
+		fmt.Fprintf(w, "  and %s more (--max-ids per shard)\n", cli.Commas(more))
+	}
+	fmt.Fprintf(w, "an index holding superseded copies fails verification: reshard repair deletes them (%d listed), each at its id's newest version", superseded)
+	if ties > 0 {
+		fmt.Fprintf(w, "; it leaves copies tied at the newest version (%s): delete the wrong copy by hand, with its routing", idCount(int64(ties)))
+	}
+	fmt.Fprintln(w)
+}
+
+// idCount is "1 id" or "n ids".
+func idCount(n int64) string {
+	if n == 1 {
+		return "1 id"
+	}
+	return cli.Commas(n) + " ids"
 }
 
 func okMark(ok bool) string {

@@ -33,10 +33,10 @@ func checkBackfill(c *migrate.BackfillConfig) error {
 // verifyFlags are the flags of verify (and run).
 func verifyFlags(fs *flag.FlagSet) *migrate.VerifyConfig {
 	c := &migrate.VerifyConfig{}
-	fs.BoolVar(&c.IDs, "ids", false, "also compare the document ids of every range (slower); lists up to --max-ids missing and extra ids per shard")
+	fs.BoolVar(&c.IDs, "ids", false, "also compare the document ids of every range (slower); lists up to --max-ids missing, extra and duplicated ids per shard, and finds duplicates (an id on two or more shards of one index)")
 	fs.IntVar(&c.Attempts, "attempts", migrate.DefaultAttempts, "check a shard that differs up to this many times (live writes can be caught half-way)")
 	fs.DurationVar(&c.Pause, "pause", migrate.DefaultPause, "pause between attempts")
-	fs.IntVar(&c.MaxIDs, "max-ids", migrate.DefaultMaxIDs, "longest list of missing (or extra) ids per shard; counts stay exact")
+	fs.IntVar(&c.MaxIDs, "max-ids", migrate.DefaultMaxIDs, "longest list of missing (or extra, or duplicated) ids per shard; counts stay exact")
 	return c
 }
 
@@ -88,7 +88,7 @@ func runBackfill(args []string, stdout, stderr io.Writer) error {
 func runVerify(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("verify", "[--ids] [--attempts 5] [--alias menu] [--opensearch URLs] [--json]", stdout)
 	cfg := verifyFlags(fs)
-	asJSON := fs.Bool("json", false, `print [{"shard":…,"source":…,"target":…,"out_of_range":…,"missing":…,"extra":…,"ok":…}, …]`)
+	asJSON := fs.Bool("json", false, `print [{"shard":…,"source":…,"target":…,"out_of_range":…,"missing":…,"extra":…,"source_duplicates":…,"target_duplicates":…,"ok":…,"duplicates":[…]}, …] (duplicates only on shards with any)`)
 	mf := addMigrationFlags(fs)
 	s, err := mf.start(fs, args, stderr, func() error { return checkVerify(cfg) })
 	if err != nil {
@@ -115,7 +115,7 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 
 func runRepair(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("repair", "[--dry-run] [--alias menu] [--opensearch URLs]", stdout)
-	dry := fs.Bool("dry-run", false, "print what would be copied and deleted, and change nothing")
+	dry := fs.Bool("dry-run", false, "print what would be copied and deleted (the requests), and change nothing")
 	mf := addMigrationFlags(fs)
 	s, err := mf.start(fs, args, stderr)
 	if err != nil {
@@ -140,6 +140,15 @@ func runRepair(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "repair: %s %d documents (%d already as new on the target, %d refused by a delete's tombstone), %s %d extra copies (%d left: changed since read)\n",
 		verb, rep.Copied, rep.Stale, rep.Blocked, del, rep.Deleted, rep.Changed)
+	if rep.Superseded+rep.Kept+len(rep.Ties) > 0 {
+		fmt.Fprintf(stdout, "repair: %s %d superseded copies of duplicates, at their ids' newest versions (%d left: as new since read)\n", del, rep.Superseded, rep.Kept)
+	}
+	if len(rep.Ties) > 0 {
+		fmt.Fprintf(stdout, "left the duplicates of %s whose copies are tied at the newest version: which is current cannot be told; delete the wrong copy by hand (DELETE /<index>/_doc/<id>?routing=<its routing>)\n", idCount(int64(len(rep.Ties))))
+		for _, d := range rep.Ties {
+			fmt.Fprintf(stdout, "  %s %s\n", d.Side, d)
+		}
+	}
 	if rep.Unlisted > 0 {
 		fmt.Fprintf(stdout, "%d more differences were counted but not listed (--max-ids); the next verify --ids lists them\n", rep.Unlisted)
 	}

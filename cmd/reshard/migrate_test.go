@@ -142,8 +142,8 @@ func TestMigrationVerbs(t *testing.T) {
 		for k := range r {
 			keys = append(keys, k)
 		}
-		if len(keys) != 7 || r["shard"] != dst.Shard(i).Name || r["ok"] != true || r["source"] != r["target"] {
-			t.Errorf("verify --json row %d = %v, want exactly shard, source, target, out_of_range, missing, extra, ok", i, r)
+		if len(keys) != 9 || r["shard"] != dst.Shard(i).Name || r["ok"] != true || r["source"] != r["target"] || r["source_duplicates"] != 0.0 {
+			t.Errorf("verify --json row %d = %v, want exactly shard, source, target, out_of_range, missing, extra, source_duplicates, target_duplicates, ok", i, r)
 		}
 		total += r["source"].(float64)
 	}
