@@ -52,6 +52,13 @@ type Config struct {
 	// RepartitionRetention is the repartition topic's retention.ms when
 	// the pipeline creates it. Default 7 days.
 	RepartitionRetention time.Duration
+	// RestaurantPartitioner, under DishKeyDish, is the partitioner the
+	// restaurant topic's producer placed keys with, which the
+	// repartitioner places dishes by: PartitionerMurmur2, PartitionerCRC32,
+	// PartitionerFNV1a or PartitionerSarama, checked at start against the
+	// topic's last events; or PartitionerAuto, detected from them
+	// (placement_detect.go). Default PartitionerAuto.
+	RestaurantPartitioner Partitioner
 	// Group is the Kafka consumer group. Default "geoshard-ingest".
 	Group string
 	// ParkingTopic holds the dishes that wait for their restaurant, so
@@ -207,6 +214,9 @@ func (c Config) withDefaults() Config {
 	}
 	str(&c.RepartitionTopic, c.Group+".dishes-by-restaurant")
 	dur(&c.RepartitionRetention, DefaultRepartitionRetention)
+	if c.RestaurantPartitioner == "" {
+		c.RestaurantPartitioner = PartitionerAuto
+	}
 	str(&c.DLQTopic, DefaultDLQTopic)
 	str(&c.ParkingTopic, c.Group+".parked")
 	str(&c.Alias, DefaultAlias)
@@ -284,6 +294,12 @@ func (c Config) Validate() error {
 	}
 	if c.RepartitionRetention < 0 {
 		bad("repartition retention %v: must not be negative", c.RepartitionRetention)
+	}
+	switch {
+	case !c.RestaurantPartitioner.Valid():
+		bad("restaurant partitioner %q: want auto, murmur2, crc32, fnv1a or sarama", c.RestaurantPartitioner)
+	case d.RestaurantPartitioner != PartitionerAuto && d.DishKey != DishKeyDish:
+		bad("restaurant partitioner %q: only used with dish key %q, where dishes are placed by it", c.RestaurantPartitioner, DishKeyDish)
 	}
 	if c.MapHash != "" && (len(c.MapHash) != 64 || strings.Trim(c.MapHash, "0123456789abcdef") != "") {
 		bad("map hash %q: want 64 lowercase hex digits (router.Map.Hash)", c.MapHash)

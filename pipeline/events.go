@@ -265,10 +265,11 @@ func clip(b []byte) string {
 type decoder struct {
 	cfg Config
 	log *slog.Logger
-	// placement, under DishKeyDish, checks restaurant events' partitions
-	// against the repartitioner's partitioner (nil: not checked). Set
-	// before Run starts the decoder.
+	// placement, under DishKeyDish, is where the repartitioner places
+	// dishes: a restaurant event elsewhere stops the pipeline through
+	// fail (nil: not checked). Set before Run starts the decoder.
 	placement *keyPlacement
+	fail      func(error)
 	misplaced atomic.Int64
 }
 
@@ -286,8 +287,8 @@ func (d *decoder) run(ctx context.Context, in <-chan fetched, out chan<- fetched
 			}
 		}
 		f.dec = d.decode(f.msg)
-		if d.placement != nil && f.msg.Topic == d.cfg.RestaurantTopic && len(f.msg.Key) > 0 {
-			d.checkPlacement(f.msg)
+		if d.placement != nil && f.msg.Topic == d.cfg.RestaurantTopic && !d.checkPlacement(f.msg) {
+			return // stopped: the event is not handed on, so not committed
 		}
 		select {
 		case out <- f:
@@ -318,20 +319,17 @@ func (d *decoder) decode(m kafka.Message) decoded {
 	return out
 }
 
-// checkPlacement warns, on the first and then every 10,000th, of
-// restaurant events in another partition than Kafka's default
-// partitioner gives their key: the repartitioner puts their dishes in
-// that other partition, which another member may own, and there they wait
-// for a restaurant that member never sees.
-func (d *decoder) checkPlacement(m kafka.Message) {
-	want := d.placement.partition(m.Key)
-	if want == m.Partition {
-		return
+// checkPlacement reports whether a restaurant-topic message is where the
+// placement puts it; if not, it stops the pipeline with why
+// (keyPlacement.check says why it stops rather than dead-letters).
+func (d *decoder) checkPlacement(m kafka.Message) bool {
+	err := d.placement.check(m)
+	if err == nil {
+		return true
 	}
-	if n := d.misplaced.Add(1); n%10_000 == 1 {
-		d.log.Warn("restaurant event not where Kafka's default partitioner puts its key: produce the restaurant topic keyed by restaurant id with the default (murmur2) partitioner, or its dishes may miss it with more than one instance",
-			"topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "key", clip(m.Key), "default_partition", want, "misplaced", n)
-	}
+	d.misplaced.Add(1)
+	d.fail(err)
+	return false
 }
 
 // event is one fetched message on its way through the pipeline.

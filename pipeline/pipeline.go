@@ -99,7 +99,7 @@ func New(cfg Config, client *opensearch.Client) (*Pipeline, error) {
 	now := func() time.Time { return p.now() }
 	p.commits = &committer{log: p.log, track: p.track, gauge: m.committed, every: cfg.CommitInterval}
 	p.grp = newMember(cfg, p.log, p.commits.commit)
-	p.dec = &decoder{cfg: cfg, log: p.log}
+	p.dec = &decoder{cfg: cfg, log: p.log, fail: p.fail}
 	p.parking = newParker(cfg, p.log, p.track, m)
 	p.modes = newModes(cfg, p.log, p.admin, m, p.fail)
 	p.out = &outcomes{
@@ -191,6 +191,14 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		return err
 	}
 	if p.dec.placement, err = checkPartitions(ctx, p.cfg, p.log, transport); err != nil {
+		return err
+	}
+	// Under DishKeyDish: where the restaurant topic holds each restaurant,
+	// learnt before the repartitioner forwards anything.
+	if p.dec.placement, err = placeRestaurants(ctx, p.cfg, p.log, transport, nativeKeyID); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return err
 	}
 	lt := p.newLifetimes(ctx)
@@ -358,7 +366,7 @@ func (p *Pipeline) consume(lt *lifetimes, dialer *kafka.Dialer, transport *kafka
 	// the batch it is writing within the drain.
 	var repart sync.WaitGroup
 	if p.cfg.DishKey == DishKeyDish {
-		rp := newRepartitioner(p.cfg, p.log, dialer, transport, p.met.repartitioned, func(n int) { p.repartitioned.Add(int64(n)) })
+		rp := newRepartitioner(p.cfg, p.log, dialer, transport, p.dec.placement, p.met.repartitioned, func(n int) { p.repartitioned.Add(int64(n)) })
 		repart.Go(func() { rp.run(lt.intake, lt.work) })
 	}
 	raw, msgs := make(chan fetched, 64), make(chan fetched, 64)

@@ -13,14 +13,20 @@ package pipeline
 //   - A repartitioner consumes the dish topic in a group of its own
 //     (Config.Group + ".repartition") and produces every event, value and
 //     headers unchanged, to the repartition topic, keyed by its restaurant
-//     id and placed by Kafka's default partitioner (murmur2, as the Java
-//     client, Kafka Connect and Debezium place keys). Each batch is
+//     id and placed in the partition of the restaurant topic that holds
+//     its restaurant's events: the partition the restaurant topic's
+//     producer gives the restaurant's key, with that producer's
+//     partitioner (murmur2, crc32, fnv1a or Sarama's), the key spelled as
+//     that producer spells it (the id, or a JSON key naming it). Both are
+//     learnt from the restaurant topic at start, or the partitioner is
+//     named (placement.go, placement_detect.go). Each batch is
 //     acknowledged by every in-sync replica before its offsets are
 //     committed and before the next batch is sent.
 //   - The pipeline consumes the restaurant topic and the repartition
 //     topic, co-partitioned, exactly as it consumes a dish topic keyed by
-//     restaurant: the restaurant topic must be keyed by restaurant id with
-//     the same default partitioner (decodeAll warns when it is not).
+//     restaurant. The decoder checks every keyed restaurant event against
+//     the placement, and one that is elsewhere stops ingest
+//     (keyPlacement.check says why).
 //
 // Order: a dish's events come from one dish topic partition, in order,
 // and go to one repartition partition, its restaurant's, in that order.
@@ -29,8 +35,10 @@ package pipeline
 // another restaurant goes to that restaurant's partition from then on;
 // its versions still order its writes.)
 //
-// An event whose restaurant id cannot be read is forwarded without a key,
-// so that the pipeline dead-letters it with the reason it would have had;
+// An event whose restaurant id cannot be read is forwarded without a key
+// (to the partition of its dish-topic partition's number, modulo the
+// count), so that the pipeline dead-letters it with the reason it would
+// have had;
 // one over Config.MaxEventBytes is forwarded cut to one byte over it (its
 // dead letter's reason is oversized, and its origin headers point at the
 // whole event). Every forwarded event carries its origin (dish topic,
@@ -134,12 +142,14 @@ func originOf(m kafka.Message) *origin {
 	return &o
 }
 
-// rekey is the message the repartitioner writes for m.
-func rekey(m kafka.Message, maxBytes int) kafka.Message {
+// rekey is the message the repartitioner writes for m, in the partition
+// of the restaurant topic that place says holds its restaurant.
+func rekey(m kafka.Message, maxBytes int, place *keyPlacement) kafka.Message {
 	c, _ := Decode(nil, m.Value, maxBytes)
-	out := kafka.Message{Value: m.Value, Time: m.Time}
+	out := kafka.Message{Value: m.Value, Time: m.Time, Partition: m.Partition % len(place.parts)}
 	if c != nil && c.RestaurantID != "" {
 		out.Key = []byte(c.RestaurantID)
+		out.Partition = place.dishPartition(c.RestaurantID)
 	}
 	if maxBytes > 0 && len(out.Value) > maxBytes {
 		out.Value = out.Value[:maxBytes+1]
@@ -173,6 +183,7 @@ type repartitioner struct {
 	log      *slog.Logger
 	r        consumer
 	w        producer
+	place    *keyPlacement
 	maxBytes int
 	maxBatch int
 	// forwarded counts events acknowledged by the repartition topic.
@@ -252,7 +263,7 @@ func (rp *repartitioner) run(stop, work context.Context) {
 		}
 		out = out[:0]
 		for _, m := range batch {
-			out = append(out, rekey(m, rp.maxBytes))
+			out = append(out, rekey(m, rp.maxBytes, rp.place))
 		}
 		if err := rp.write(work, out); err != nil {
 			break // work ended: what is not committed comes again
@@ -293,8 +304,9 @@ func (rp *repartitioner) write(ctx context.Context, msgs []kafka.Message) error 
 	}, func() error { return rp.w.WriteMessages(ctx, msgs...) })
 }
 
-// newRepartitioner builds the repartitioner's reader and writer.
-func newRepartitioner(cfg Config, log *slog.Logger, d *kafka.Dialer, t *kafka.Transport, forwarded prometheus.Counter, count func(n int)) *repartitioner {
+// newRepartitioner builds the repartitioner's reader and writer; place
+// is where the restaurant topic holds each restaurant.
+func newRepartitioner(cfg Config, log *slog.Logger, d *kafka.Dialer, t *kafka.Transport, place *keyPlacement, forwarded prometheus.Counter, count func(n int)) *repartitioner {
 	k := cfg.Kafka
 	rc := kafka.ReaderConfig{
 		Brokers:     cfg.Brokers,
@@ -324,9 +336,11 @@ func newRepartitioner(cfg Config, log *slog.Logger, d *kafka.Dialer, t *kafka.Tr
 		log: log.With("component", "repartition"),
 		r:   kafka.NewReader(rc),
 		w: &kafka.Writer{
-			Addr:         kafka.TCP(cfg.Brokers...),
-			Topic:        cfg.RepartitionTopic,
-			Balancer:     &kafka.Murmur2Balancer{},
+			Addr:  kafka.TCP(cfg.Brokers...),
+			Topic: cfg.RepartitionTopic,
+			// rekey has placed each message: the repartition topic has the
+			// restaurant topic's partition count (ensureRepartitionTopic).
+			Balancer:     kafka.BalancerFunc(func(m kafka.Message, _ ...int) int { return m.Partition }),
 			RequiredAcks: kafka.RequireAll,
 			BatchSize:    1000,
 			BatchBytes:   int64(max(maxBytes, 1<<20)),
@@ -334,6 +348,7 @@ func newRepartitioner(cfg Config, log *slog.Logger, d *kafka.Dialer, t *kafka.Tr
 			MaxAttempts:  3,
 			Transport:    t,
 		},
+		place:     place,
 		maxBytes:  cfg.MaxEventBytes,
 		maxBatch:  1000,
 		forwarded: forwarded,
@@ -449,24 +464,4 @@ func partitionCounts(ctx context.Context, client *kafka.Client, topics ...string
 		}
 	}
 	return counts, nil
-}
-
-// keyPlacement checks that restaurant events are where Kafka's default
-// partitioner puts their keys, the partition the repartitioner gives
-// their dishes.
-type keyPlacement struct {
-	parts []int
-}
-
-func newKeyPlacement(n int) *keyPlacement {
-	k := &keyPlacement{parts: make([]int, n)}
-	for i := range k.parts {
-		k.parts[i] = i
-	}
-	return k
-}
-
-// partition is the partition Kafka's default partitioner gives key.
-func (k *keyPlacement) partition(key []byte) int {
-	return kafka.Murmur2Balancer{}.Balance(kafka.Message{Key: key}, k.parts...)
 }

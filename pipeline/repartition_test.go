@@ -191,10 +191,13 @@ func TestRepartitionTopicRefusals(t *testing.T) {
 }
 
 // TestRekey: the repartitioned message is keyed by the restaurant id when
-// the event names one, keeps the value and headers, and carries its
+// the event names one, in the partition the restaurant topic's placement
+// gives that id's key, keeps the value and headers, and carries its
 // origin; originOf reads it back.
 func TestRekey(t *testing.T) {
 	ts := time.Unix(1700000000, 0)
+	place := newKeyPlacement(3)
+	place.by, place.tmpl = PartitionerCRC32, keyTemplate{prefix: `{"id":`, suffix: `}`, quoted: true}
 	for _, tc := range []struct {
 		name, value string
 		key         []byte
@@ -211,9 +214,16 @@ func TestRekey(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			in := kafka.Message{Topic: "dishes", Partition: 4, Offset: 77, Key: tc.key, Value: []byte(tc.value), Time: ts,
 				Headers: []kafka.Header{{Key: "trace", Value: []byte("t1")}, {Key: HeaderOriginTopic, Value: []byte("forged")}}}
-			out := rekey(in, 100)
+			out := rekey(in, 100, place)
 			if string(out.Key) != tc.wantKey || (tc.wantKey == "" && out.Key != nil) {
 				t.Errorf("key %q, want %q", out.Key, tc.wantKey)
+			}
+			wantPart := in.Partition % 3 // no restaurant id: the partition of its number
+			if tc.wantKey != "" {
+				wantPart = PartitionerCRC32.Partition([]byte(`{"id":"`+tc.wantKey+`"}`), 3)
+			}
+			if out.Partition != wantPart {
+				t.Errorf("partition %d, want %d", out.Partition, wantPart)
 			}
 			if tc.wantLen > 0 {
 				if len(out.Value) != tc.wantLen {
@@ -237,22 +247,5 @@ func TestRekey(t *testing.T) {
 	}
 	if originOf(kafka.Message{Headers: []kafka.Header{{Key: HeaderOriginTopic, Value: []byte("x")}}}) != nil {
 		t.Error("originOf of a message with a partial origin: want nil")
-	}
-}
-
-// TestKeyPlacementMatchesTheProducer: the partition the check expects is
-// the one the project's producers (and the repartitioner) pick.
-func TestKeyPlacementMatchesTheProducer(t *testing.T) {
-	realenv.Parallel(t)
-	e := newEnv(t, envOptions{partitions: 5})
-	kp := newKeyPlacement(5)
-	for _, id := range []string{"r-1", "r-2", "restaurant-123456", "x"} {
-		part, _, err := e.kafka.Produce(context.Background(), e.restaurantTopic, []byte(id), []byte("{}"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := kp.partition([]byte(id)); got != part {
-			t.Errorf("key %q: check expects partition %d, the producer put it in %d", id, got, part)
-		}
 	}
 }

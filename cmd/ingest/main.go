@@ -74,6 +74,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.StringVar(&o.pipe.RepartitionTopic, "repartition-topic", "", "with --dish-key dish: the topic of dish events re-keyed by restaurant, created with the restaurant topic's partition count if missing; default <group>.dishes-by-restaurant (GEOSHARD_REPARTITION_TOPIC)")
 	fs.StringVar(&o.pipe.ParkingTopic, "parking-topic", "", "compacted topic where dishes wait for their restaurant with their offsets committed, created with the restaurant topic's partition count if missing; default <group>.parked (GEOSHARD_PARKING_TOPIC)")
 	fs.DurationVar(&o.pipe.RepartitionRetention, "repartition-retention", pipeline.DefaultRepartitionRetention, "with --dish-key dish: retention of the repartition topic when ingest creates it (GEOSHARD_REPARTITION_RETENTION)")
+	restaurantPartitioner := fs.String("restaurant-partitioner", string(pipeline.PartitionerAuto), "with --dish-key dish: the partitioner the restaurant topic's producer places keys with, by which ingest places each dish with its restaurant: murmur2 (the Java client, Kafka Connect, Debezium), crc32 (librdkafka's default consistent_random: kcat, confluent-kafka-go, confluent-kafka-python, node-rdkafka), fnv1a (librdkafka's fnv1a), sarama (Sarama's default), checked at start against the topic's last events; or auto, detected from them (GEOSHARD_RESTAURANT_PARTITIONER)")
 	fs.StringVar(&o.pipe.Group, "group", "geoshard-ingest", "consumer group (GEOSHARD_GROUP)")
 	fs.StringVar(&o.pipe.DLQTopic, "dlq-topic", "geoshard.dlq", "dead-letter topic (GEOSHARD_DLQ_TOPIC)")
 	fs.StringVar(&o.pipe.Alias, "alias", "menu", "alias to write through; the map comes from its write index (GEOSHARD_ALIAS)")
@@ -113,6 +114,10 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	o.pipe.DishKey = pipeline.DishKey(*dishKey)
 	if *dishKey != "" && !o.pipe.DishKey.Valid() {
 		return nil, cli.UsageError{Err: fmt.Errorf("--dish-key %q: want restaurant or dish", *dishKey)}
+	}
+	o.pipe.RestaurantPartitioner = pipeline.Partitioner(*restaurantPartitioner)
+	if !o.pipe.RestaurantPartitioner.Valid() {
+		return nil, cli.UsageError{Err: fmt.Errorf("--restaurant-partitioner %q: want auto, murmur2, crc32, fnv1a or sarama", *restaurantPartitioner)}
 	}
 	if err := o.readFormat(fs, *format); err != nil {
 		return nil, cli.UsageError{Err: err}

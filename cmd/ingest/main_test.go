@@ -37,6 +37,9 @@ func TestBadFlagsExit2(t *testing.T) {
 		{"bad env bool", nil, map[string]string{"GEOSHARD_KAFKA_TLS": "yes"}, `GEOSHARD_KAFKA_TLS="yes": not a valid value for --kafka-tls`},
 		{"bad env bool of the client", nil, map[string]string{"GEOSHARD_OPENSEARCH_INSECURE": "sure"}, `GEOSHARD_OPENSEARCH_INSECURE="sure"`},
 		{"bad env dish key", nil, map[string]string{"GEOSHARD_DISH_KEY": "id"}, `--dish-key "id"`},
+		{"bad restaurant partitioner", []string{"--dish-key", "dish", "--restaurant-partitioner", "crc16"}, nil, `--restaurant-partitioner "crc16": want auto, murmur2, crc32, fnv1a or sarama`},
+		{"bad env restaurant partitioner", nil, map[string]string{"GEOSHARD_RESTAURANT_PARTITIONER": "random"}, `--restaurant-partitioner "random"`},
+		{"restaurant partitioner without dish key dish", []string{"--restaurant-partitioner", "crc32", "--metrics-addr", ""}, nil, `restaurant partitioner "crc32": only used with dish key "dish"`},
 		{"dish key dish on one topic", []string{"--dish-key", "dish", "--dish-topic", "restaurants", "--metrics-addr", ""}, nil, "needs a dish topic of its own"},
 		{"missing map file", []string{"--map", "/nonexistent/map.json", "--metrics-addr", ""}, nil, "--map"},
 		{"non-loopback embedded address", []string{"--embedded", "--embedded-opensearch", "10.1.2.3:9200", "--metrics-addr", ""}, nil, "loopback"},
@@ -58,6 +61,7 @@ func TestEnvironmentSetsDefaultsAndSecretsStayHidden(t *testing.T) {
 		"GEOSHARD_OPENSEARCH": "https://search:9200", "GEOSHARD_OPENSEARCH_USERNAME": "ingest",
 		"GEOSHARD_OPENSEARCH_PASSWORD": "hunter2", "GEOSHARD_KAFKA_SASL_PASSWORD": "kafkapass",
 		"GEOSHARD_DISH_KEY": "dish", "GEOSHARD_REPARTITION_TOPIC": "dishes.rekeyed", "GEOSHARD_PARKING_TOPIC": "ingest.waiting",
+		"GEOSHARD_RESTAURANT_PARTITIONER": "crc32",
 	}
 	var errb bytes.Buffer
 	o, err := parseFlags(nil, envOf(env), &errb)
@@ -66,7 +70,8 @@ func TestEnvironmentSetsDefaultsAndSecretsStayHidden(t *testing.T) {
 	}
 	if strings.Join(o.pipe.Brokers, ",") != "k1:9092,k2:9092" || o.pipe.Alias != "food" || o.pipe.Bulk.Workers != 7 ||
 		o.client.Addresses[0] != "https://search:9200" || o.client.Password.Reveal() != "hunter2" || o.pipe.Kafka.Password.Reveal() != "kafkapass" ||
-		o.pipe.DishKey != "dish" || o.pipe.RepartitionTopic != "dishes.rekeyed" || o.pipe.ParkingTopic != "ingest.waiting" {
+		o.pipe.DishKey != "dish" || o.pipe.RepartitionTopic != "dishes.rekeyed" || o.pipe.ParkingTopic != "ingest.waiting" ||
+		o.pipe.RestaurantPartitioner != "crc32" {
 		t.Errorf("options from the environment = %+v", o)
 	}
 	// Neither --help nor a printed config shows a secret.
