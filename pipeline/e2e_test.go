@@ -294,7 +294,7 @@ func TestScaleOut(t *testing.T) {
 	evs := generate(t, g)
 	t.Logf("seed %d: %d events: %s", seed, len(evs), summarize(evs))
 	ctx := context.Background()
-	third := len(evs) / 3
+	third, twoThirds := cutAt(evs, len(evs)/3), cutAt(evs, 2*len(evs)/3)
 	where := e.produce(ctx, evs[:third])
 
 	cfg := e.config()
@@ -312,7 +312,7 @@ func TestScaleOut(t *testing.T) {
 	a, b, c := e.start(instance(cfg)), e.start(instance(killed)), e.start(instance(cfg))
 	e.waitCaughtUp(t, a, 40*time.Second)
 
-	where = append(where, e.produce(ctx, evs[third:2*third])...)
+	where = append(where, e.produce(ctx, evs[third:twoThirds])...)
 	before := b.p.Stats().Finished
 	deadline := time.Now().Add(realenv.Slack(20 * time.Second))
 	for b.p.Stats().Finished < before+50 && time.Now().Before(deadline) {
@@ -322,7 +322,7 @@ func TestScaleOut(t *testing.T) {
 		t.Fatalf("killed instance: Run = %v", err)
 	}
 	d := e.start(instance(cfg))
-	where = append(where, e.produce(ctx, evs[2*third:])...)
+	where = append(where, e.produce(ctx, evs[twoThirds:])...)
 	e.waitCaughtUp(t, a, 60*time.Second)
 	for i, r := range []*running{a, c, d} {
 		if err := r.Stop(t); err != nil {

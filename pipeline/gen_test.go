@@ -674,3 +674,31 @@ func roundTrip(v map[string]any) map[string]any {
 	_ = json.Unmarshal(b, &out)
 	return out
 }
+
+// cutAt returns the first place at or after i where evs can be cut in two
+// without a dish before the cut waiting for a restaurant created after it
+// (an early dish, early): a test that produces the two parts with a wait
+// between them would see that dish expire, which the model, knowing no
+// time, does not predict.
+func cutAt(evs []genEvent, i int) int {
+	first := map[string]int{}
+	for j, ev := range evs {
+		if ev.typ == TypeRestaurant && ev.op == OpUpsert {
+			if _, ok := first[ev.id]; !ok {
+				first[ev.id] = j
+			}
+		}
+	}
+	bad := make([]bool, len(evs)+1)
+	for j, ev := range evs {
+		if f, ok := first[ev.rid]; ok && ev.dish && f > j {
+			for k := j + 1; k <= f; k++ {
+				bad[k] = true
+			}
+		}
+	}
+	for i < len(evs) && bad[i] {
+		i++
+	}
+	return min(i, len(evs))
+}

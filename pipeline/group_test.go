@@ -128,7 +128,8 @@ func TestGroupThroughKillsAndRestarts(t *testing.T) {
 	t.Logf("seed %d: %d events: %s", seed, len(evs), summarize(evs))
 	ctx := context.Background()
 	chunks := 5
-	chunk := func(i int) []genEvent { return evs[i*len(evs)/chunks : (i+1)*len(evs)/chunks] }
+	at := func(i, parts int) int { return cutAt(evs, i*len(evs)/parts) }
+	chunk := func(i int) []genEvent { return evs[at(i, chunks):at(i+1, chunks)] }
 	cfg := e.config()
 	n := 0
 	start := func() *testMember {
@@ -146,9 +147,12 @@ func TestGroupThroughKillsAndRestarts(t *testing.T) {
 	}
 	// Rolling restart: each instance stopped as SIGTERM stops it, then
 	// replaced, while the last chunk flows.
-	rest := chunk(4)
+	last := at(4, chunks)
+	from := last
 	for i := range group {
-		where = append(where, e.produce(ctx, rest[i*len(rest)/3:(i+1)*len(rest)/3])...)
+		to := cutAt(evs, last+(i+1)*(len(evs)-last)/3)
+		where = append(where, e.produce(ctx, evs[from:to])...)
+		from = to
 		if err := group[i].r.Stop(t); err != nil {
 			t.Fatalf("rolling restart of instance %d: Run = %v", i, err)
 		}
