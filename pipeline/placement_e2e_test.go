@@ -1,0 +1,405 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"hash/fnv"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/geoshard/geoshard/internal/realenv"
+)
+
+// librdkafkaFNV1a ports librdkafka's rd_kafka_msg_partitioner_fnv1a as
+// its C reads: rd_fnv1a computes FNV-1a in an int32 h, sets h = -h when
+// negative and returns (uint32_t)h, and the partitioner takes that
+// modulo partition_cnt, unsigned.
+func librdkafkaFNV1a(key []byte, partitionCnt int) int {
+	h := int32(-2128831035) // 0x811C9DC5 as an int32
+	for _, b := range key {
+		h ^= int32(b)
+		h *= 16777619
+	}
+	if h < 0 {
+		h = -h
+	}
+	return int(uint32(h) % uint32(partitionCnt))
+}
+
+// clientPartitioner is a franz-go partitioner that places keys as the
+// client p names does: franz-go's own implementations where it has them
+// (its default is Kafka's murmur2; SaramaHasher over CRC-32 is
+// librdkafka's consistent; SaramaCompatHasher over FNV-1a is Sarama's),
+// and the port above for librdkafka's fnv1a. None is the code under test.
+func clientPartitioner(p Partitioner) kgo.Partitioner {
+	fnv32a := func(b []byte) uint32 {
+		h := fnv.New32a()
+		h.Write(b)
+		return h.Sum32()
+	}
+	switch p {
+	case PartitionerCRC32:
+		return kgo.StickyKeyPartitioner(kgo.SaramaHasher(crc32.ChecksumIEEE))
+	case PartitionerFNV1a:
+		return kgo.BasicConsistentPartitioner(func(string) func(*kgo.Record, int) int {
+			return func(r *kgo.Record, n int) int { return librdkafkaFNV1a(r.Key, n) }
+		})
+	case PartitionerSarama:
+		return kgo.StickyKeyPartitioner(kgo.SaramaCompatHasher(fnv32a))
+	}
+	return kgo.StickyKeyPartitioner(nil)
+}
+
+// producerBy is a producer to the environment's broker that places keys
+// as the client p names does.
+func producerBy(t testing.TB, e *testEnv, p Partitioner) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.kafka.Addrs()...), kgo.RecordPartitioner(clientPartitioner(p)),
+		kgo.ProducerLinger(0), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// produceBy writes events in order, each to its type's topic, through
+// cl, and returns where each was stored.
+func produceBy(t testing.TB, e *testEnv, cl *kgo.Client, evs []genEvent) []produced {
+	t.Helper()
+	out := make([]produced, 0, len(evs))
+	for i := 0; i < len(evs); {
+		topic := e.topicOf(evs[i])
+		var recs []*kgo.Record
+		for ; i < len(evs) && e.topicOf(evs[i]) == topic && len(recs) < 500; i++ {
+			recs = append(recs, &kgo.Record{Topic: topic, Key: evs[i].key, Value: evs[i].value})
+		}
+		if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			out = append(out, produced{topic: topic, partition: int(r.Partition), offset: r.Offset})
+		}
+	}
+	return out
+}
+
+// produceKeys writes one restaurant-topic record per key.
+func produceKeys(t testing.TB, e *testEnv, cl *kgo.Client, keys []string) []produced {
+	t.Helper()
+	evs := make([]genEvent, len(keys))
+	for i, k := range keys {
+		evs[i] = genEvent{key: []byte(k), value: []byte("{}")}
+	}
+	return produceBy(t, e, cl, evs)
+}
+
+func keysOf(from, to int, key func(i int) string) []string {
+	var out []string
+	for i := from; i < to; i++ {
+		out = append(out, key(i))
+	}
+	return out
+}
+
+// syncBuffer is a log sink the pipeline's goroutines may write to while
+// the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// placeOf runs the start-time detection against the environment's
+// restaurant topic, logging into log.
+func placeOf(t testing.TB, e *testEnv, named Partitioner, keyID func([]byte) (string, bool), log *slog.Logger) (*keyPlacement, error) {
+	t.Helper()
+	cfg := e.config()
+	cfg.RestaurantPartitioner = named
+	cfg = cfg.withDefaults()
+	_, transport, err := cfg.Kafka.KafkaDialer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return placeRestaurants(context.Background(), cfg, log, transport, keyID)
+}
+
+// TestDetectRestaurantPartitioner: a restaurant topic produced by each
+// client is recognised from the last events of its partitions, with
+// native keys and with Debezium's JSON keys in a schema envelope; the
+// dish placement then spells a restaurant id as those keys do.
+func TestDetectRestaurantPartitioner(t *testing.T) {
+	realenv.Parallel(t)
+	for _, p := range Partitioners {
+		for _, json := range []bool{false, true} {
+			name := string(p)
+			key, keyID := restaurantKey, nativeKeyID
+			if json {
+				name += " json keys"
+				key = func(i int) string { return fmt.Sprintf(envelopeKey, fmt.Sprint(1000+i)) }
+				keyID = jsonKeyID
+			}
+			t.Run(name, func(t *testing.T) {
+				realenv.Parallel(t)
+				e := newEnv(t, envOptions{partitions: 5, twoTopics: true, dishKeyDish: true})
+				produceKeys(t, e, producerBy(t, e, p), keysOf(0, 400, key))
+				k, err := placeOf(t, e, PartitionerAuto, keyID, testLogger())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if k.by.samePlace() != p.samePlace() || k.basis != basisDetected {
+					t.Errorf("detected %s (%s), want %s", k.by, k.basis, p)
+				}
+				id, idKey := "77", "77"
+				if json {
+					idKey = fmt.Sprintf(envelopeKey, id)
+				}
+				if got, want := k.dishPartition(id), p.Partition([]byte(idKey), 5); got != want {
+					t.Errorf("dishPartition(%q) = %d, want %d, the partition %s gives its key %s", id, got, want, p, idKey)
+				}
+			})
+		}
+	}
+}
+
+// TestDetectionSamplesTheEnd: only the last 200 events of each partition
+// are sampled. Keys a crc32 producer wrote first, then over 200 a
+// partition from a murmur2 producer: murmur2 is detected.
+func TestDetectionSamplesTheEnd(t *testing.T) {
+	realenv.Parallel(t)
+	const n = 3
+	e := newEnv(t, envOptions{partitions: n, twoTopics: true, dishKeyDish: true})
+	produceKeys(t, e, producerBy(t, e, PartitionerCRC32), keysOf(0, 50, restaurantKey))
+	where := produceKeys(t, e, producerBy(t, e, PartitionerMurmur2), keysOf(50, 50+250*n, restaurantKey))
+	per := map[int]int{}
+	for _, w := range where {
+		per[w.partition]++
+	}
+	for p := range n {
+		if per[p] < placementSample {
+			t.Fatalf("partition %d got %d murmur2 keys, the test needs %d in each", p, per[p], placementSample)
+		}
+	}
+	k, err := placeOf(t, e, PartitionerAuto, nativeKeyID, testLogger())
+	if err != nil || k.by != PartitionerMurmur2 || k.basis != basisDetected {
+		t.Fatalf("placement = %+v, %v; want murmur2 detected", k, err)
+	}
+	_, transport, _ := e.config().Kafka.KafkaDialer()
+	client := &kafka.Client{Addr: kafka.TCP(e.kafka.Addrs()...), Timeout: 10 * time.Second, Transport: transport}
+	_, samples, err := sampleKeys(context.Background(), client, testLogger(), e.restaurantTopic, placementSample, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int]int{}
+	for _, s := range samples {
+		got[s.partition]++
+	}
+	for p := range n {
+		if got[p] != placementSample {
+			t.Errorf("sampled %d events of partition %d, want the last %d", got[p], p, placementSample)
+		}
+	}
+}
+
+// TestPlacementRefusals: a restaurant topic written by two clients with
+// different partitioners, one whose keys fit no known partitioner, and
+// one that contradicts the partitioner named, each stop the pipeline at
+// start, before it fetches anything, with an error that names the fix.
+func TestPlacementRefusals(t *testing.T) {
+	realenv.Parallel(t)
+	for _, tc := range []struct {
+		name  string
+		named Partitioner
+		write func(t *testing.T, e *testEnv)
+		want  string
+	}{
+		{"two producers", PartitionerAuto, func(t *testing.T, e *testEnv) {
+			produceKeys(t, e, producerBy(t, e, PartitionerMurmur2), keysOf(0, 60, restaurantKey))
+			produceKeys(t, e, producerBy(t, e, PartitionerCRC32), keysOf(60, 120, restaurantKey))
+		}, "was produced with more than one partitioner"},
+		{"named, contradicted", PartitionerSarama, func(t *testing.T, e *testEnv) {
+			produceKeys(t, e, producerBy(t, e, PartitionerCRC32), keysOf(0, 60, restaurantKey))
+		}, "the restaurant partitioner is set to sarama"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			realenv.Parallel(t)
+			e := newEnv(t, envOptions{partitions: 4, twoTopics: true, dishKeyDish: true})
+			tc.write(t, e)
+			cfg := e.config()
+			cfg.RestaurantPartitioner = tc.named
+			r := e.start(cfg)
+			err := r.Wait(t, 30*time.Second)
+			var pe *PlacementError
+			if !errors.As(err, &pe) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "produce ") {
+				t.Fatalf("Run = %v; want a *PlacementError saying %q and how to fix it", err, tc.want)
+			}
+			if f := r.p.Stats().Fetched; f != 0 {
+				t.Errorf("%d events fetched before the refusal, want none", f)
+			}
+		})
+	}
+}
+
+// TestEmptyRestaurantTopicIsAssumedThenChecked: on an empty restaurant
+// topic the pipeline assumes murmur2 with a warning that says how to name
+// the partitioner. The first restaurant event that a crc32 producer puts
+// elsewhere stops it, uncommitted, with why; the next start learns crc32
+// from that event and indexes it.
+func TestEmptyRestaurantTopicIsAssumedThenChecked(t *testing.T) {
+	realenv.Parallel(t)
+	const n = 4
+	e := newEnv(t, envOptions{partitions: n, twoTopics: true, dishKeyDish: true})
+	var logs syncBuffer
+	cfg := e.config()
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	r := e.start(cfg)
+	deadline := time.Now().Add(realenv.Slack(30 * time.Second))
+	for !r.p.running.Load() { // past the start checks: the placement is decided
+		if err, ok := r.Exited(); ok {
+			t.Fatalf("Run = %v before it started consuming", err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the pipeline did not start consuming in 30s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if l := logs.String(); !strings.Contains(l, "assuming murmur2") || !strings.Contains(l, "--restaurant-partitioner") {
+		t.Errorf("log = %s\nwant a warning that murmur2 is assumed and how to name the partitioner", l)
+	}
+
+	// A restaurant whose key crc32 and murmur2 put in different partitions.
+	id := ""
+	for i := 0; id == ""; i++ {
+		if k := []byte(fmt.Sprintf("r-late-%d", i)); PartitionerCRC32.Partition(k, n) != PartitionerMurmur2.Partition(k, n) {
+			id = string(k)
+		}
+	}
+	ev := genEvent{key: []byte(id), value: []byte(`{"type":"restaurant","op":"upsert","id":"` + id + `","version":1,"location":{"lat":37.7749,"lon":-122.4194},"doc":{"name":"Late"}}`)}
+	where := produceBy(t, e, producerBy(t, e, PartitionerCRC32), []genEvent{ev})[0]
+	err := r.Wait(t, 30*time.Second)
+	var me *MisplacedRestaurantError
+	if !errors.As(err, &me) || me.Basis != basisAssumed || me.Offset != where.offset || !strings.Contains(err.Error(), "restart ingest") {
+		t.Fatalf("Run = %v; want a *MisplacedRestaurantError for %s/%d@%d that says to restart", err, where.topic, where.partition, where.offset)
+	}
+	committed, err := e.kafka.CommittedOffsets(context.Background(), e.group, e.restaurantTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := committed[where.partition]; ok && c > where.offset {
+		t.Errorf("committed offset %d of partition %d is past the misplaced event at %d", c, where.partition, where.offset)
+	}
+
+	again := e.start(e.config())
+	e.waitCaughtUp(t, again, 30*time.Second)
+	if err := again.Stop(t); err != nil {
+		t.Fatalf("restart: Run = %v", err)
+	}
+	if got := again.p.dec.placement.by.samePlace(); got == PartitionerMurmur2 {
+		t.Errorf("after the restart the placement is still %s", got)
+	}
+	if _, ok := e.scanIndex(t)["restaurant:"+id]; !ok {
+		t.Errorf("restaurant %s not indexed after the restart", id)
+	}
+}
+
+// TestDishesMeetTheirRestaurantWhateverThePartitioner: a restaurant topic
+// produced by each client's partitioner and a dish topic keyed by dish
+// id, consumed with DishKeyDish by three instances on six partitions, one
+// killed mid-stream (its writes in flight abandoned, nothing more
+// committed) and a fourth joining later. Each dish is forwarded to the
+// partition that holds its restaurant, so it is handled where its
+// restaurant is: the index ends equal to the model of the event log,
+// every document under its restaurant's routing and on its shard, and
+// no restaurant event is reported misplaced.
+func TestDishesMeetTheirRestaurantWhateverThePartitioner(t *testing.T) {
+	realenv.Parallel(t)
+	for _, p := range Partitioners {
+		t.Run(string(p), func(t *testing.T) {
+			realenv.Parallel(t)
+			testDishesMeetTheirRestaurant(t, p)
+		})
+	}
+}
+
+func testDishesMeetTheirRestaurant(t *testing.T, p Partitioner) {
+	const seed = 17
+	e := newEnv(t, envOptions{partitions: 6, twoTopics: true, dishKeyDish: true})
+	g := defaultGen(seed, 2000)
+	// As in TestScaleOut: across two topics the order of a restaurant's
+	// events and its dishes' is undefined; and a dish that changes
+	// restaurant has its events in two restaurants' partitions, in no
+	// defined order (TestDishesKeyedByDish keeps those).
+	g.wRestDelete, g.wReplay, g.wDishOutOfOrder, g.wReparent = 0, 0, 0, 0
+	evs := keyDishesByDish(generate(t, g))
+	t.Logf("seed %d, restaurants placed by %s: %d events: %s", seed, p, len(evs), summarize(evs))
+	cl := producerBy(t, e, p)
+	third := len(evs) / 3
+	where := produceBy(t, e, cl, evs[:third])
+
+	cfg := e.config()
+	if realenv.Enabled() {
+		cfg.PendingMaxAge = time.Minute // see TestEndToEndTwoTopics
+	}
+	n := 0
+	instance := func(c Config) Config { // its own name and metrics
+		n++
+		c.Instance, c.Registerer = fmt.Sprintf("ingest-%d", n), prometheus.NewRegistry()
+		return c
+	}
+	killed := cfg
+	killed.DrainTimeout = time.Nanosecond
+	a, b, c := e.start(instance(cfg)), e.start(instance(killed)), e.start(instance(cfg))
+	e.waitCaughtUp(t, a, 40*time.Second)
+
+	where = append(where, produceBy(t, e, cl, evs[third:2*third])...)
+	before := b.p.Stats().Finished
+	deadline := time.Now().Add(realenv.Slack(20 * time.Second))
+	for b.p.Stats().Finished < before+50 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if err := b.Stop(t); err != nil {
+		t.Fatalf("killed instance: Run = %v", err)
+	}
+	d := e.start(instance(cfg))
+	where = append(where, produceBy(t, e, cl, evs[2*third:])...)
+	e.waitCaughtUp(t, a, 60*time.Second)
+	for i, r := range []*running{a, c, d} {
+		if err := r.Stop(t); err != nil {
+			t.Fatalf("instance %d: Run = %v", i, err)
+		}
+	}
+	var finished []int64
+	for _, r := range []*running{a, b, c, d} {
+		st := r.p.Stats()
+		finished = append(finished, st.Finished)
+		if st.Misplaced != 0 {
+			t.Errorf("%s: %d restaurant events reported misplaced", r.p.cfg.Instance, st.Misplaced)
+		}
+		if k := r.p.dec.placement; k == nil || k.by.samePlace() != p.samePlace() {
+			t.Errorf("%s placed dishes by %v, want %s", r.p.cfg.Instance, k, p)
+		}
+	}
+	t.Logf("finished per instance: %v", finished)
+	checkFinalOpts(t, e, evs, where, true)
+}
