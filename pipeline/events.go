@@ -69,6 +69,48 @@ const (
 // Valid reports whether f is a known format.
 func (f Format) Valid() bool { return f == FormatNative || f == FormatDebezium }
 
+// eventFormat is how a Format reads events. The decoder decodes every
+// message through it, the repartitioner reads dish events' restaurant ids
+// through it, and the partitioner detection (placement.go) reads
+// restaurant keys back to restaurant ids through its keyID.
+type eventFormat interface {
+	// decode decodes a message of topic. skip reports a message that
+	// finishes with no write and no dead letter (a Debezium tombstone);
+	// its Change then holds labels only.
+	decode(topic string, key, value []byte, maxBytes int) (c *Change, skip bool, bad *InvalidEventError)
+	// keyID is the restaurant id a restaurant event's Kafka key names:
+	// the key itself for native events, the key row's id column for
+	// Debezium's ({"id":42} → "42"). ok is false for a key naming none.
+	keyID(key []byte) (id string, ok bool)
+	// restaurantID is a dish event's restaurant id, read from its value;
+	// ok is false when it cannot be read.
+	restaurantID(value []byte) (id string, ok bool)
+}
+
+// newEventFormat returns the reader of cfg.Format; cfg has its defaults
+// (withDefaults) and a Mapping under FormatDebezium.
+func newEventFormat(cfg Config) eventFormat {
+	if cfg.Format == FormatDebezium && cfg.Mapping != nil {
+		return newDebezium(cfg.Mapping, cfg.RestaurantTopic)
+	}
+	return nativeFormat{}
+}
+
+// nativeFormat reads geoshard's own events (Decode).
+type nativeFormat struct{}
+
+func (nativeFormat) decode(_ string, key, value []byte, maxBytes int) (*Change, bool, *InvalidEventError) {
+	c, bad := Decode(key, value, maxBytes)
+	return c, false, bad
+}
+
+func (nativeFormat) keyID(key []byte) (string, bool) { return string(key), len(key) > 0 }
+
+func (nativeFormat) restaurantID(value []byte) (string, bool) {
+	c, _ := Decode(nil, value, 0)
+	return c.RestaurantID, c.RestaurantID != ""
+}
+
 // Change is a decoded, valid event.
 type Change struct {
 	Type string // TypeRestaurant or TypeDish
@@ -265,6 +307,8 @@ func clip(b []byte) string {
 type decoder struct {
 	cfg Config
 	log *slog.Logger
+	// format reads the events (newEventFormat(cfg)).
+	format eventFormat
 	// placement, under DishKeyDish, is where the repartitioner places
 	// dishes: a restaurant event elsewhere stops the pipeline through
 	// fail (nil: not checked). Set before Run starts the decoder.
@@ -304,9 +348,12 @@ func (d *decoder) decode(m kafka.Message) decoded {
 	if d.cfg.DishKey == DishKeyDish && m.Topic == d.cfg.RepartitionTopic {
 		o = originOf(m)
 	}
-	c, bad := Decode(m.Key, m.Value, d.cfg.MaxEventBytes)
+	c, skip, bad := d.format.decode(m.Topic, m.Key, m.Value, d.cfg.MaxEventBytes)
 	if bad != nil {
 		return decoded{change: c, reason: bad.Reason, detail: bad.Error(), origin: o}
+	}
+	if skip {
+		return decoded{change: c, skip: true, origin: o}
 	}
 	out := decoded{change: c, origin: o}
 	if c.Op == OpUpsert {

@@ -55,6 +55,9 @@ type decoded struct {
 	reason  Reason // "" for a good event
 	detail  string
 	origin  *origin // a repartitioned event's place in the dish topic
+	// skip: the event finishes with no write and no dead letter (a
+	// Debezium tombstone), counted as noop.
+	skip bool
 }
 
 // process is the processing goroutine, the indexer's loop: it waits for
@@ -311,6 +314,10 @@ func (l *loop) handle(ctx context.Context, m kafka.Message, d decoded) error {
 	ev := &event{part: k, offset: m.Offset, key: m.Key, value: m.Value, ts: m.Time, entry: entry, change: c, members: d.members, origin: d.origin}
 	if d.reason != "" {
 		return l.out.deadLetter(ctx, ev, d.reason, d.detail, resultDeadLetter)
+	}
+	if d.skip {
+		l.out.finish(ev, resultNoop)
+		return nil
 	}
 	ev.rid = c.ID
 	if c.Type == TypeDish {

@@ -99,7 +99,7 @@ func New(cfg Config, client *opensearch.Client) (*Pipeline, error) {
 	now := func() time.Time { return p.now() }
 	p.commits = &committer{log: p.log, track: p.track, gauge: m.committed, every: cfg.CommitInterval}
 	p.grp = newMember(cfg, p.log, p.commits.commit)
-	p.dec = &decoder{cfg: cfg, log: p.log, fail: p.fail}
+	p.dec = &decoder{cfg: cfg, log: p.log, format: newEventFormat(cfg), fail: p.fail}
 	p.parking = newParker(cfg, p.log, p.track, m)
 	p.modes = newModes(cfg, p.log, p.admin, m, p.fail)
 	p.out = &outcomes{
@@ -195,7 +195,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	// Under DishKeyDish: where the restaurant topic holds each restaurant,
 	// learnt before the repartitioner forwards anything.
-	if p.dec.placement, err = placeRestaurants(ctx, p.cfg, p.log, transport, nativeKeyID); err != nil {
+	if p.dec.placement, err = placeRestaurants(ctx, p.cfg, p.log, transport, p.dec.format.keyID); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}

@@ -143,13 +143,13 @@ func originOf(m kafka.Message) *origin {
 }
 
 // rekey is the message the repartitioner writes for m, in the partition
-// of the restaurant topic that place says holds its restaurant.
-func rekey(m kafka.Message, maxBytes int, place *keyPlacement) kafka.Message {
-	c, _ := Decode(nil, m.Value, maxBytes)
+// of the restaurant topic that place says holds its restaurant, which
+// restaurantID (the format's) reads from the event.
+func rekey(m kafka.Message, maxBytes int, place *keyPlacement, restaurantID func(value []byte) (string, bool)) kafka.Message {
 	out := kafka.Message{Value: m.Value, Time: m.Time, Partition: m.Partition % len(place.parts)}
-	if c != nil && c.RestaurantID != "" {
-		out.Key = []byte(c.RestaurantID)
-		out.Partition = place.dishPartition(c.RestaurantID)
+	if rid, ok := restaurantID(m.Value); ok && (maxBytes <= 0 || len(m.Value) <= maxBytes) {
+		out.Key = []byte(rid)
+		out.Partition = place.dishPartition(rid)
 	}
 	if maxBytes > 0 && len(out.Value) > maxBytes {
 		out.Value = out.Value[:maxBytes+1]
@@ -189,6 +189,8 @@ type repartitioner struct {
 	// forwarded counts events acknowledged by the repartition topic.
 	forwarded prometheus.Counter
 	count     func(n int)
+	// ridOf reads a dish event's restaurant id (the format's).
+	ridOf func(value []byte) (string, bool)
 }
 
 // run forwards until stop ends, then finishes the batch it is writing
@@ -263,7 +265,7 @@ func (rp *repartitioner) run(stop, work context.Context) {
 		}
 		out = out[:0]
 		for _, m := range batch {
-			out = append(out, rekey(m, rp.maxBytes, rp.place))
+			out = append(out, rekey(m, rp.maxBytes, rp.place, rp.ridOf))
 		}
 		if err := rp.write(work, out); err != nil {
 			break // work ended: what is not committed comes again
@@ -353,6 +355,7 @@ func newRepartitioner(cfg Config, log *slog.Logger, d *kafka.Dialer, t *kafka.Tr
 		maxBatch:  1000,
 		forwarded: forwarded,
 		count:     count,
+		ridOf:     newEventFormat(cfg).restaurantID,
 	}
 }
 

@@ -214,7 +214,7 @@ func TestRekey(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			in := kafka.Message{Topic: "dishes", Partition: 4, Offset: 77, Key: tc.key, Value: []byte(tc.value), Time: ts,
 				Headers: []kafka.Header{{Key: "trace", Value: []byte("t1")}, {Key: HeaderOriginTopic, Value: []byte("forged")}}}
-			out := rekey(in, 100, place)
+			out := rekey(in, 100, place, nativeFormat{}.restaurantID)
 			if string(out.Key) != tc.wantKey || (tc.wantKey == "" && out.Key != nil) {
 				t.Errorf("key %q, want %q", out.Key, tc.wantKey)
 			}
