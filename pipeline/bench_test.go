@@ -68,13 +68,22 @@ func benchPipelineOn(b *testing.B, o envOptions, client func(e *testEnv) *opense
 // pipeline starts; ready, if given, must hold before the events are
 // produced.
 func benchPipelineWith(b *testing.B, o envOptions, client func(e *testEnv) *opensearch.Client, setup func(e *testEnv) func(*Pipeline) bool) float64 {
+	return benchPipelineRun(b, o, client, setup, benchEvents)
+}
+
+// benchPipelineEvents is benchPipelineOn with the events gen makes.
+func benchPipelineEvents(b *testing.B, o envOptions, client func(e *testEnv) *opensearch.Client, gen func(n int) []genEvent) float64 {
+	return benchPipelineRun(b, o, client, nil, gen)
+}
+
+func benchPipelineRun(b *testing.B, o envOptions, client func(e *testEnv) *opensearch.Client, setup func(e *testEnv) func(*Pipeline) bool, gen func(n int) []genEvent) float64 {
 	b.ReportAllocs()
 	e := newEnv(b, o)
 	var ready func(*Pipeline) bool
 	if setup != nil {
 		ready = setup(e)
 	}
-	evs := benchEvents(b.N)
+	evs := gen(b.N)
 	if o.dishKeyDish {
 		for i := range evs {
 			if evs[i].dish {

@@ -347,7 +347,8 @@ func (e *testEnv) scanIndexOf(t testing.TB, index string) map[string]storedDoc {
 			t.Fatal(err)
 		}
 		if prev, dup := out[h.ID]; dup {
-			t.Errorf("%s is stored twice: routing %q and %q", h.ID, prev.routing, h.Routing)
+			t.Errorf("%s is stored twice: routing %q (version %v, restaurant %v) and %q (version %v, restaurant %v)", h.ID,
+				prev.routing, prev.source["version"], prev.source["restaurant_id"], h.Routing, src["version"], src["restaurant_id"])
 		}
 		out[h.ID] = storedDoc{routing: h.Routing, source: src}
 	})
