@@ -121,7 +121,11 @@ func (v *verifier) compareIDs(ctx context.Context, rows []int, reports []schema.
 
 // account records one id's copies in the reports of their rows.
 func (v *verifier) account(id string, copies *[2][]idCopy, reports []schema.ShardReport, dups *dupCounts) {
-	var in [2][]int // the rows where the id counts, by side
+	// The rows where the id counts, by side, in arrays on the stack: an id
+	// has one copy in each index but for the few duplicates.
+	var inBuf [2][4]int
+	var rowBuf [8]int
+	in := [2][]int{inBuf[0][:0], inBuf[1][:0]}
 	for s, cs := range copies {
 		if len(cs) == 0 {
 			continue
@@ -137,7 +141,7 @@ func (v *verifier) account(id string, copies *[2][]idCopy, reports []schema.Shar
 			v.duplicate(side(s), id, cs, reports)
 		}
 	}
-	rows := in[inSource]
+	rows := append(rowBuf[:0], in[inSource]...)
 	for _, r := range in[inTarget] {
 		if !slices.Contains(rows, r) {
 			rows = append(rows, r)
