@@ -255,8 +255,8 @@ func (d *debezium) read(c *Change, t *dbzTable, key, value []byte, maxBytes int,
 		return false, bad
 	}
 	if t.table != "" && (src.table != t.table || t.schema != "" && src.schema != t.schema) {
-		return false, invalid(ReasonUnknownType, "source table %s.%s is not the %s table %s: check the topic (%s's events are %s)",
-			src.schema, src.table, t.name, qualified(t.schema, t.table), t.name, t.name)
+		return false, invalid(ReasonUnknownType, "source table %s is not the %s table %s: this topic carries %s; check which topic holds which table",
+			qualified(src.schema, src.table), t.name, qualified(t.schema, t.table), t.name)
 	}
 
 	row := env.after
