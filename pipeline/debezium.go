@@ -235,6 +235,7 @@ func (d *debezium) read(c *Change, t *dbzTable, key, value []byte, maxBytes int,
 	switch op {
 	case "c", "u", "r":
 		c.Op = OpUpsert
+		c.First = op == "c" // an INSERT: no earlier version of the row exists
 	case "d":
 		c.Op = OpDelete
 	case "m":

@@ -124,6 +124,11 @@ type Change struct {
 	// image); "" when the source does not say. A dish that changes
 	// restaurant is found without it too (reparent.go), later.
 	FormerRestaurantID string
+	// First says the source knows no earlier version of the document: an
+	// INSERT (Debezium op c), or in the native format a version of 0 or 1,
+	// where a producer's counter starts. A dish write of a first version
+	// is not checked for copies elsewhere (reparent.go).
+	First bool
 	// Version is the source system's version of the document.
 	Version int64
 	// Lat and Lon are a restaurant upsert's location.
@@ -206,6 +211,7 @@ func decode(c *Change, key, value []byte, maxBytes int) *InvalidEventError {
 		return invalid(ReasonMissingVersion, "version %s: want an integer >= 0", clip(w.Version))
 	}
 	c.Version = v
+	c.First = v <= 1
 	if c.Type == TypeDish {
 		if c.RestaurantID, ok = jsonString(w.RestaurantID); !ok || c.RestaurantID == "" {
 			return invalid(ReasonMissingRestaurantID, "restaurant_id %s: want a non-empty string", clip(w.RestaurantID))

@@ -118,7 +118,7 @@ func needsCheck(ev *event, r bulk.Result) bool {
 	if c.Op == OpDelete {
 		return r.Item.Action == bulk.Delete && r.Outcome == bulk.NotFound
 	}
-	return r.Item.Action == bulk.Index && ((r.Outcome == bulk.OK && r.Status == 201) || r.Outcome == bulk.Stale)
+	return r.Item.Action == bulk.Index && ((r.Outcome == bulk.OK && r.Status == 201 && !c.First) || r.Outcome == bulk.Stale)
 }
 
 // add queues a check. Writer workers call it; it never waits.
@@ -207,12 +207,19 @@ type copyAt struct {
 func (rp *reparenter) check(ctx context.Context, index string, cs []dishCheck) error {
 	ids := make([]string, 0, len(cs))
 	floors := make(map[string]int64, len(cs))
+	var created map[string]copyAt
 	var tombs []copyAt
 	var tombIDs []string
 	for _, c := range cs {
 		id := c.r.Item.ID
 		ids = append(ids, id)
 		floors[id] = max(floors[id], c.r.Item.Version)
+		if c.r.Item.Action == bulk.Index && c.r.Outcome == bulk.OK && c.r.Status == 201 && !c.r.Coalesced {
+			if created == nil {
+				created = make(map[string]copyAt)
+			}
+			created[id] = copyAt{routing: c.r.Item.Routing, version: c.r.Item.Version}
+		}
 		if c.former != "" && c.former != c.r.Item.Routing {
 			tombIDs = append(tombIDs, c.r.Item.ID)
 			tombs = append(tombs, copyAt{routing: c.former, version: c.r.Item.Version})
@@ -220,7 +227,7 @@ func (rp *reparenter) check(ctx context.Context, index string, cs []dishCheck) e
 	}
 	rp.checked.Add(int64(len(cs)))
 	rp.ix.met.checked.Add(float64(len(cs)))
-	return rp.removeSuperseded(ctx, index, &cs[0].t, ids, floors, tombIDs, tombs)
+	return rp.removeSuperseded(ctx, index, &cs[0].t, ids, floors, created, tombIDs, tombs)
 }
 
 // removeSuperseded finds the copies of the dishes ids in index (t's) and
@@ -230,7 +237,13 @@ func (rp *reparenter) check(ctx context.Context, index string, cs []dishCheck) e
 // deletes tombIDs[i] at tombs[i] whether a copy is there or not. Copies
 // at one version under two routings (a move between its copy and its
 // delete) are left alone.
-func (rp *reparenter) removeSuperseded(ctx context.Context, index string, t *target, ids []string, floors map[string]int64, tombIDs []string, tombs []copyAt) error {
+//
+// A dish created (created: where, at which version) at a version that is
+// not its first, with no other copy, has its older versions still to
+// come, or gone: it is deleted at its version under every other shard's
+// routing, copy or not, so that an older version arriving later is
+// refused there as stale while the tombstones live (index.gc_deletes).
+func (rp *reparenter) removeSuperseded(ctx context.Context, index string, t *target, ids []string, floors map[string]int64, created map[string]copyAt, tombIDs []string, tombs []copyAt) error {
 	ix := rp.ix
 	if err := ix.refresh(ctx, index); err != nil {
 		return err
@@ -262,6 +275,16 @@ func (rp *reparenter) removeSuperseded(ctx context.Context, index string, t *tar
 	}
 	for i, tb := range tombs {
 		deleteAt(tombIDs[i], tb.routing, tb.version)
+	}
+	for id, at := range created {
+		if cps := copies[id]; len(cps) > 1 || (len(cps) == 1 && cps[0].routing != at.routing) {
+			continue
+		}
+		for i := range t.m.NumShards() {
+			if r := t.m.Shard(i).Routing; r != at.routing {
+				deleteAt(id, r, at.version)
+			}
+		}
 	}
 	if len(dels) == 0 {
 		return nil
