@@ -214,7 +214,8 @@ func (rp *reparenter) check(ctx context.Context, index string, cs []dishCheck) e
 		id := c.r.Item.ID
 		ids = append(ids, id)
 		floors[id] = max(floors[id], c.r.Item.Version)
-		if c.r.Item.Action == bulk.Index && c.r.Outcome == bulk.OK && c.r.Status == 201 && !c.r.Coalesced {
+		if c.r.Item.Action == bulk.Index && !c.r.Coalesced && !c.ev.change.First &&
+			((c.r.Outcome == bulk.OK && c.r.Status == 201) || c.r.Outcome == bulk.Stale) {
 			if created == nil {
 				created = make(map[string]copyAt)
 			}
@@ -238,9 +239,10 @@ func (rp *reparenter) check(ctx context.Context, index string, cs []dishCheck) e
 // at one version under two routings (a move between its copy and its
 // delete) are left alone.
 //
-// A dish created (created: where, at which version) at a version that is
-// not its first, with no other copy, has its older versions still to
-// come, or gone: it is deleted at its version under every other shard's
+// A dish written (created, or answered stale: delivered again) at a
+// version that is not its first (created: where, at which version), with
+// no copy under another routing, has its older versions still to come,
+// or gone: it is deleted at its newest version under every other shard's
 // routing, copy or not, so that an older version arriving later is
 // refused there as stale while the tombstones live (index.gc_deletes).
 func (rp *reparenter) removeSuperseded(ctx context.Context, index string, t *target, ids []string, floors map[string]int64, created map[string]copyAt, tombIDs []string, tombs []copyAt) error {
@@ -277,12 +279,18 @@ func (rp *reparenter) removeSuperseded(ctx context.Context, index string, t *tar
 		deleteAt(tombIDs[i], tb.routing, tb.version)
 	}
 	for id, at := range created {
-		if cps := copies[id]; len(cps) > 1 || (len(cps) == 1 && cps[0].routing != at.routing) {
+		newest := max(at.version, floors[id])
+		elsewhere := false
+		for _, cp := range copies[id] {
+			elsewhere = elsewhere || cp.routing != at.routing
+			newest = max(newest, cp.version)
+		}
+		if elsewhere {
 			continue
 		}
 		for i := range t.m.NumShards() {
 			if r := t.m.Shard(i).Routing; r != at.routing {
-				deleteAt(id, r, at.version)
+				deleteAt(id, r, newest)
 			}
 		}
 	}
