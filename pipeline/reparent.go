@@ -324,6 +324,32 @@ func (rp *reparenter) removeSuperseded(ctx context.Context, index string, t *tar
 	return nil
 }
 
+// checkCopies checks the dishes a move copied to their restaurant's new
+// shard (items, of targets' indexes), as a dish write answered created is
+// checked: the move read them before a newer version of one under another
+// restaurant may have been written and checked. It runs on the move's
+// task, after the copies are acknowledged. (A copy whose old place took a
+// newer version before the move's delete of it is deleted by the move
+// itself: movePlan.revived.)
+func (rp *reparenter) checkCopies(ctx context.Context, targets []target, items []bulk.Item) error {
+	for i := range targets {
+		var ids []string
+		for _, it := range items {
+			if it.Index == targets[i].index {
+				ids = append(ids, it.ID)
+			}
+		}
+		for len(ids) > 0 {
+			n := min(len(ids), maxCheckBatch)
+			if err := rp.removeSuperseded(ctx, targets[i].index, &targets[i], ids[:n], nil, nil, nil, nil); err != nil {
+				return err
+			}
+			ids = ids[n:]
+		}
+	}
+	return nil
+}
+
 // copies reads every stored copy of ids in index, in one search of every
 // shard.
 func (rp *reparenter) copies(ctx context.Context, index string, ids []string) (map[string][]copyAt, error) {
