@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/geoshard/geoshard/internal/realenv"
@@ -158,16 +157,7 @@ func (e *cdcEnv) dropSource(ctx context.Context, name string, src Source) {
 		e.t.Logf("drop publication %s: %v", src.Publication, err)
 	}
 	r, d := e.topics(src)
-	resp, err := e.admin.DeleteTopics(ctx, r, d)
-	if err != nil {
-		e.t.Logf("delete topics %s, %s: %v", r, d, err)
-		return
-	}
-	for _, tr := range resp {
-		if tr.Err != nil && !errors.Is(tr.Err, kerr.UnknownTopicOrPartition) {
-			e.t.Logf("delete topic %s: %v", tr.Topic, tr.Err)
-		}
-	}
+	e.deleteTopics(ctx, r, d)
 }
 
 // record is one message of a source topic.
