@@ -264,11 +264,7 @@ func (ix *indexer) result(r bulk.Result) {
 func (ix *indexer) eventResult(ev *event, r bulk.Result) {
 	if needsCheck(ev, r) {
 		if t := ev.targetOf(r.Item.Index); t != nil {
-			c := dishCheck{ev: ev, r: r, t: *t}
-			if ev.formerCell != 0 {
-				_, c.former = t.routing(ev.formerCell)
-			}
-			ix.reparent.add(c)
+			ix.reparent.add(dishCheck{ev: ev, r: r, t: *t})
 			return
 		}
 	}

@@ -181,9 +181,6 @@ func (ix *indexer) relocate(ctx context.Context, targets []target, ev *event, fr
 	if rej, err := ix.step(ctx, ev, stepCopyDishes, plan.copies); rej != nil || err != nil {
 		return rej, err
 	}
-	if err := ix.reparent.checkCopies(ctx, targets, plan.copies); err != nil {
-		return nil, err
-	}
 	if len(plan.oldRestaurants) == 0 {
 		return nil, nil // the cell changed, the shard did not
 	}
