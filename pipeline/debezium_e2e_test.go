@@ -139,7 +139,10 @@ func TestDebeziumEndToEnd(t *testing.T) {
 // each other event keeps its generated meaning with ids as the decoder
 // reads them, for the model.
 type debeziumStream struct {
-	rng        *rand.Rand
+	rng *rand.Rand
+	// seen are the rows an event was made of so far: only a row's first
+	// event can be an INSERT (op c).
+	seen       map[string]bool
 	all        []genEvent
 	tombstone  []bool
 	tombstones [2]int // restaurant, dish
@@ -187,9 +190,17 @@ func (s *debeziumStream) add(ev genEvent) {
 		return b
 	}
 	op := "d"
+	row := ev.typ + "/" + ev.id
 	if ev.op == OpUpsert {
-		op = []string{"c", "u", "r"}[s.rng.IntN(3)]
+		op = []string{"u", "r"}[s.rng.IntN(2)]
+		if !s.seen[row] && s.rng.IntN(2) == 0 {
+			op = "c"
+		}
 	}
+	if s.seen == nil {
+		s.seen = map[string]bool{}
+	}
+	s.seen[row] = true
 	envelope := map[string]any{"op": op, "ts_ms": 1700000000000, "transaction": nil}
 	schemaOn := s.rng.IntN(3) == 0
 	var id any
