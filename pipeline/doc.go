@@ -9,7 +9,7 @@
 // The files follow a message: the consumer group (group.go) fetches it,
 // the decoder (events.go) decodes it, the loop (loop.go) tracks it and
 // hands it to the indexer (indexer.go), which decides its writes
-// (decide.go, gained.go, moves.go), keeps account of what is in flight
+// (decide.go, gained.go, moves.go, reparent.go), keeps account of what is in flight
 // (inflight.go) and makes them (targets.go); outcomes
 // (outcome.go) finishes it, and the committer (offsets.go) commits its
 // offset. Pipeline (pipeline.go) wires them and runs them.
@@ -144,9 +144,17 @@
 //     lives, and after a restaurant moved, a replay of a dish event older
 //     than a delete made before the move reaches the new shard, where no
 //     tombstone is.
-//   - A dish's restaurant_id is taken to be fixed: a dish that changes
-//     restaurant leaves its old copy in place (it is a delete plus an
-//     upsert of a new dish for the source system).
+//   - A dish that changes restaurant is stored once, under its newest
+//     version (reparent.go): its write is followed by a delete of the
+//     dish at its version under every other shard's routing, which removes
+//     an older copy and leaves tombstones that refuse older versions
+//     arriving later. Those tombstones live index.gc_deletes (60s by
+//     default): a dish's first version (an INSERT, or a native version of
+//     0 or 1), which is not spread, arriving more than that after a later
+//     version under another restaurant was written, is kept beside it;
+//     so is any older version arriving after that later version's
+//     tombstones are gone. reshard verify reports such duplicates and
+//     reshard repair deletes the older copy.
 //   - With separate restaurant and dish topics their relative order is
 //     undefined, so a dish upsert may be processed after its restaurant's
 //     delete even though it was produced before; it then waits and is
