@@ -347,10 +347,8 @@ func testDishesMeetTheirRestaurant(t *testing.T, p Partitioner) {
 	e := newEnv(t, envOptions{partitions: 6, twoTopics: true, dishKeyDish: true})
 	g := defaultGen(seed, 2000)
 	// As in TestScaleOut: across two topics the order of a restaurant's
-	// events and its dishes' is undefined; and a dish that changes
-	// restaurant has its events in two restaurants' partitions, in no
-	// defined order (TestDishesKeyedByDish keeps those).
-	g.wRestDelete, g.wReplay, g.wDishOutOfOrder, g.wReparent = 0, 0, 0, 0
+	// events and its dishes' is undefined.
+	g.wRestDelete, g.wReplay, g.wDishOutOfOrder = 0, 0, 0
 	if realenv.Enabled() {
 		// A dish whose restaurant never comes waits out PendingMaxAge, a
 		// minute there (below), once per partitioner: TestScaleOut and
