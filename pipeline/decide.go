@@ -272,9 +272,6 @@ func (ix *indexer) dishUpsert(ctx context.Context, ev *event) error {
 	}
 	members := ev.members
 	ev.targets = ix.targets
-	if f := c.FormerRestaurantID; f != "" && f != c.RestaurantID {
-		ev.formerCell, _ = ix.dir.lookup(f)
-	}
 	return ix.emit(ctx, ix.targets, ev, docWrite{
 		action: bulk.Index, vtype: bulk.External, id: schema.DishID(c.ID), version: c.Version, cell: cell,
 		body: func(level int) []byte {

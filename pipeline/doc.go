@@ -147,13 +147,14 @@
 //   - A dish that changes restaurant is stored once, under its newest
 //     version (reparent.go): its write is followed by a delete of the
 //     dish at its version under every other shard's routing, which removes
-//     an older copy and leaves tombstones that refuse older versions
-//     arriving later. Those tombstones live index.gc_deletes (60s by
-//     default): a dish's first version (an INSERT, or a native version of
-//     0 or 1), which is not spread, arriving more than that after a later
-//     version under another restaurant was written, is kept beside it;
-//     so is any older version arriving after that later version's
-//     tombstones are gone. reshard verify reports such duplicates and
+//     an older copy, is refused by a newer one (and then removes its own),
+//     and leaves tombstones that refuse older versions arriving later.
+//     Tombstones live index.gc_deletes (60s by default): a dish's first
+//     version (an INSERT, or a native version of 0 or 1), which is not
+//     spread, arriving more than that after a later version under another
+//     restaurant was written, is kept beside it; and a version under a
+//     former restaurant arriving more than that after the dish was
+//     deleted is written. reshard verify reports such duplicates and
 //     reshard repair deletes the older copy.
 //   - With separate restaurant and dish topics their relative order is
 //     undefined, so a dish upsert may be processed after its restaurant's

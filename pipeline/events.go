@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/golang/geo/s2"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -409,12 +408,9 @@ type event struct {
 	// (parking.go); zero if it never was. Set on the loop before the
 	// event reaches another goroutine.
 	parkedAt time.Time
-	// targets are, for a dish upsert, the targets it was written to, and
-	// formerCell the cell of the restaurant the source says it had before
-	// (0: none said, or unknown here); the check of its writes reads them
-	// (reparent.go).
-	targets    []target
-	formerCell s2.CellID
+	// targets are, for a dish event, the targets it was written to; the
+	// spread of its writes reads them (reparent.go).
+	targets []target
 
 	mu          sync.Mutex
 	outstanding int    // writes not yet answered

@@ -13,10 +13,10 @@ package pipeline
 // followed by a delete of the dish, at the write's version and with
 // version_type=external, under the routing of every other shard of the
 // index's map, whether a copy is there or not. A copy older than the
-// write is deleted; a newer one refuses the delete (it stays, and is the
-// current one); where no copy is, the delete leaves a tombstone that
-// refuses an older version arriving later, for as long as it lives
-// (index.gc_deletes). So whatever the order in which the versions of a
+// write is deleted; a newer one refuses the delete, and the write's own
+// copy, superseded, is deleted in its turn; where no copy is, the delete
+// leaves a tombstone that refuses an older version arriving later, for as
+// long as it lives (index.gc_deletes). So whatever the order in which the versions of a
 // dish under two restaurants are written, by one instance or several,
 // through moves of either restaurant (a move's copy of the old version is
 // refused by the tombstone, or deleted by the spread), the index ends
@@ -87,7 +87,7 @@ func needsCheck(ev *event, r bulk.Result) bool {
 	if c == nil || c.Type != TypeDish || r.Item == nil {
 		return false
 	}
-	if ev.formerCell != 0 {
+	if f := c.FormerRestaurantID; f != "" && f != c.RestaurantID {
 		return true
 	}
 	if r.Coalesced {
@@ -165,13 +165,18 @@ func (rp *reparenter) failAll(err error) {
 }
 
 // spread deletes the dish of each check under every routing of its
-// target's map but the one written, at the write's version.
+// target's map but the one written, at the write's version. A delete
+// refused as stale says that the dish has a newer version than the
+// write's (a copy, or a delete's tombstone): the copies the writes that
+// asked for it made are then superseded, and are deleted in turn, at
+// their version plus one (no version of the dish between theirs and the
+// newer one can be written there: it would be under another restaurant).
 func (rp *reparenter) spread(ctx context.Context, cs []dishCheck) error {
-	ix := rp.ix
 	type del struct{ index, id, routing string }
 	dels := make(map[del]int64)
 	labels := make(map[del]string)
-	for _, c := range cs {
+	askers := make(map[del][]int) // the checks whose spread asks for the delete
+	for n, c := range cs {
 		it := c.r.Item
 		for i := range c.t.m.NumShards() {
 			r := c.t.m.Shard(i).Routing
@@ -183,13 +188,11 @@ func (rp *reparenter) spread(ctx context.Context, cs []dishCheck) error {
 				dels[k] = it.Version
 				labels[k] = c.t.labels[i]
 			}
+			askers[k] = append(askers[k], n)
 		}
 	}
 	rp.checked.Add(int64(len(cs)))
-	ix.met.checked.Add(float64(len(cs)))
-	if len(dels) == 0 {
-		return nil
-	}
+	rp.ix.met.checked.Add(float64(len(cs)))
 	items := make([]bulk.Item, 0, len(dels))
 	for k, v := range dels {
 		items = append(items, bulk.Item{
@@ -197,9 +200,47 @@ func (rp *reparenter) spread(ctx context.Context, cs []dishCheck) error {
 			Version: v, VersionType: bulk.External, Shard: labels[k],
 		})
 	}
-	rs, err := ix.writer.Do(ctx, items...)
+	rs, err := rp.deleteAll(ctx, items)
 	if err != nil {
 		return err
+	}
+	own := make(map[del]int64)
+	ownLabel := make(map[del]string)
+	for _, r := range rs {
+		if r.Outcome != bulk.Stale {
+			continue
+		}
+		for _, n := range askers[del{r.Item.Index, r.Item.ID, r.Item.Routing}] {
+			c := &cs[n]
+			if c.r.Item.Action != bulk.Index {
+				continue // a delete's own place holds nothing
+			}
+			k := del{c.r.Item.Index, c.r.Item.ID, c.r.Item.Routing}
+			if v := c.r.Item.Version + 1; v > own[k] {
+				own[k], ownLabel[k] = v, c.r.Item.Shard
+			}
+		}
+	}
+	items = items[:0]
+	for k, v := range own {
+		items = append(items, bulk.Item{
+			Action: bulk.Delete, Index: k.index, ID: k.id, Routing: k.routing,
+			Version: v, VersionType: bulk.External, Shard: ownLabel[k],
+		})
+	}
+	_, err = rp.deleteAll(ctx, items)
+	return err
+}
+
+// deleteAll sends items and waits for their answers.
+func (rp *reparenter) deleteAll(ctx context.Context, items []bulk.Item) ([]bulk.Result, error) {
+	ix := rp.ix
+	if len(items) == 0 {
+		return nil, nil
+	}
+	rs, err := ix.writer.Do(ctx, items...)
+	if err != nil {
+		return nil, err
 	}
 	for _, r := range rs {
 		switch r.Outcome {
@@ -207,12 +248,12 @@ func (rp *reparenter) spread(ctx context.Context, cs []dishCheck) error {
 			rp.removed.Add(1)
 			ix.met.reparented.Inc()
 		case bulk.Failed:
-			return fmt.Errorf("%w: delete %s/%s (routing %s): %w", ErrWriteFailed, r.Item.Index, r.Item.ID, r.Item.Routing, r.Err)
+			return nil, fmt.Errorf("%w: delete %s/%s (routing %s): %w", ErrWriteFailed, r.Item.Index, r.Item.ID, r.Item.Routing, r.Err)
 		case bulk.Permanent:
-			// Refused for good (a reason of the index's own): the newer
-			// copy is written; an older one may stay, and verify reports it.
+			// Refused for good (a reason of the index's own): an older
+			// copy may stay, and verify reports it.
 			ix.log.Warn("delete of a dish's other copy refused", "index", r.Item.Index, "id", r.Item.ID, "routing", r.Item.Routing, "error", r.Err)
 		}
 	}
-	return nil
+	return rs, nil
 }
