@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -100,6 +102,7 @@ type verdict struct {
 	status  int
 	err     error
 	reason  string // retry reason label
+	stored  int64  // Stale: the version the shard holds (Result.Stored)
 }
 
 // send writes one batch and settles its entries.
@@ -222,7 +225,11 @@ func itemVerdict(it *Item, r *itemResp) verdict {
 	case ClassSuccess:
 		switch {
 		case r.Status == 409:
-			return verdict{class: ClassSuccess, outcome: Stale, status: r.Status}
+			v := verdict{class: ClassSuccess, outcome: Stale, status: r.Status}
+			if r.Error != nil {
+				v.stored = storedVersion(r.Error.Reason)
+			}
+			return v
 		case r.Status == 404:
 			return verdict{class: ClassSuccess, outcome: NotFound, status: r.Status}
 		}
@@ -238,6 +245,28 @@ func itemVerdict(it *Item, r *itemResp) verdict {
 		return verdict{class: ClassRetry, status: r.Status, err: itemError(it, r), reason: reason}
 	}
 	return verdict{class: ClassPermanent, outcome: Permanent, status: r.Status, err: itemError(it, r)}
+}
+
+// storedVersion reads the version a shard holds from the reason of a
+// version conflict under external versioning, as OpenSearch words it
+// ("[id]: version conflict, current version [7] is higher or equal to the
+// one provided [5]"); 0 when the reason says none.
+func storedVersion(reason string) int64 {
+	const key = "current version ["
+	i := strings.Index(reason, key)
+	if i < 0 {
+		return 0
+	}
+	rest := reason[i+len(key):]
+	j := strings.IndexByte(rest, ']')
+	if j < 0 {
+		return 0
+	}
+	v, err := strconv.ParseInt(rest[:j], 10, 64)
+	if err != nil || v < 0 {
+		return 0
+	}
+	return v
 }
 
 func itemError(it *Item, r *itemResp) *ItemError {
@@ -313,7 +342,7 @@ func (w *Writer) settle(l *lane, b *batch, vs []verdict, sent time.Time) {
 	results := w.finishLocked(done, func(e *entry) Result {
 		v := doneV[k]
 		k++
-		return Result{Outcome: v.outcome, Err: v.err, Status: v.status}
+		return Result{Outcome: v.outcome, Err: v.err, Status: v.status, Stored: v.stored}
 	})
 	w.schedule(l)
 	w.work.Broadcast()

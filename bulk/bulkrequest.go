@@ -65,7 +65,7 @@ func (a *Admin) Bulk(ctx context.Context, items []Item) ([]Result, error) {
 		if v.class == ClassRetry {
 			v.outcome = Failed
 		}
-		out[i] = Result{Item: &items[i], Outcome: v.outcome, Err: v.err, Status: v.status, Attempts: 1}
+		out[i] = Result{Item: &items[i], Outcome: v.outcome, Err: v.err, Status: v.status, Stored: v.stored, Attempts: 1}
 	}
 	return out, nil
 }

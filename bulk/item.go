@@ -153,6 +153,10 @@ type Result struct {
 	Err error
 	// Status is the server's status for the item (0 if none was received).
 	Status int
+	// Stored is, for a Stale item, the version the shard holds (a
+	// document's or a delete's tombstone), read from the conflict's reason;
+	// 0 when it does not say.
+	Stored int64
 	// Attempts is the number of requests that carried the item (or the
 	// newer version that superseded it).
 	Attempts int

@@ -202,3 +202,22 @@ func TestScanStatuses(t *testing.T) {
 		t.Errorf("scanStatuses of updates only = %v, want nil (every item 200)", got)
 	}
 }
+
+// TestStoredVersion reads the version a shard holds from the reasons of
+// version conflicts, as the real node and the emulator word them.
+func TestStoredVersion(t *testing.T) {
+	for _, c := range []struct {
+		reason string
+		want   int64
+	}{
+		{"[dish:d1]: version conflict, current version [7] is higher or equal to the one provided [5]", 7},
+		{"[1]: version conflict, current version [6] is higher than the one provided [4]", 6},
+		{"[1]: version conflict, document already exists (current version [3])", 3},
+		{"[1]: version conflict, required seqNo [4], primary term [1]. current document has seqNo [5] and primary term [1]", 0},
+		{"", 0},
+	} {
+		if got := storedVersion(c.reason); got != c.want {
+			t.Errorf("storedVersion(%q) = %d, want %d", c.reason, got, c.want)
+		}
+	}
+}

@@ -166,11 +166,11 @@ func (rp *reparenter) failAll(err error) {
 
 // spread deletes the dish of each check under every routing of its
 // target's map but the one written, at the write's version. A delete
-// refused as stale says that the dish has a newer version than the
-// write's (a copy, or a delete's tombstone): the copies the writes that
-// asked for it made are then superseded, and are deleted in turn, at
-// their version plus one (no version of the dish between theirs and the
-// newer one can be written there: it would be under another restaurant).
+// refused as stale because the shard holds a newer version than the
+// write's (a copy, or a delete's tombstone; bulk.Result.Stored) says the
+// write is superseded: its own copy is deleted in turn, at its version
+// plus one (no version of the dish between its and the newer one can be
+// written there: it would be under another restaurant).
 func (rp *reparenter) spread(ctx context.Context, cs []dishCheck) error {
 	type del struct{ index, id, routing string }
 	dels := make(map[del]int64)
@@ -212,8 +212,12 @@ func (rp *reparenter) spread(ctx context.Context, cs []dishCheck) error {
 		}
 		for _, n := range askers[del{r.Item.Index, r.Item.ID, r.Item.Routing}] {
 			c := &cs[n]
-			if c.r.Item.Action != bulk.Index {
-				continue // a delete's own place holds nothing
+			if c.r.Item.Action != bulk.Index || r.Stored <= c.r.Item.Version {
+				// A delete's own place holds nothing; a version equal to
+				// the write's is its own (an earlier spread's tombstone,
+				// or a move's copy), and one the conflict does not name
+				// proves nothing.
+				continue
 			}
 			k := del{c.r.Item.Index, c.r.Item.ID, c.r.Item.Routing}
 			if v := c.r.Item.Version + 1; v > own[k] {
