@@ -95,6 +95,12 @@ func TestBackfillKilledAndResumed(t *testing.T) {
 	cfg.Backfill.Progress = nil
 	cfg.OnStep = func(step migrate.Step, _ schema.Phase) {
 		s.mark("resumed " + string(step))
+		if step == migrate.StepVerify {
+			// The verification takes less than the feed's pause between
+			// batches: it starts once the feed has written since the
+			// mark, so that it runs while writes go on.
+			s.waitTraffic(t, 10*time.Second)
+		}
 	}
 	mig, err = m.Run(ctx, cfg)
 	if err != nil {
