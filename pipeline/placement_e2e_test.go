@@ -349,12 +349,10 @@ func testDishesMeetTheirRestaurant(t *testing.T, p Partitioner) {
 	// As in TestScaleOut: across two topics the order of a restaurant's
 	// events and its dishes' is undefined.
 	g.wRestDelete, g.wReplay, g.wDishOutOfOrder = 0, 0, 0
-	if realenv.Enabled() {
-		// A dish whose restaurant never comes waits out PendingMaxAge, a
-		// minute there (below), once per partitioner: TestScaleOut and
-		// TestDishesKeyedByDish have those.
-		g.wOrphan = 0
-	}
+	// No dish here may give up on its restaurant (PendingMaxAge, below),
+	// so none is made whose restaurant never comes (TestScaleOut and
+	// TestDishesKeyedByDish have those).
+	g.wOrphan = 0
 	evs := keyDishesByDish(generate(t, g))
 	t.Logf("seed %d, restaurants placed by %s: %d events: %s", seed, p, len(evs), summarize(evs))
 	cl := producerBy(t, e, p)
@@ -362,9 +360,11 @@ func testDishesMeetTheirRestaurant(t *testing.T, p Partitioner) {
 	where := produceBy(t, e, cl, evs[:third])
 
 	cfg := e.config()
-	if realenv.Enabled() {
-		cfg.PendingMaxAge = time.Minute // see TestEndToEndTwoTopics
-	}
+	// A dish waits for its restaurant longer than the kill below holds
+	// the killed member's partitions (the group's session timeout) and
+	// the rebalance after it: a dish dead-lettered as unknown_restaurant
+	// would say that its restaurant was late, not that it was elsewhere.
+	cfg.PendingMaxAge = time.Minute
 	n := 0
 	instance := func(c Config) Config { // its own name and metrics
 		n++
