@@ -233,6 +233,11 @@ func (ix *indexer) apply(ctx context.Context, ev *event) error {
 // order, until one holds it again.
 func (ix *indexer) unhold(ctx context.Context, rid string) error {
 	rs := ix.rests[rid]
+	if rs == nil {
+		// Dropped with a partition the group gave to another member
+		// (dropPartitions): nothing of it waits here any more.
+		return nil
+	}
 	rs.held = false
 	for !rs.held && len(rs.queue) > 0 {
 		ev := rs.queue[0]
