@@ -7,12 +7,15 @@
 // # What it owns
 //
 // The files follow a message: the consumer group (group.go) fetches it,
-// the decoder (events.go) decodes it, the loop (loop.go) tracks it and
-// hands it to the indexer (indexer.go), which decides its writes
-// (decide.go, gained.go, moves.go, reparent.go), keeps account of what is in flight
-// (inflight.go) and makes them (targets.go); outcomes
-// (outcome.go) finishes it, and the committer (offsets.go) commits its
-// offset. Pipeline (pipeline.go) wires them and runs them.
+// the decoder (events.go; debezium.go and mapping.go for Debezium's change
+// events) decodes it, the loop (loop.go) tracks it and hands it to the
+// indexer (indexer.go), which decides its writes (decide.go, gained.go,
+// moves.go), follows a dish that changes restaurant (reparent.go), keeps
+// account of what is in flight (inflight.go) and makes them (targets.go);
+// outcomes (outcome.go) finishes it, and the committer (offsets.go)
+// commits its offset. Pipeline (pipeline.go) wires them and runs them.
+// Dish topics keyed by dish are re-keyed first (repartition.go), to where
+// the restaurant topic's partitioner put each restaurant (placement.go).
 //
 //   - Membership of the consumer group (group.go): a generation's
 //     partitions, each read from the committed offset, commits through
