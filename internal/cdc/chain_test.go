@@ -19,6 +19,7 @@ import (
 	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/internal/testenv"
 	"github.com/geoshard/geoshard/migrate"
+	"github.com/geoshard/geoshard/router"
 	"github.com/geoshard/geoshard/schema"
 )
 
@@ -159,7 +160,9 @@ func TestChain(t *testing.T) {
 	t.Logf("snapshot: %s equals the database: %d documents", source, n)
 
 	p.begin("live")
-	w.start(20 * time.Millisecond)
+	every := writeInterval(t)
+	t.Logf("writer: a change every %v", every)
+	w.start(every)
 	defer w.stop()
 	w.waitOps(ctx, t, 300)
 
@@ -197,7 +200,9 @@ func TestChain(t *testing.T) {
 			// (realenv.MenuIndexes): run them one at a time.
 			hint = " (was another real-engine suite running against the same node? it deletes " + schema.MigrationsIndex + ")"
 		}
-		t.Fatalf("reshard (steps %v): %v%s", steps, err, hint)
+		t.Errorf("reshard (steps %v): %v%s", steps, err, hint)
+		c.diagnoseReshard(t, ctx, m, w, map[string]*router.Map{source: m18, target: m24})
+		t.FailNow()
 	}
 	if mig.Phase != schema.PhaseCutOver {
 		t.Fatalf("reshard ended in phase %s after steps %v, want cut_over", mig.Phase, steps)
@@ -214,20 +219,72 @@ func TestChain(t *testing.T) {
 		t.Fatalf("writer: %v", err)
 	}
 	t.Logf("writer: %d changes: %s", w.ops.Load(), w.summary())
-	wait, done = context.WithTimeout(ctx, 90*time.Second)
-	defer done()
-	// Both, even if the first differs: where a difference is tells
-	// ingest's part from the reshard's.
-	if n, ok := c.waitEqual(t, wait, target, m24); ok {
-		t.Logf("%s (behind %s, 24 shards) equals the database: %d documents", target, alias, n)
-	}
-	if n, ok := c.waitEqual(t, wait, source, m18); ok {
-		t.Logf("%s (dual-written, 18 shards) equals the database: %d documents", source, n)
+	// Both, each given its time, even if the first differs: where a
+	// difference is tells ingest's part from the reshard's.
+	for _, ix := range []struct {
+		index, what string
+		mp          *router.Map
+	}{
+		{target, "behind " + alias + ", 24 shards", m24},
+		{source, "dual-written, 18 shards", m18},
+	} {
+		wait, done := context.WithTimeout(ctx, 60*time.Second)
+		if n, ok := c.waitEqual(t, wait, ix.index, ix.mp); ok {
+			t.Logf("%s (%s) equals the database: %d documents", ix.index, ix.what, n)
+		}
+		done()
 	}
 	if idx, err := cl.Admin.WriteIndex(ctx, alias); err != nil || idx != target {
 		t.Errorf("alias %s writes to %q (%v), want %s", alias, idx, err, target)
 	}
 	t.Logf("dead letters: %d; change events read: %d", e.topicSize(ctx, dlq), c.versions.count())
+}
+
+// diagnoseReshard logs, after the reshard failed, the duplicates its last
+// verification found with their change events; then it stops the writer
+// and says whether each index comes to equal the database under its map
+// once the changes stop, telling differences that outlast the traffic
+// from those that were only in flight.
+func (c *chain) diagnoseReshard(t *testing.T, ctx context.Context, m *migrate.Migrator, w *writer, indexes map[string]*router.Map) {
+	t.Helper()
+	if mig, err := m.Load(ctx); err == nil && mig.Verification != nil {
+		seen := map[string]bool{}
+		for _, sh := range mig.Verification.Shards {
+			for _, d := range sh.Duplicates {
+				if key := d.Index + " " + d.ID; !seen[key] {
+					seen[key] = true
+					t.Logf("verification: %s; events %v", d, c.versions.of(d.ID))
+				}
+			}
+		}
+	}
+	if err := w.stop(); err != nil {
+		t.Logf("writer: %v", err)
+	}
+	for _, index := range testenv.SortedKeys(indexes) {
+		wait, done := context.WithTimeout(ctx, 30*time.Second)
+		if n, ok := c.waitEqual(t, wait, index, indexes[index]); ok {
+			t.Logf("once the changes stopped, %s equalled the database (%d documents)", index, n)
+		}
+		done()
+	}
+}
+
+// writeInterval is the writer's pace: a change every 20ms, or every
+// CDC_WRITE_INTERVAL (a Go duration) to run the chain under more or fewer
+// changes. The reshard's verification retries a shard until source and
+// target agree, so it lasts longer the more changes it runs under.
+func writeInterval(t *testing.T) time.Duration {
+	t.Helper()
+	v := os.Getenv("CDC_WRITE_INTERVAL")
+	if v == "" {
+		return 20 * time.Millisecond
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		t.Fatalf("CDC_WRITE_INTERVAL=%q: want a positive duration such as 8ms", v)
+	}
+	return d
 }
 
 // writeMapping writes the ingest mapping of the chain's two tables: ids,
