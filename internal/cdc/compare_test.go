@@ -31,6 +31,7 @@ type versions struct {
 	mu      sync.Mutex
 	lsn     map[string]int64    // schema.RestaurantID / schema.DishID → LSN
 	history map[string][]string // the same → its events, for failure messages
+	rests   map[string][]string // a dish's id → the restaurants its events named
 	events  int
 	err     error
 }
@@ -48,7 +49,7 @@ func followVersions(t *testing.T, restaurants, dishes string) *versions {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := &versions{lsn: map[string]int64{}, history: map[string][]string{}}
+	v := &versions{lsn: map[string]int64{}, history: map[string][]string{}, rests: map[string][]string{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	t.Cleanup(func() {
@@ -109,6 +110,12 @@ func (v *versions) add(restaurant bool, key, value []byte) error {
 		case r.row == nil:
 		case r.row.RestaurantID != nil:
 			what += fmt.Sprintf(" %s.restaurant %d", r.name, *r.row.RestaurantID)
+			rid := schema.RestaurantID(strconv.FormatInt(*r.row.RestaurantID, 10))
+			v.mu.Lock()
+			if rs := v.rests[id]; len(rs) == 0 || rs[len(rs)-1] != rid {
+				v.rests[id] = append(rs, rid)
+			}
+			v.mu.Unlock()
 		case restaurant:
 			what += fmt.Sprintf(" %s %.4f,%.4f", r.name, r.row.Lat, r.row.Lon)
 		}
@@ -121,6 +128,13 @@ func (v *versions) add(restaurant bool, key, value []byte) error {
 		v.lsn[id] = *e.Source.LSN
 	}
 	return nil
+}
+
+// restaurantsOf returns the restaurants a dish's events named, in order.
+func (v *versions) restaurantsOf(id string) []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return append([]string(nil), v.rests[id]...)
 }
 
 // of returns a document's change events, oldest first.
@@ -324,6 +338,9 @@ func (c *chain) waitEqual(t *testing.T, ctx context.Context, index string, mp *r
 			if !explained[p.id] && len(explained) < 10 {
 				explained[p.id] = true
 				t.Logf("\t%s: events %v", p.id, c.versions.of(p.id))
+				for _, r := range c.versions.restaurantsOf(p.id) {
+					t.Logf("\t\tits restaurant %s: events %v", r, c.versions.of(r))
+				}
 			}
 		}
 		select {
