@@ -24,11 +24,16 @@ func dishAt(id, rid string, version int64, former string) genEvent {
 		doc: map[string]any{"name": id + " v" + fmt.Sprint(version)}}
 }
 
+func dishGone(id, rid string, version int64) genEvent {
+	return genEvent{dish: true, typ: TypeDish, op: OpDelete, id: id, rid: rid, version: version}
+}
+
 // TestDishChangesRestaurant: a dish written under one restaurant and then,
 // at a newer version, under another on another shard is stored once,
 // under the newer — in either order of the two writes, with or without
 // the event naming the former restaurant, and when the older version is
-// delivered again afterwards.
+// delivered again afterwards; and deleted under its new restaurant, its
+// delete coming before or after its move.
 func TestDishChangesRestaurant(t *testing.T) {
 	realenv.Parallel(t)
 	cases := []struct {
@@ -40,6 +45,9 @@ func TestDishChangesRestaurant(t *testing.T) {
 		{"former named", []genEvent{dishAt("zd1", "zsf", 1, ""), dishAt("zd1", "zny", 2, "zsf")}},
 		{"there and back", []genEvent{dishAt("zd1", "zsf", 1, ""), dishAt("zd1", "zny", 2, ""), dishAt("zd1", "zsf", 3, "")}},
 		{"older delivered again", []genEvent{dishAt("zd1", "zsf", 1, ""), dishAt("zd1", "zny", 2, ""), dishAt("zd1", "zsf", 1, "")}},
+		{"moved, then deleted", []genEvent{dishAt("zd1", "zsf", 1, ""), dishAt("zd1", "zny", 2, ""), dishGone("zd1", "zny", 3)}},
+		{"moved, deleted, older again", []genEvent{dishAt("zd1", "zsf", 1, ""), dishAt("zd1", "zny", 2, ""), dishGone("zd1", "zny", 3), dishAt("zd1", "zsf", 1, "")}},
+		{"deleted under the new restaurant first", []genEvent{dishAt("zd1", "zsf", 1, ""), dishGone("zd1", "zny", 3), dishAt("zd1", "zny", 2, "")}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
