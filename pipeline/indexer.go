@@ -267,9 +267,9 @@ func (ix *indexer) result(r bulk.Result) {
 // write that may have left another copy of the dish is checked first
 // (reparent.go), and counts once its check is done.
 func (ix *indexer) eventResult(ev *event, r bulk.Result) {
-	if needsCheck(ev, r) {
+	if need, look := needsCheck(ev, r); need {
 		if t := ev.targetOf(r.Item.Index); t != nil {
-			ix.reparent.add(dishCheck{ev: ev, r: r, t: *t})
+			ix.reparent.add(dishCheck{ev: ev, r: r, t: *t, look: look})
 			return
 		}
 	}

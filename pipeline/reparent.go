@@ -45,7 +45,9 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -58,6 +60,9 @@ type dishCheck struct {
 	ev *event
 	r  bulk.Result
 	t  target
+	// look: the write created a first version; its other copies are
+	// looked for rather than deleted blindly (look).
+	look bool
 }
 
 // reparenter spreads dish writes, batched, on a goroutine of its own.
@@ -73,7 +78,7 @@ type reparenter struct {
 	waiting []dishCheck
 	wake    chan struct{} // holds a token while waiting may be non-empty
 
-	checked, removed atomic.Int64
+	checked, looked, removed atomic.Int64
 }
 
 func newReparenter(ix *indexer) *reparenter {
@@ -81,22 +86,29 @@ func newReparenter(ix *indexer) *reparenter {
 }
 
 // needsCheck reports whether r, an answer to a write of ev, is one that
-// may have left another copy of the dish (see above).
-func needsCheck(ev *event, r bulk.Result) bool {
+// may have left another copy of the dish (see above), and whether it is
+// looked for (look) rather than spread: a first version created.
+func needsCheck(ev *event, r bulk.Result) (need, look bool) {
 	c := ev.change
 	if c == nil || c.Type != TypeDish || r.Item == nil {
-		return false
+		return false, false
 	}
 	if f := c.FormerRestaurantID; f != "" && f != c.RestaurantID {
-		return true
+		return true, false
 	}
 	if r.Coalesced {
-		return false
+		return false, false
 	}
 	if c.Op == OpDelete {
-		return r.Item.Action == bulk.Delete && r.Outcome == bulk.NotFound
+		return r.Item.Action == bulk.Delete && r.Outcome == bulk.NotFound, false
 	}
-	return r.Item.Action == bulk.Index && ((r.Outcome == bulk.OK && r.Status == 201 && !c.First) || r.Outcome == bulk.Stale)
+	if r.Item.Action != bulk.Index {
+		return false, false
+	}
+	if r.Outcome == bulk.OK && r.Status == 201 {
+		return true, c.First
+	}
+	return r.Outcome == bulk.Stale, false
 }
 
 // add queues a spread. Writer workers call it; it never waits.
@@ -110,8 +122,10 @@ func (rp *reparenter) add(c dishCheck) {
 	}
 }
 
-// maxSpreadBatch bounds the writes one batch of spreads covers.
-const maxSpreadBatch = 500
+// maxSpreadBatch bounds the writes one batch of checks covers: one
+// search of every shard reads the other copies of all its first
+// versions.
+const maxSpreadBatch = 2000
 
 // run spreads what is queued until ctx ends. A spread that cannot be
 // done (the pipeline stops) fails its write: the event is never
@@ -136,7 +150,18 @@ func (rp *reparenter) run(ctx context.Context) {
 			if len(batch) == 0 {
 				break
 			}
-			err := rp.spread(ctx, batch)
+			var spreads, looks []dishCheck
+			for _, c := range batch {
+				if c.look {
+					looks = append(looks, c)
+				} else {
+					spreads = append(spreads, c)
+				}
+			}
+			err := rp.spread(ctx, spreads)
+			if err == nil {
+				err = rp.look(ctx, looks)
+			}
 			if err != nil && ctx.Err() == nil && rp.fail != nil {
 				rp.fail(fmt.Errorf("pipeline: delete the other copies of changed dishes: %w", err))
 			}
@@ -193,6 +218,9 @@ func (rp *reparenter) spread(ctx context.Context, cs []dishCheck) error {
 	}
 	rp.checked.Add(int64(len(cs)))
 	rp.ix.met.checked.Add(float64(len(cs)))
+	if len(dels) == 0 {
+		return nil
+	}
 	items := make([]bulk.Item, 0, len(dels))
 	for k, v := range dels {
 		items = append(items, bulk.Item{
@@ -260,4 +288,99 @@ func (rp *reparenter) deleteAll(ctx context.Context, items []bulk.Item) ([]bulk.
 		}
 	}
 	return rs, nil
+}
+
+// look finds the other copies of the first versions cs created, in one
+// search of every shard per index (no refresh: a copy written less than a
+// refresh interval ago is a version written at the same moment, whose own
+// write spreads, unless it is a first version too, which no source sends
+// twice under two restaurants), and keeps one: the newest, and among
+// copies at one version (two sources' records of one id) the one under
+// the least routing, which every look of those copies agrees on. The
+// others are deleted: the write's own when a newer version is stored
+// elsewhere (a replay of a dish's first version after the tombstones of
+// its later versions are gone), the others when the write is the newest.
+func (rp *reparenter) look(ctx context.Context, cs []dishCheck) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	byIndex := make(map[string][]dishCheck)
+	for _, c := range cs {
+		byIndex[c.r.Item.Index] = append(byIndex[c.r.Item.Index], c)
+	}
+	var items []bulk.Item
+	for index, cs := range byIndex {
+		ids := make([]string, len(cs))
+		for i, c := range cs {
+			ids[i] = c.r.Item.ID
+		}
+		copies, err := rp.copies(ctx, index, ids)
+		if err != nil {
+			return err
+		}
+		for _, c := range cs {
+			it := c.r.Item
+			all := append([]copyAt{{routing: it.Routing, version: it.Version}}, copies[it.ID]...)
+			// The newest version wins; among copies at it, the one under
+			// the least routing, so that every look at the same copies
+			// keeps the same one.
+			keep := all[0]
+			for _, cp := range all[1:] {
+				if cp.version > keep.version || cp.version == keep.version && cp.routing < keep.routing {
+					keep = cp
+				}
+			}
+			done := map[string]bool{keep.routing: true}
+			for _, cp := range all {
+				if done[cp.routing] {
+					continue
+				}
+				done[cp.routing] = true
+				vt := bulk.External
+				if cp.version == keep.version {
+					vt = bulk.ExternalGTE // a tie: the same version under another routing
+				}
+				items = append(items, bulk.Item{Action: bulk.Delete, Index: index, ID: it.ID, Routing: cp.routing,
+					Version: keep.version, VersionType: vt, Shard: c.t.labelOf(cp.routing)})
+			}
+		}
+	}
+	rp.looked.Add(int64(len(cs)))
+	_, err := rp.deleteAll(ctx, items)
+	return err
+}
+
+// copyAt is one stored copy of a dish.
+type copyAt struct {
+	routing string
+	version int64
+}
+
+// copies reads every stored copy of ids in index, in one search of every
+// shard.
+func (rp *reparenter) copies(ctx context.Context, index string, ids []string) (map[string][]copyAt, error) {
+	ix := rp.ix
+	body, err := json.Marshal(map[string]any{
+		"query":   map[string]any{"ids": map[string]any{"values": ids}},
+		"_source": false,
+		"version": true, // the external version each copy was written at
+		"size":    min(4*len(ids), 10_000),
+	})
+	if err != nil {
+		return nil, err
+	}
+	var pg *bulk.Page
+	err = retry(ctx, ix.log, "look for other copies of "+strconv.Itoa(len(ids))+" new dishes", func() error {
+		var err error
+		pg, err = ix.admin.Search(ctx, index, body, bulk.SearchParams{})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string][]copyAt, len(ids))
+	for _, h := range pg.Hits {
+		out[h.ID] = append(out[h.ID], copyAt{routing: h.Routing, version: h.Version})
+	}
+	return out, nil
 }

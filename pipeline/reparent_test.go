@@ -47,6 +47,11 @@ func TestDishChangesRestaurant(t *testing.T) {
 		{"older delivered again", []genEvent{dishAt("zd1", "zsf", 1, ""), dishAt("zd1", "zny", 2, ""), dishAt("zd1", "zsf", 1, "")}},
 		{"moved, then deleted", []genEvent{dishAt("zd1", "zsf", 1, ""), dishAt("zd1", "zny", 2, ""), dishGone("zd1", "zny", 3)}},
 		{"moved, deleted, older again", []genEvent{dishAt("zd1", "zsf", 1, ""), dishAt("zd1", "zny", 2, ""), dishGone("zd1", "zny", 3), dishAt("zd1", "zsf", 1, "")}},
+		// Versions 0 and 1 are both first versions: no tombstone protects
+		// either, the write looks for the other copy.
+		{"first versions, older second", []genEvent{dishAt("zd1", "zny", 1, ""), dishAt("zd1", "zsf", 0, "")}},
+		{"first versions, one version", []genEvent{dishAt("zd1", "zsf", 1, ""), dishAt("zd1", "zny", 1, "")}},
+		{"first versions, newer second", []genEvent{dishAt("zd1", "zsf", 0, ""), dishAt("zd1", "zny", 1, "")}},
 		{"deleted under the new restaurant first", []genEvent{dishAt("zd1", "zsf", 1, ""), dishGone("zd1", "zny", 3), dishAt("zd1", "zny", 2, "")}},
 	}
 	for _, tc := range cases {
@@ -63,13 +68,19 @@ func TestDishChangesRestaurant(t *testing.T) {
 				e.produce(context.Background(), []genEvent{d})
 				e.waitCaughtUp(t, r, 40*time.Second)
 				evs = append(evs, d)
+				// Searches see it, as they do once a refresh interval
+				// has passed.
+				if err := e.admin.Refresh(context.Background(), testIndex); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if err := r.Stop(t); err != nil {
 				t.Fatalf("Run = %v", err)
 			}
 			m := runModel(append(reparentRests(), evs...))
 			checkIndexDocs(t, e, testIndex, e.m, m.expectedDocs(e.m))
-			t.Logf("checks %d, copies deleted %d", r.p.ix.reparent.checked.Load(), r.p.ix.reparent.removed.Load())
+			rp := r.p.ix.reparent
+			t.Logf("spread %d, looked %d, copies deleted %d", rp.checked.Load(), rp.looked.Load(), rp.removed.Load())
 		})
 	}
 }

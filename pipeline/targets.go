@@ -72,6 +72,17 @@ func (t *target) routing(cell s2.CellID) (shard int, routing string) {
 	return shard, t.m.Shard(shard).Routing
 }
 
+// labelOf returns the queue label of the shard routing names under the
+// target's map; a routing of no shard of it gets a label of its own.
+func (t *target) labelOf(routing string) string {
+	for i := range t.labels {
+		if t.m.Shard(i).Routing == routing {
+			return t.labels[i]
+		}
+	}
+	return t.index + "/" + routing
+}
+
 // targetOf returns the target of ev's writes to index (nil: none).
 func (ev *event) targetOf(index string) *target {
 	for i := range ev.targets {

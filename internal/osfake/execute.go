@@ -188,17 +188,30 @@ func (s *Server) collect(reads []shardRead, req *searchRequest, keep bool) (*sea
 			}
 			continue
 		}
-		for _, d := range r.docs {
+		take := func(d *doc) {
 			if !r.inSlice(d.id) {
-				continue
+				return
 			}
 			if b.filter != nil && !b.filter(d) || !b.match(d) {
-				continue
+				return
 			}
 			res.total++
 			if keep {
 				res.hits = append(res.hits, &hit{pos: pos, d: d})
 			}
+		}
+		if ids, ok := idsOf(req.query); ok {
+			// A query of ids alone reads those documents, not the shard:
+			// the same matches, without a scan of every document.
+			for _, id := range ids {
+				if d := r.docs[id]; d != nil {
+					take(d)
+				}
+			}
+			continue
+		}
+		for _, d := range r.docs {
+			take(d)
 		}
 	}
 	res.shards.Successful = res.shards.Total - res.shards.Failed
@@ -328,4 +341,26 @@ func (h *hitHeap) Pop() any {
 	x := h.hits[len(h.hits)-1]
 	h.hits = h.hits[:len(h.hits)-1]
 	return x
+}
+
+// idsOf returns the distinct ids of a query that is an ids query (or a
+// term or terms query on _id) and nothing else.
+func idsOf(q query) ([]string, bool) {
+	t, ok := q.(*termQuery)
+	if !ok || t.field != "_id" {
+		return nil, false
+	}
+	ids := make([]string, 0, len(t.values))
+	seen := make(map[string]bool, len(t.values))
+	for _, v := range t.values {
+		id, ok := v.(string)
+		if !ok {
+			return nil, false
+		}
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	return ids, true
 }
