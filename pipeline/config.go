@@ -59,6 +59,13 @@ type Config struct {
 	// topic's last events; or PartitionerAuto, detected from them
 	// (placement_detect.go). Default PartitionerAuto.
 	RestaurantPartitioner Partitioner
+	// TrustFirstVersions skips the look for other copies of a dish whose
+	// first version is created (reparent.go): for a load into an index
+	// that holds none of the stream's dishes, where each look would find
+	// nothing. A first version replayed once its later versions'
+	// tombstones are gone, or an id two sources both use, may then stay
+	// beside the newer copy, as verify reports.
+	TrustFirstVersions bool
 	// Group is the Kafka consumer group. Default "geoshard-ingest".
 	Group string
 	// ParkingTopic holds the dishes that wait for their restaurant, so

@@ -267,7 +267,7 @@ func (ix *indexer) result(r bulk.Result) {
 // write that may have left another copy of the dish is checked first
 // (reparent.go), and counts once its check is done.
 func (ix *indexer) eventResult(ev *event, r bulk.Result) {
-	if need, look := needsCheck(ev, r); need {
+	if need, look := needsCheck(ev, r); need && !(look && ix.reparent.trustFirst) {
 		if t := ev.targetOf(r.Item.Index); t != nil {
 			ix.reparent.add(dishCheck{ev: ev, r: r, t: *t, look: look})
 			return

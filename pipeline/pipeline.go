@@ -109,6 +109,7 @@ func New(cfg Config, client *opensearch.Client) (*Pipeline, error) {
 	p.ix = newIndexer(p.log, p.admin, m, p.out, newPendingSet(cfg.PendingMax, cfg.PendingMaxAge))
 	p.ix.now = now
 	p.ix.reparent.fail = p.fail
+	p.ix.reparent.trustFirst = cfg.TrustFirstVersions
 	p.out.ix = p.ix
 	p.loop = &loop{
 		cfg: cfg, log: p.log, met: m, ix: p.ix, track: p.track, grp: p.grp, modes: p.modes,
@@ -238,6 +239,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	bg.Go(func() { p.progressLoop(lt.work) })
 	bg.Go(func() { p.modes.watch(lt.intake, watch) })
 	bg.Go(func() { p.ix.reparent.run(lt.work) })
+	bg.Go(func() { p.ix.reparent.runLooks(lt.work) })
 
 	p.consume(lt, dialer, transport, group)
 	p.drain(lt, w)

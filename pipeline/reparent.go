@@ -50,6 +50,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/geoshard/geoshard/bulk"
 )
@@ -69,6 +70,9 @@ type dishCheck struct {
 // Writer callbacks add them; it never touches the loop's state.
 type reparenter struct {
 	ix *indexer
+	// trustFirst: first versions are not looked for
+	// (Config.TrustFirstVersions).
+	trustFirst bool
 	// fail stops the pipeline (set by New): a spread that fails for good
 	// leaves its event unfinished, so its partition could commit nothing
 	// more.
@@ -77,6 +81,11 @@ type reparenter struct {
 	mu      sync.Mutex
 	waiting []dishCheck
 	wake    chan struct{} // holds a token while waiting may be non-empty
+	// looks are the first versions to look for (look): their writes are
+	// already counted, so they wait for larger batches; looking is set
+	// while a batch of them runs.
+	looks   []dishCheck
+	looking atomic.Bool
 
 	checked, looked, removed atomic.Int64
 }
@@ -111,30 +120,97 @@ func needsCheck(ev *event, r bulk.Result) (need, look bool) {
 	return r.Outcome == bulk.Stale, false
 }
 
-// add queues a spread. Writer workers call it; it never waits.
+// add queues a check. Writer workers call it; it never waits. A look's
+// write counts at once: the look runs behind it, in larger batches (an
+// event is not held for it; a look lost to a crash leaves what verify
+// reports).
 func (rp *reparenter) add(c dishCheck) {
 	rp.mu.Lock()
-	rp.waiting = append(rp.waiting, c)
+	if c.look {
+		rp.looks = append(rp.looks, c)
+	} else {
+		rp.waiting = append(rp.waiting, c)
+	}
 	rp.mu.Unlock()
+	if c.look {
+		rp.ix.answered(c.ev, c.r)
+		return
+	}
 	select {
 	case rp.wake <- struct{}{}:
 	default:
 	}
 }
 
-// maxSpreadBatch bounds the writes one batch of checks covers: one
-// search of every shard reads the other copies of all its first
-// versions.
-const maxSpreadBatch = 2000
+// looksIdle reports whether no look waits or runs.
+func (rp *reparenter) looksIdle() bool {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	return len(rp.looks) == 0 && !rp.looking.Load()
+}
 
-// run spreads what is queued until ctx ends. A spread that cannot be
-// done (the pipeline stops) fails its write: the event is never
-// finished, so it is delivered again.
-func (rp *reparenter) run(ctx context.Context) {
+// maxLookBatch bounds the ids one look searches for, and lookEvery is how
+// often the looks run.
+const (
+	maxLookBatch = 5000
+	lookEvery    = 500 * time.Millisecond
+)
+
+// runLooks looks for the queued first versions, every lookEvery, until
+// ctx ends.
+func (rp *reparenter) runLooks(ctx context.Context) {
+	t := time.NewTicker(lookEvery)
+	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			rp.failAll(ctx.Err())
+			return
+		case <-t.C:
+		}
+		for {
+			rp.mu.Lock()
+			batch := rp.looks
+			if len(batch) > maxLookBatch {
+				batch, rp.looks = batch[:maxLookBatch:maxLookBatch], batch[maxLookBatch:]
+			} else {
+				rp.looks = nil
+			}
+			rp.looking.Store(len(batch) > 0)
+			rp.mu.Unlock()
+			if len(batch) == 0 {
+				break
+			}
+			if err := rp.look(ctx, batch); err != nil && ctx.Err() == nil {
+				rp.ix.log.Warn("looking for other copies of new dishes failed; verify reports any left", "dishes", len(batch), "error", err)
+			}
+		}
+	}
+}
+
+// maxSpreadBatch bounds the writes one batch of checks covers: one
+// search of every shard reads the other copies of all its first
+// versions.
+const maxSpreadBatch = 1000
+
+// maxCheckBatches bounds the batches of checks in flight at once: a
+// batch waits for a search and for its deletes' answers, and the writes
+// behind it wait for it.
+const maxCheckBatches = 4
+
+// run checks what is queued until ctx ends, up to maxCheckBatches batches
+// at once (each check stands alone: their order does not matter). A check
+// that cannot be done (the pipeline stops) fails its write: the event is
+// never finished, so it is delivered again.
+func (rp *reparenter) run(ctx context.Context) {
+	slots := make(chan struct{}, maxCheckBatches)
+	var batches sync.WaitGroup
+	defer func() {
+		batches.Wait()
+		rp.failAll(ctx.Err())
+	}()
+	for {
+		select {
+		case <-ctx.Done():
 			return
 		case <-rp.wake:
 		}
@@ -150,29 +226,34 @@ func (rp *reparenter) run(ctx context.Context) {
 			if len(batch) == 0 {
 				break
 			}
-			var spreads, looks []dishCheck
-			for _, c := range batch {
-				if c.look {
-					looks = append(looks, c)
-				} else {
-					spreads = append(spreads, c)
-				}
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				rp.mu.Lock()
+				rp.waiting = append(batch, rp.waiting...)
+				rp.mu.Unlock()
+				return
 			}
-			err := rp.spread(ctx, spreads)
-			if err == nil {
-				err = rp.look(ctx, looks)
-			}
-			if err != nil && ctx.Err() == nil && rp.fail != nil {
-				rp.fail(fmt.Errorf("pipeline: delete the other copies of changed dishes: %w", err))
-			}
-			for _, c := range batch {
-				r := c.r
-				if err != nil {
-					r.Outcome, r.Err = bulk.Failed, fmt.Errorf("delete the other copies of %s: %w", r.Item.ID, err)
-				}
-				rp.ix.answered(c.ev, r)
-			}
+			batches.Go(func() {
+				defer func() { <-slots }()
+				rp.checkBatch(ctx, batch)
+			})
 		}
+	}
+}
+
+// checkBatch runs one batch of checks and counts their writes.
+func (rp *reparenter) checkBatch(ctx context.Context, batch []dishCheck) {
+	err := rp.spread(ctx, batch)
+	if err != nil && ctx.Err() == nil && rp.fail != nil {
+		rp.fail(fmt.Errorf("pipeline: delete the other copies of changed dishes: %w", err))
+	}
+	for _, c := range batch {
+		r := c.r
+		if err != nil {
+			r.Outcome, r.Err = bulk.Failed, fmt.Errorf("delete the other copies of %s: %w", r.Item.ID, err)
+		}
+		rp.ix.answered(c.ev, r)
 	}
 }
 

@@ -67,6 +67,9 @@ func TestDishChangesRestaurant(t *testing.T) {
 			for _, d := range encodeAll(tc.dishes) {
 				e.produce(context.Background(), []genEvent{d})
 				e.waitCaughtUp(t, r, 40*time.Second)
+				for !r.p.ix.reparent.looksIdle() {
+					time.Sleep(time.Millisecond) // the look of a first version runs behind its write
+				}
 				evs = append(evs, d)
 				// Searches see it, as they do once a refresh interval
 				// has passed.
