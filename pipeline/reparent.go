@@ -375,12 +375,13 @@ func (rp *reparenter) deleteAll(ctx context.Context, items []bulk.Item) ([]bulk.
 // search of every shard per index (no refresh: a copy written less than a
 // refresh interval ago is a version written at the same moment, whose own
 // write spreads, unless it is a first version too, which no source sends
-// twice under two restaurants), and keeps one: the newest, and among
-// copies at one version (two sources' records of one id) the one under
-// the least routing, which every look of those copies agrees on. The
-// others are deleted: the write's own when a newer version is stored
-// elsewhere (a replay of a dish's first version after the tombstones of
-// its later versions are gone), the others when the write is the newest.
+// twice under two restaurants), and deletes every copy older than the
+// newest found: the write's own when a newer version is stored elsewhere
+// (a replay of a dish's first version after the tombstones of its later
+// versions are gone, or another source's later record of the id), the
+// others when the write is the newest. Copies at one version under two
+// routings are left alone: a move between its copy and its delete looks
+// the same as two sources' records of one id at one version.
 func (rp *reparenter) look(ctx context.Context, cs []dishCheck) error {
 	if len(cs) == 0 {
 		return nil
@@ -401,28 +402,23 @@ func (rp *reparenter) look(ctx context.Context, cs []dishCheck) error {
 		}
 		for _, c := range cs {
 			it := c.r.Item
-			all := append([]copyAt{{routing: it.Routing, version: it.Version}}, copies[it.ID]...)
-			// The newest version wins; among copies at it, the one under
-			// the least routing, so that every look at the same copies
-			// keeps the same one.
-			keep := all[0]
-			for _, cp := range all[1:] {
-				if cp.version > keep.version || cp.version == keep.version && cp.routing < keep.routing {
-					keep = cp
+			found := copies[it.ID]
+			newest, own := int64(-1), false
+			for _, cp := range found {
+				newest = max(newest, cp.version)
+				own = own || cp.routing == it.Routing
+			}
+			for _, cp := range found {
+				if cp.version < newest {
+					items = append(items, bulk.Item{Action: bulk.Delete, Index: index, ID: it.ID, Routing: cp.routing,
+						Version: newest, VersionType: bulk.External, Shard: c.t.labelOf(cp.routing)})
 				}
 			}
-			done := map[string]bool{keep.routing: true}
-			for _, cp := range all {
-				if done[cp.routing] {
-					continue
-				}
-				done[cp.routing] = true
-				vt := bulk.External
-				if cp.version == keep.version {
-					vt = bulk.ExternalGTE // a tie: the same version under another routing
-				}
-				items = append(items, bulk.Item{Action: bulk.Delete, Index: index, ID: it.ID, Routing: cp.routing,
-					Version: keep.version, VersionType: vt, Shard: c.t.labelOf(cp.routing)})
+			if !own && newest > it.Version {
+				// The write's own copy, not seen yet, is older than one
+				// stored elsewhere.
+				items = append(items, bulk.Item{Action: bulk.Delete, Index: index, ID: it.ID, Routing: it.Routing,
+					Version: newest, VersionType: bulk.External, Shard: it.Shard})
 			}
 		}
 	}
