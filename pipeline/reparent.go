@@ -403,7 +403,9 @@ func (rp *reparenter) look(ctx context.Context, cs []dishCheck) error {
 		for _, c := range cs {
 			it := c.r.Item
 			found := copies[it.ID]
-			newest, own := int64(-1), false
+			// The write's own version counts whether its copy is seen yet
+			// or not (not yet refreshed, or carried by a move).
+			newest, own := it.Version, false
 			for _, cp := range found {
 				newest = max(newest, cp.version)
 				own = own || cp.routing == it.Routing
