@@ -328,9 +328,21 @@ func (b *backfill) run(ctx context.Context) error {
 	return g.Wait()
 }
 
+// checkpointTimeout bounds a checkpoint's write once begun.
+const checkpointTimeout = 30 * time.Second
+
 // checkpoint stores a slice's progress. It refuses if the migration has
 // left phase backfilling meanwhile (another operator cancelled it).
+//
+// A checkpoint once begun is finished even when ctx ends: a write the
+// client abandons may still be applied by the server later, after the
+// job has returned and another has read the migration, so that two jobs
+// would disagree about where the slice stands. Finishing it (within
+// checkpointTimeout) means that when the job returns, the stored
+// checkpoints are the ones it reports.
 func (b *backfill) checkpoint(ctx context.Context, st schema.SliceState) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), checkpointTimeout)
+	defer cancel()
 	_, err := b.m.store.Update(ctx, func(x *schema.Migration) error {
 		if t := rule(StepBackfill); x.Phase != t.running {
 			return t.refuse(b.m.cfg.Alias, x.Phase, true)
