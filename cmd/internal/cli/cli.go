@@ -39,19 +39,28 @@ func Bar(frac float64, width int) string {
 
 // Parse applies the GEOSHARD_* environment variables that fs's usages
 // name (envflag.Apply), then args, so that a flag given on the command
-// line wins over the environment. A bad value of either is a UsageError;
-// -help is flag.ErrHelp itself, after fs has printed its usage.
-// Positional arguments are left to the caller, whose message for them
-// differs.
+// line wins over the environment. A bad value of either is a UsageError
+// of one line that says where to look (the flag package's own print of
+// the error and every flag is silenced); -help is flag.ErrHelp itself,
+// after fs has printed its usage. Positional arguments are left to the
+// caller, whose message for them differs.
 func Parse(fs *flag.FlagSet, args []string, getenv func(string) string) error {
 	if err := envflag.Apply(fs, getenv); err != nil {
-		return UsageError{Err: err}
+		return Hinted(fs, err)
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+	usage, out := fs.Usage, fs.Output()
+	help := false
+	fs.Usage = func() { help = true }
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.Usage = usage
+	fs.SetOutput(out)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) && help {
+			fs.Usage()
 			return err
 		}
-		return UsageError{Err: err}
+		return Hinted(fs, err)
 	}
 	return nil
 }
