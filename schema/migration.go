@@ -289,7 +289,32 @@ type Heartbeat struct {
 	MigrationID string    `json:"migration_id"`
 	Applied     Phase     `json:"applied"`
 	At          time.Time `json:"at"`
+	// State is what the instance is doing when it writes the heartbeat:
+	// InstanceConsuming, or what it waits for, with Waiting saying why
+	// (the last error) and since when. Empty from an instance that
+	// predates it.
+	State   InstanceState `json:"state,omitempty"`
+	Waiting string        `json:"waiting,omitempty"`
+	Since   time.Time     `json:"since,omitzero"`
 }
+
+// InstanceState is an ingest instance's state in its heartbeat and on
+// its /readyz.
+type InstanceState string
+
+const (
+	// InstanceStarting: checks at start (topics, the map, the
+	// partitioner) are not done yet.
+	InstanceStarting InstanceState = "starting"
+	// InstanceConsuming: a member of the group, reading and writing.
+	InstanceConsuming InstanceState = "consuming"
+	// InstanceNoBroker: the Kafka brokers cannot be reached (or refuse);
+	// nothing is read until they can.
+	InstanceNoBroker InstanceState = "cannot_reach_broker"
+	// InstanceNoOpenSearch: OpenSearch cannot be reached (or refuses);
+	// writes are retried and reading is held until it can.
+	InstanceNoOpenSearch InstanceState = "cannot_reach_opensearch"
+)
 
 // HeartbeatDocID is the _id of an instance's heartbeat.
 func HeartbeatDocID(alias, instance string) string {
