@@ -11,6 +11,10 @@ import (
 // Sentinel errors. Callers test for them with errors.Is; the wrapping
 // error says which migration and step.
 var (
+	// ErrUnknownAlias: the alias does not exist in the cluster, and no
+	// migration is recorded for it (a mistyped name, or the wrong
+	// cluster).
+	ErrUnknownAlias = errors.New("no such alias in the cluster")
 	// ErrNoMigration: no migration is recorded for the alias.
 	ErrNoMigration = errors.New("no migration is recorded for the alias")
 	// ErrBusy: another migration of the alias is not finished (completed

@@ -144,6 +144,25 @@ func (m *Migrator) Load(ctx context.Context) (*schema.Migration, error) {
 	return &rec.Migration, nil
 }
 
+// CheckAlias returns an error wrapping ErrUnknownAlias when the alias
+// does not exist in the cluster and no migration is recorded for it.
+// An alias with a migration recorded is known whatever its state: a
+// migration may have to be cancelled or inspected after the alias went
+// missing.
+func (m *Migrator) CheckAlias(ctx context.Context) error {
+	ts, err := m.admin.Alias(ctx, m.cfg.Alias)
+	if err != nil && !bulk.IsNotFound(err) {
+		return fmt.Errorf("migrate: read alias %q: %w", m.cfg.Alias, err)
+	}
+	if err == nil && len(ts) > 0 {
+		return nil
+	}
+	if _, err := m.store.Load(ctx); !errors.Is(err, ErrNoMigration) {
+		return err // recorded (nil), or unreadable
+	}
+	return fmt.Errorf("alias %q: %w", m.cfg.Alias, ErrUnknownAlias)
+}
+
 // sideMap parses and checks the map recorded for one side of a migration.
 func sideMap(s schema.Side) (*router.Map, error) {
 	m, err := s.ParseMap()

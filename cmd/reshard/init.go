@@ -19,7 +19,7 @@ func runInit(args []string, stdout io.Writer) error {
 	fs := newFlags("init", "--map F --index menu-v1 --alias menu [--replicas N|auto] [--opensearch URLs]", stdout)
 	mapPath := fs.String("map", "", "map `file` to build the index with (required)")
 	index := fs.String("index", "", "concrete index to create, e.g. menu-v1 (required)")
-	alias := fs.String("alias", "menu", "alias readers and writers use")
+	alias := fs.String("alias", "menu", "alias readers and writers use (GEOSHARD_ALIAS)")
 	replicasFlag := fs.String("replicas", "auto", "index.number_of_replicas, or auto: 1, and 0 on a one-node cluster (which can never place a replica)")
 	timeout := fs.Duration("timeout", time.Minute, "give up after this long")
 	var cc bulk.ClientConfig

@@ -120,20 +120,6 @@ func usage(w io.Writer) {
 	}
 }
 
-// newFlags returns a flag set whose errors are returned, not printed and
-// exited on, and whose --help prints to stdout.
-func newFlags(name, synopsis string, stdout io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("reshard "+name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {
-		fmt.Fprintf(stdout, "usage: reshard %s %s\n\nflags:\n", name, synopsis)
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
-	}
-	return fs
-}
-
 // parse parses flags, rejects positional arguments and requires the
 // flags named in need.
 func parse(fs *flag.FlagSet, args []string, need ...string) error {

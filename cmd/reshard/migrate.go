@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -39,7 +41,9 @@ func addMigrationFlags(fs *flag.FlagSet) *migrationFlags {
 	f.cf = cli.RegisterClientFlags(fs, &f.cc, os.Getenv)
 	fs.StringVar(&f.alias, "alias", "menu", "alias whose index is migrated (GEOSHARD_ALIAS)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve geoshard_migration_phase and geoshard_backfill_docs_total on this `address` at /metrics; empty: off")
-	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error (GEOSHARD_LOG_LEVEL)")
+	// No GEOSHARD_METRICS_ADDR: ingest reads it, and a reshard run beside
+	// an ingest instance would try to take its port.
+	fs.StringVar(&f.logLevel, "log-level", "info", "log `level`: debug, info, warn or error (GEOSHARD_LOG_LEVEL)")
 	return f
 }
 
@@ -140,6 +144,16 @@ func (f *migrationFlags) open(stderr io.Writer) (*session, error) {
 		s.close()
 		return nil, err
 	}
+	// A mistyped alias (or the wrong cluster) is a usage error, not "no
+	// migration is recorded".
+	if err := s.m.CheckAlias(ctx); err != nil {
+		s.close()
+		if errors.Is(err, migrate.ErrUnknownAlias) {
+			return nil, badInput("--alias %s: no such alias in OpenSearch at %s, and no migration of it is recorded (reshard init creates an alias)",
+				f.alias, strings.Join(f.cc.Addresses, ","))
+		}
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -160,25 +174,35 @@ func ackFlags(fs *flag.FlagSet) *migrate.AckConfig {
 	return a
 }
 
-// start parses the flags, runs the checks in order (each returns a usage
-// error) and opens the session: the common opening of the migration verbs.
+// start parses the flags, runs every check (each returns a usage error
+// naming the flags it finds wrong) and opens the session: the common
+// opening of the migration verbs. The problems of all the checks are
+// reported together, in one line.
 func (f *migrationFlags) start(fs *flag.FlagSet, args []string, stderr io.Writer, checks ...func() error) (*session, error) {
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
+	var p problems
 	for _, check := range checks {
 		if err := check(); err != nil {
-			return nil, err
+			p.add("%v", err)
 		}
+	}
+	if err := p.err(); err != nil {
+		return nil, err
 	}
 	return f.open(stderr)
 }
 
 func checkAck(a *migrate.AckConfig) error {
-	if a.Timeout <= 0 || a.LiveWindow <= 0 {
-		return badInput("--ack-timeout %v, --live-window %v: want positive durations", a.Timeout, a.LiveWindow)
+	var p problems
+	if a.Timeout <= 0 {
+		p.add("--ack-timeout %v: want a positive duration", a.Timeout)
 	}
-	return nil
+	if a.LiveWindow <= 0 {
+		p.add("--live-window %v: want a positive duration", a.LiveWindow)
+	}
+	return p.err()
 }
 
 func runCreate(args []string, stdout, stderr io.Writer) error {
@@ -189,7 +213,7 @@ func runCreate(args []string, stdout, stderr io.Writer) error {
 	mf := addMigrationFlags(fs)
 	checkReplicas := func() error {
 		if *replicas < -1 {
-			return badInput("--replicas %d: want -1 or more", *replicas)
+			return badInput("--replicas %d: want -1 (as many as the source) or more", *replicas)
 		}
 		return nil
 	}

@@ -21,13 +21,17 @@ func backfillFlags(fs *flag.FlagSet) *migrate.BackfillConfig {
 }
 
 func checkBackfill(c *migrate.BackfillConfig) error {
+	var p problems
+	if c.Slices < 0 {
+		p.add("--slices %d: want 0 (one slice per source shard, all at once) up to the number of source shards", c.Slices)
+	}
 	if c.Page < 1 || c.Page > migrate.MaxPage {
-		return badInput("--page %d: want 1 to %d", c.Page, migrate.MaxPage)
+		p.add("--page %d: want 1 to %d", c.Page, migrate.MaxPage)
 	}
-	if c.Slices < 0 || c.MaxDocsPerSecond < 0 {
-		return badInput("--slices %d, --max-docs-per-second %v: must not be negative", c.Slices, c.MaxDocsPerSecond)
+	if c.MaxDocsPerSecond < 0 {
+		p.add("--max-docs-per-second %v: want 0 (no limit) or more", c.MaxDocsPerSecond)
 	}
-	return nil
+	return p.err()
 }
 
 // verifyFlags are the flags of verify (and run).
@@ -41,8 +45,18 @@ func verifyFlags(fs *flag.FlagSet) *migrate.VerifyConfig {
 }
 
 func checkVerify(c *migrate.VerifyConfig) error {
-	if c.Attempts < 1 || c.Pause < 0 || c.MaxIDs < 1 {
-		return badInput("--attempts %d, --pause %v, --max-ids %d: want at least 1 attempt, a pause >= 0 and at least 1 id", c.Attempts, c.Pause, c.MaxIDs)
+	var p problems
+	if c.Attempts < 1 {
+		p.add("--attempts %d: want 1 or more", c.Attempts)
+	}
+	if c.Pause < 0 {
+		p.add("--pause %v: want 0 (no pause) or more", c.Pause)
+	}
+	if c.MaxIDs < 1 {
+		p.add("--max-ids %d: want 1 or more", c.MaxIDs)
+	}
+	if err := p.err(); err != nil {
+		return err
 	}
 	if c.Pause == 0 {
 		c.Pause = -1 // VerifyConfig reads 0 as the default; -1 is no pause
@@ -210,7 +224,12 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 	window := fs.Duration("live-window", migrate.DefaultLiveWindow, "an ingest instance is live while its heartbeat is at most this old")
 	asJSON := fs.Bool("json", false, "print the migration and the instances as JSON")
 	mf := addMigrationFlags(fs)
-	s, err := mf.start(fs, args, stderr)
+	s, err := mf.start(fs, args, stderr, func() error {
+		if *window <= 0 {
+			return badInput("--live-window %v: want a positive duration", *window)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}

@@ -287,9 +287,11 @@ func TestMigrationVerbsBadInput(t *testing.T) {
 	if code, _, stderr := runCLI(t, "create", "--map", "x.json", "--target", "BAD_NAME"); code != 2 || !strings.Contains(stderr, `--target: index name "BAD_NAME": must be lowercase`) {
 		t.Errorf("create --target BAD_NAME: exit %d, %s; want 2 and the rule", code, stderr)
 	}
-	// No migration recorded: status says so and exits 0 (with the metrics
-	// served meanwhile, and stopped).
+	// An alias that exists with no migration recorded: status says so and
+	// exits 0 (with the metrics served meanwhile, and stopped).
 	srvURL := openSearch(t)
+	oldMap, _ := smallMap(t, t.TempDir(), "old.json", "000001", "864a23")
+	mustRun(t, "init", "--map", oldMap, "--index", "menu-v1", "--opensearch", srvURL)
 	if code, stdout, stderr := runCLI(t, "status", "--opensearch", srvURL, "--metrics-addr", "127.0.0.1:0"); code != 0 || !strings.Contains(stdout, "no migration is recorded for alias menu") {
 		t.Errorf("status without a migration: exit %d, stdout %q, stderr %q; want 0 and the alias named", code, stdout, stderr)
 	}
