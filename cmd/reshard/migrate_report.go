@@ -68,7 +68,9 @@ func orDash(s string) string {
 }
 
 // verificationRow is one shard of `verify --json`: exactly these keys,
-// and duplicates when the shard has any.
+// and the lists when the shard has any: the missing and extra ids (with
+// --ids, at most --max-ids of each, as the text lists them; missing and
+// extra stay the exact counts) and the duplicates.
 type verificationRow struct {
 	Shard            string             `json:"shard"`
 	Source           int64              `json:"source"`
@@ -79,13 +81,16 @@ type verificationRow struct {
 	SourceDuplicates int64              `json:"source_duplicates"`
 	TargetDuplicates int64              `json:"target_duplicates"`
 	OK               bool               `json:"ok"`
+	MissingIDs       []string           `json:"missing_ids,omitempty"`
+	ExtraIDs         []string           `json:"extra_ids,omitempty"`
 	Duplicates       []schema.Duplicate `json:"duplicates,omitempty"`
 }
 
 func writeVerificationJSON(w io.Writer, v *schema.Verification) error {
 	rows := make([]verificationRow, len(v.Shards))
 	for i, r := range v.Shards {
-		rows[i] = verificationRow{r.Shard, r.Source, r.Target, r.OutOfRange, r.Missing, r.Extra, r.SourceDuplicates, r.TargetDuplicates, r.OK, r.Duplicates}
+		rows[i] = verificationRow{r.Shard, r.Source, r.Target, r.OutOfRange, r.Missing, r.Extra, r.SourceDuplicates, r.TargetDuplicates, r.OK,
+			r.MissingIDs, r.ExtraIDs, r.Duplicates}
 	}
 	return writeJSON(w, rows)
 }

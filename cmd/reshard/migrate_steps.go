@@ -102,7 +102,7 @@ func runBackfill(args []string, stdout, stderr io.Writer) error {
 func runVerify(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("verify", "[--ids] [--attempts 5] [--alias menu] [--opensearch URLs] [--json]", stdout)
 	cfg := verifyFlags(fs)
-	asJSON := fs.Bool("json", false, `print [{"shard":…,"source":…,"target":…,"out_of_range":…,"missing":…,"extra":…,"source_duplicates":…,"target_duplicates":…,"ok":…,"duplicates":[…]}, …] (duplicates only on shards with any)`)
+	asJSON := fs.Bool("json", false, `print [{"shard":…,"source":…,"target":…,"out_of_range":…,"missing":…,"extra":…,"source_duplicates":…,"target_duplicates":…,"ok":…,"missing_ids":[…],"extra_ids":[…],"duplicates":[…]}, …] (the lists only on shards with any, at most --max-ids long, as the text)`)
 	mf := addMigrationFlags(fs)
 	s, err := mf.start(fs, args, stderr, func() error { return checkVerify(cfg) })
 	if err != nil {
