@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/geoshard/geoshard/bulk"
@@ -146,4 +147,102 @@ func LiveLoads(ctx context.Context, admin *bulk.Admin, alias string) (*router.Ma
 		return nil, "", nil, err
 	}
 	return live, index, loads, nil
+}
+
+// The verdict's thresholds besides ImbalanceAlert.
+const (
+	// WorthImbalanceDrop: a new map whose max/mean is lower by at least
+	// this much is worth a migration even below the alert threshold. A
+	// migration copies every document, so a small gain in balance does not
+	// pay for it: 0.20 is twice the planner's default ±10% bound.
+	WorthImbalanceDrop = 0.20
+	// WorthFanoutDrop: a new map whose searches ask at least this many
+	// fewer shards each, on average, is worth a migration.
+	WorthFanoutDrop = 0.10
+)
+
+// Figures are a map's balance and search cost on the current loads and a
+// workload.
+type Figures struct {
+	// Imbalance is the largest shard's load over the mean (max/mean).
+	Imbalance float64 `json:"imbalance"`
+	// Fanout is the mean number of shards a search asks.
+	Fanout float64 `json:"fanout"`
+}
+
+// Verdict says whether moving an alias from its live map to a planned one
+// is worth a migration.
+type Verdict struct {
+	Now      Figures `json:"now"`
+	Proposed Figures `json:"proposed"`
+	// Docs is the number of documents; Moved those whose physical shard
+	// (position in the map) differs between the maps.
+	Docs  int64 `json:"docs"`
+	Moved int64 `json:"moved_docs"`
+	// The thresholds applied: ImbalanceAlert, WorthImbalanceDrop,
+	// WorthFanoutDrop.
+	AlertImbalance     float64 `json:"alert_imbalance"`
+	WorthImbalanceDrop float64 `json:"worth_imbalance_drop"`
+	WorthFanoutDrop    float64 `json:"worth_fanout_drop"`
+	Worth              bool    `json:"worth"`
+	// Reason is the verdict in one line, starting "worth a migration: " or
+	// "not worth a migration: ".
+	Reason string `json:"reason"`
+}
+
+// Judge measures the live map and next on the current loads and work, and
+// decides: a migration is worth it when next lowers the max/mean and the
+// live one is above ImbalanceAlert, or next lowers it by at least
+// WorthImbalanceDrop, or next's searches ask at least WorthFanoutDrop
+// fewer shards each without leaving max/mean above the alert threshold.
+func Judge(live, next *router.Map, loads []router.CellLoad, work *router.Workload) (Verdict, error) {
+	v := Verdict{AlertImbalance: ImbalanceAlert, WorthImbalanceDrop: WorthImbalanceDrop, WorthFanoutDrop: WorthFanoutDrop}
+	for _, p := range []struct {
+		m   *router.Map
+		out *Figures
+	}{{live, &v.Now}, {next, &v.Proposed}} {
+		met, err := router.Evaluate(p.m, loads, work)
+		if err != nil {
+			return v, fmt.Errorf("migrate: judge map %s: %w", p.m.ShortHash(), err)
+		}
+		*p.out = Figures{Imbalance: met.MaxOverMean, Fanout: met.Fanout}
+	}
+	for _, l := range loads {
+		v.Docs += l.Docs
+		if live.LocateCell(l.Cell) != next.LocateCell(l.Cell) {
+			v.Moved += l.Docs
+		}
+	}
+	now, prop := v.Now, v.Proposed
+	// Compared as printed, in hundredths, so that the verdict agrees with
+	// the figures beside it (and 1.30 - 1.10 is not 0.1999…).
+	c := func(x float64) int64 { return int64(math.Round(x * 100)) }
+	alert, minImb, minFan := c(ImbalanceAlert), c(WorthImbalanceDrop), c(WorthFanoutDrop)
+	dImb, dFan := c(now.Imbalance)-c(prop.Imbalance), c(now.Fanout)-c(prop.Fanout)
+	moved := fmt.Sprintf("%d of %d documents change shard", v.Moved, v.Docs)
+	switch {
+	case c(now.Imbalance) > alert && dImb > 0:
+		v.Worth = true
+		v.Reason = fmt.Sprintf("worth a migration: max/mean %.2f is above the alert threshold %.2f and the new map brings it to %.2f; %s",
+			now.Imbalance, ImbalanceAlert, prop.Imbalance, moved)
+	case dImb >= minImb:
+		v.Worth = true
+		v.Reason = fmt.Sprintf("worth a migration: max/mean drops from %.2f to %.2f, by at least %.2f; %s",
+			now.Imbalance, prop.Imbalance, WorthImbalanceDrop, moved)
+	case dFan >= minFan && c(prop.Imbalance) <= alert:
+		v.Worth = true
+		v.Reason = fmt.Sprintf("worth a migration: fan-out drops from %.2f to %.2f shards per search, by at least %.2f; %s",
+			now.Fanout, prop.Fanout, WorthFanoutDrop, moved)
+	default:
+		v.Reason = fmt.Sprintf("not worth a migration: max/mean %.2f → %.2f is within the alert threshold %.2f and drops by less than %.2f; fan-out %.2f → %.2f drops by less than %.2f",
+			now.Imbalance, prop.Imbalance, ImbalanceAlert, WorthImbalanceDrop, now.Fanout, prop.Fanout, WorthFanoutDrop)
+		if c(now.Imbalance) > alert {
+			v.Reason = fmt.Sprintf("not worth a migration: max/mean %.2f is above the alert threshold %.2f but the new map does not lower it (%.2f); plan with more shards or a tighter --max-imbalance",
+				now.Imbalance, ImbalanceAlert, prop.Imbalance)
+		}
+	}
+	if v.Worth && c(prop.Fanout) > c(now.Fanout) {
+		v.Reason += fmt.Sprintf("; fan-out rises from %.2f to %.2f", now.Fanout, prop.Fanout)
+	}
+	return v, nil
 }

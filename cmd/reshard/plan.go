@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -9,6 +11,7 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
+	"text/tabwriter"
 
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/cmd/internal/cli"
@@ -149,9 +152,15 @@ func runPlan(args []string, stdout io.Writer) error {
 		rep.Plans = append(rep.Plans, planResult{Strategy: s, Map: m, Metrics: met})
 	}
 	chosen := rep.Plans[0].Map
+	var verdict *migrate.Verdict
 	if live != nil {
 		d := migrate.DiffMaps(live, chosen, loads)
 		rep.Diff = &d
+		v, err := migrate.Judge(live, chosen, loads, work)
+		if err != nil {
+			return err
+		}
+		verdict = &v
 	}
 	if *out != "" {
 		b, _ := chosen.MarshalJSON()
@@ -160,10 +169,61 @@ func runPlan(args []string, stdout io.Writer) error {
 		}
 	}
 	if *asJSON {
+		if verdict != nil {
+			return writeJSON(stdout, withVerdict{rep.jsonForm(), verdict})
+		}
 		return writeJSON(stdout, rep.jsonForm())
 	}
 	rep.writeText(stdout)
+	if verdict != nil {
+		writeVerdict(stdout, verdict, workDesc)
+	}
 	return nil
+}
+
+// withVerdict is the JSON report with a "verdict" member after the
+// report's own.
+type withVerdict struct {
+	report  any
+	verdict *migrate.Verdict
+}
+
+func (w withVerdict) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(w.report)
+	if err != nil {
+		return nil, err
+	}
+	v, err := json.Marshal(w.verdict)
+	if err != nil {
+		return nil, err
+	}
+	b = bytes.TrimRight(b, " \n")
+	if len(b) < 2 || b[len(b)-1] != '}' {
+		return nil, fmt.Errorf("plan report: not a JSON object")
+	}
+	b = append(b[:len(b)-1], `,"verdict":`...)
+	b = append(b, v...)
+	return append(b, '}'), nil
+}
+
+// writeVerdict ends the report of --from-index: the live map and the new
+// one on the current documents and the workload, what moves, and whether
+// that is worth a migration.
+func writeVerdict(w io.Writer, v *migrate.Verdict, workload string) {
+	pct := 0.0
+	if v.Docs > 0 {
+		pct = 100 * float64(v.Moved) / float64(v.Docs)
+	}
+	fmt.Fprintf(w, "\nverdict: the live map and the new one on the index's documents (workload: %s):\n", workload)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "  \tnow\tnew map\t")
+	fmt.Fprintf(tw, "  max/mean load\t%.4f\t%.4f\t\n", v.Now.Imbalance, v.Proposed.Imbalance)
+	fmt.Fprintf(tw, "  fan-out (shards per search)\t%.4f\t%.4f\t\n", v.Now.Fanout, v.Proposed.Fanout)
+	tw.Flush()
+	fmt.Fprintf(w, "  documents whose physical shard changes: %s of %s (%.1f%%)\n", cli.Commas(v.Moved), cli.Commas(v.Docs), pct)
+	fmt.Fprintf(w, "  worth a migration when max/mean is above %.2f (the GeoshardMapImbalanced alert) and the new map lowers it, or it drops by at least %.2f, or the fan-out drops by at least %.2f\n",
+		v.AlertImbalance, v.WorthImbalanceDrop, v.WorthFanoutDrop)
+	fmt.Fprintln(w, v.Reason)
 }
 
 func other(s router.Strategy) router.Strategy {
