@@ -33,6 +33,10 @@ type DishQuery struct {
 	Size int
 	// AllShards asks every shard even for an area (to compare).
 	AllShards bool
+	// After is the Next of the page before, to continue the listing
+	// there; "" starts at the nearest. A token of another search is a
+	// *CursorError.
+	After string
 }
 
 // Dish is a dish found, with its restaurant.
@@ -45,6 +49,8 @@ type Dish struct {
 	Allergens    []string `json:"allergens"`
 	Diets        []string `json:"diets"`
 	PriceCents   int      `json:"price_cents"`
+
+	docID string // the _id, which orders a restaurant's dishes
 }
 
 // Facets are the sidebar counts. Allergens, Diets and PriceBands count
@@ -63,6 +69,9 @@ type DishResult struct {
 	Total  int64  `json:"total"`
 	Dishes []Dish `json:"dishes"`
 	Facets Facets `json:"facets"`
+	// Next asks the page after this one (DishQuery.After); "" when this
+	// page is the last.
+	Next string `json:"next,omitempty"`
 	// Took is the wall time of the search, all its requests.
 	Took time.Duration `json:"-"`
 }
@@ -254,41 +263,27 @@ func (r *searchResponse) keyedCounts(name string) (map[string]int64, error) {
 	return out, nil
 }
 
-// Dishes runs a dish search.
+// Dishes runs a dish search: a page of at most Size dishes, nearest
+// restaurant first, and Next to ask the page after it.
 func (c *Client) Dishes(ctx context.Context, q DishQuery) (*DishResult, error) {
 	start := time.Now()
+	var cur cursor
+	if q.After != "" {
+		var err error
+		if cur, err = decodeCursor(q.After, kindDishes, digest(kindDishes, q.identity())); err != nil {
+			return nil, err
+		}
+	}
 	_, routed, err := c.route(ctx, q.Area, q.AllShards)
 	if err != nil {
 		return nil, err
 	}
 	size := q.size()
-	ranges := make([]any, len(PriceBands))
-	for i, b := range PriceBands {
-		r := map[string]any{"key": b.Key}
-		if b.From > 0 {
-			r["from"] = b.From
-		}
-		if b.To > 0 {
-			r["to"] = b.To
-		}
-		ranges[i] = r
-	}
-	facetBody, err := json.Marshal(map[string]any{
-		"size": 0, "track_total_hits": true, "query": q.dishQuery(),
-		"aggs": map[string]any{
-			"allergens": map[string]any{"terms": map[string]any{"field": "allergens", "size": facetSize}},
-			"diets":     map[string]any{"terms": map[string]any{"field": "diets", "size": facetSize}},
-			"price":     map[string]any{"range": map[string]any{"field": "price_cents", "keyed": true, "ranges": ranges}},
-		},
-	})
+	facetBody, err := json.Marshal(facetsBody(q))
 	if err != nil {
 		return nil, err
 	}
-	restBody, err := json.Marshal(map[string]any{
-		"size": size, "query": q.restaurantQuery(), "sort": distanceSort(q.Area),
-		"_source": []string{"name", schema.FieldLocation},
-		"aggs":    map[string]any{"cuisines": map[string]any{"terms": map[string]any{"field": "cuisines", "size": facetSize}}},
-	})
+	restBody, err := json.Marshal(nearestBody(q, size, cur.After))
 	if err != nil {
 		return nil, err
 	}
@@ -312,16 +307,8 @@ func (c *Client) Dishes(ctx context.Context, q DishQuery) (*DishResult, error) {
 	if res.Facets.Cuisines, err = rests.termsCounts("cuisines"); err != nil {
 		return nil, err
 	}
-
-	// The dishes of the nearest restaurants, nearest first.
-	type place struct {
-		name     string
-		distance float64
-		order    int
-	}
-	places := map[string]place{}
-	var ids []string
-	for i, h := range rests.Hits.Hits {
+	places := make([]place, 0, len(rests.Hits.Hits))
+	for _, h := range rests.Hits.Hits {
 		_, rid, err := schema.ParseID(h.ID)
 		if err != nil {
 			continue
@@ -334,58 +321,175 @@ func (c *Client) Dishes(ctx context.Context, q DishQuery) (*DishResult, error) {
 		if !q.Area.IsZero() && len(h.Sort) > 0 {
 			_ = json.Unmarshal(h.Sort[0], &d)
 		}
-		places[rid] = place{name: src.Name, distance: d, order: i}
-		ids = append(ids, rid)
+		places = append(places, place{id: rid, docID: h.ID, name: src.Name, distance: d, sort: h.Sort})
 	}
-	if len(ids) > 0 {
-		own := q
-		own.Area, own.Cuisines = Area{}, nil // these restaurants satisfy both
-		dq := own.dishQuery()
-		if t := strings.TrimSpace(q.Text); t != "" {
-			dq = q.dishQuery() // the text may match the restaurant's name
-		}
-		body, err := json.Marshal(map[string]any{
-			"size": maxSize * 4,
-			"query": map[string]any{"bool": map[string]any{"filter": []any{
-				dq, map[string]any{"terms": map[string]any{schema.FieldRestaurantID: ids}},
-			}}},
-			"sort":    []any{map[string]any{schema.FieldDocID: "asc"}},
-			"_source": []string{"name", schema.FieldRestaurantID, "allergens", "diets", "price_cents"},
-		})
-		if err != nil {
-			return nil, err
-		}
-		var dishes searchResponse
-		if err := c.post(ctx, routed, body, &dishes); err != nil {
-			return nil, fmt.Errorf("search: dishes: %w", err)
-		}
-		for _, h := range dishes.Hits.Hits {
-			var src struct {
-				Name         string   `json:"name"`
-				RestaurantID string   `json:"restaurant_id"`
-				Allergens    []string `json:"allergens"`
-				Diets        []string `json:"diets"`
-				PriceCents   int      `json:"price_cents"`
-			}
-			if err := json.Unmarshal(h.Source, &src); err != nil {
-				return nil, fmt.Errorf("search: dish %s: %w", h.ID, err)
-			}
-			_, id, _ := schema.ParseID(h.ID)
-			p := places[src.RestaurantID]
-			res.Dishes = append(res.Dishes, Dish{
-				ID: id, Name: src.Name, RestaurantID: src.RestaurantID, Restaurant: p.name, DistanceM: p.distance,
-				Allergens: orEmpty(src.Allergens), Diets: orEmpty(src.Diets), PriceCents: src.PriceCents,
-			})
-		}
-		sort.SliceStable(res.Dishes, func(i, j int) bool {
-			return places[res.Dishes[i].RestaurantID].order < places[res.Dishes[j].RestaurantID].order
-		})
-		if len(res.Dishes) > size {
-			res.Dishes = res.Dishes[:size]
-		}
+	var skip *partial
+	if cur.Rest != "" && len(places) > 0 && places[0].docID == cur.Rest {
+		skip = &partial{restaurantID: places[0].id, dish: cur.Dish}
+	}
+	if err := c.dishesOf(ctx, routed, q, places, skip, size); err != nil {
+		return nil, err
+	}
+	dishes, next := page(places, size, cur, len(places) == size)
+	res.Dishes = dishes
+	if next != nil {
+		next.V, next.Kind, next.Query = cursorVersion, kindDishes, digest(kindDishes, q.identity())
+		res.Next = next.token()
 	}
 	res.Took = time.Since(start)
 	return res, nil
+}
+
+// place is a restaurant of a dish page, in the order of the listing,
+// with its dishes.
+type place struct {
+	id, docID string // the source id, and the _id
+	name      string
+	distance  float64
+	sort      []json.RawMessage
+	// dishes are its matching dishes fetched, by doc_id; count is how
+	// many it has (after the page before's).
+	dishes []Dish
+	count  int64
+}
+
+// dishesOf fills the places' dishes: the first size of the listing at
+// least, and each place's count.
+//
+// One request usually does: every matching dish of the places, up to
+// 4×size. When they have more, the counts that request brought pick the
+// places the page needs (the nearest whose counts add up to size), and
+// two more requests fetch exactly the page's dishes: those of all but the
+// last of them (fewer than size), and the first of the last's.
+func (c *Client) dishesOf(ctx context.Context, routed Routed, q DishQuery, places []place, skip *partial, size int) error {
+	if len(places) == 0 {
+		return nil
+	}
+	ids := make([]string, len(places))
+	for i, p := range places {
+		ids[i] = p.id
+	}
+	var first searchResponse
+	if err := c.fetchDishes(ctx, routed, q, ids, skip, maxSize*4, &first); err != nil {
+		return err
+	}
+	counts, err := first.termsCounts("per_restaurant")
+	if err != nil {
+		return err
+	}
+	for i := range places {
+		places[i].count = counts[places[i].id]
+	}
+	if int64(len(first.Hits.Hits)) >= first.Hits.Total.Value {
+		return fill(places, &first)
+	}
+	var n int64
+	k := 0
+	for k < len(places) && n < int64(size) {
+		n += places[k].count
+		k++
+	}
+	last := places[k-1].id
+	var before int64
+	for _, p := range places[:k-1] {
+		before += p.count
+	}
+	var head, tail searchResponse
+	g, gctx := errgroup.WithContext(ctx)
+	if k > 1 {
+		g.Go(func() error { return c.fetchDishes(gctx, routed, q, ids[:k-1], skip, int(before), &head) })
+	}
+	g.Go(func() error { return c.fetchDishes(gctx, routed, q, []string{last}, skip, size-int(before), &tail) })
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	if err := fill(places, &head); err != nil {
+		return err
+	}
+	return fill(places, &tail)
+}
+
+func (c *Client) fetchDishes(ctx context.Context, routed Routed, q DishQuery, ids []string, skip *partial, size int, out *searchResponse) error {
+	body, err := json.Marshal(dishesOfBody(q, ids, skip, size))
+	if err != nil {
+		return err
+	}
+	if err := c.post(ctx, routed, body, out); err != nil {
+		return fmt.Errorf("search: dishes: %w", err)
+	}
+	return nil
+}
+
+// fill adds the dishes of r to their places.
+func fill(places []place, r *searchResponse) error {
+	at := make(map[string]int, len(places))
+	for i, p := range places {
+		at[p.id] = i
+	}
+	for _, h := range r.Hits.Hits {
+		var src struct {
+			Name         string   `json:"name"`
+			RestaurantID string   `json:"restaurant_id"`
+			Allergens    []string `json:"allergens"`
+			Diets        []string `json:"diets"`
+			PriceCents   int      `json:"price_cents"`
+		}
+		if err := json.Unmarshal(h.Source, &src); err != nil {
+			return fmt.Errorf("search: dish %s: %w", h.ID, err)
+		}
+		i, ok := at[src.RestaurantID]
+		if !ok {
+			continue
+		}
+		_, id, _ := schema.ParseID(h.ID)
+		p := &places[i]
+		p.dishes = append(p.dishes, Dish{
+			ID: id, Name: src.Name, RestaurantID: src.RestaurantID, Restaurant: p.name, DistanceM: p.distance,
+			Allergens: orEmpty(src.Allergens), Diets: orEmpty(src.Diets), PriceCents: src.PriceCents, docID: h.ID,
+		})
+	}
+	for i := range places {
+		d := places[i].dishes
+		sort.Slice(d, func(a, b int) bool { return d[a].docID < d[b].docID })
+	}
+	return nil
+}
+
+// page takes the first size dishes of the places, in order, and says
+// where the next page starts: a cursor without its kind and digest, or
+// none when nothing may follow. more is whether restaurants may follow
+// the places (the nearest search filled its size).
+func page(places []place, size int, cur cursor, more bool) ([]Dish, *cursor) {
+	out := []Dish{}
+	after := cur.After // the last restaurant listed in full
+	for i, p := range places {
+		for j, d := range p.dishes {
+			if len(out) == size {
+				// The page ends inside p, or before it.
+				next := &cursor{After: after}
+				if j > 0 {
+					next.Rest, next.Dish = p.docID, p.dishes[j-1].docID
+				}
+				return out, next
+			}
+			out = append(out, d)
+		}
+		if int64(len(p.dishes)) < p.count {
+			// Fetched in part (the page ends here): resume inside p.
+			if len(p.dishes) == 0 {
+				return out, &cursor{After: after}
+			}
+			return out, &cursor{After: after, Rest: p.docID, Dish: p.dishes[len(p.dishes)-1].docID}
+		}
+		after = p.sort
+		if len(out) == size && (i < len(places)-1 || more) {
+			return out, &cursor{After: after}
+		}
+	}
+	if more {
+		return out, &cursor{After: after}
+	}
+	return out, nil
 }
 
 func orEmpty(s []string) []string {

@@ -26,6 +26,8 @@ type RestaurantQuery struct {
 	Size int
 	// AllShards asks every shard even for an area.
 	AllShards bool
+	// After is the Next of the page before; "" starts at the nearest.
+	After string
 }
 
 // Restaurant is a restaurant found.
@@ -45,7 +47,10 @@ type RestaurantResult struct {
 	Restaurants []Restaurant `json:"restaurants"`
 	// Cuisines counts the matching restaurants by cuisine.
 	Cuisines map[string]int64 `json:"cuisines"`
-	Took     time.Duration    `json:"-"`
+	// Next asks the page after this one (RestaurantQuery.After); "" when
+	// this page is the last.
+	Next string        `json:"next,omitempty"`
+	Took time.Duration `json:"-"`
 }
 
 // servesFilter reports whether a dish query filters the dishes at all.
@@ -84,16 +89,19 @@ func (q RestaurantQuery) query() map[string]any {
 // Restaurants runs a restaurant search.
 func (c *Client) Restaurants(ctx context.Context, q RestaurantQuery) (*RestaurantResult, error) {
 	start := time.Now()
+	var cur cursor
+	if q.After != "" {
+		var err error
+		if cur, err = decodeCursor(q.After, kindRestaurants, digest(kindRestaurants, q.identity())); err != nil {
+			return nil, err
+		}
+	}
 	_, routed, err := c.route(ctx, q.Area, q.AllShards)
 	if err != nil {
 		return nil, err
 	}
 	size := DishQuery{Size: q.Size}.size()
-	body, err := json.Marshal(map[string]any{
-		"size": size, "track_total_hits": true, "query": q.query(), "sort": distanceSort(q.Area),
-		"_source": []string{"name", "cuisines", schema.FieldLocation},
-		"aggs":    map[string]any{"cuisines": map[string]any{"terms": map[string]any{"field": "cuisines", "size": facetSize}}},
-	})
+	body, err := json.Marshal(restaurantsBody(q, size, cur.After))
 	if err != nil {
 		return nil, err
 	}
@@ -127,6 +135,10 @@ func (c *Client) Restaurants(ctx context.Context, q RestaurantQuery) (*Restauran
 		}
 		res.Restaurants = append(res.Restaurants, Restaurant{ID: id, Name: src.Name, Cuisines: orEmpty(src.Cuisines),
 			Lat: src.Location.Lat, Lng: src.Location.Lon, DistanceM: d})
+	}
+	if n := len(resp.Hits.Hits); n == size {
+		next := cursor{V: cursorVersion, Kind: kindRestaurants, Query: digest(kindRestaurants, q.identity()), After: resp.Hits.Hits[n-1].Sort}
+		res.Next = next.token()
 	}
 	res.Took = time.Since(start)
 	return res, nil

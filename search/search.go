@@ -148,6 +148,9 @@ func (c *Client) current(ctx context.Context, force bool) (*view, error) {
 		if v != nil && !force {
 			return v, nil // keep searching with what worked; the next search asks again
 		}
+		if c.missing(ctx) {
+			return nil, fmt.Errorf("search: alias %s does not exist: %w", c.cfg.Alias, ErrAliasNotFound)
+		}
 		return nil, fmt.Errorf("search: alias %s: %w", c.cfg.Alias, err)
 	}
 	if c.cfg.MapHash != "" && m.Hash() != c.cfg.MapHash {
@@ -158,6 +161,17 @@ func (c *Client) current(ctx context.Context, force bool) (*view, error) {
 	c.view = nv
 	c.mu.Unlock()
 	return nv, nil
+}
+
+// missing reports whether the alias is neither an alias nor an index,
+// to say so plainly when it cannot be read.
+func (c *Client) missing(ctx context.Context) bool {
+	_, err := c.admin.Alias(ctx, c.cfg.Alias)
+	if !bulk.IsNotFound(err) {
+		return false
+	}
+	ok, err := c.admin.IndexExists(ctx, c.cfg.Alias)
+	return err == nil && !ok
 }
 
 // Area is a search area: a circle or a lat/lng rectangle. The zero Area

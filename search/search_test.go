@@ -58,7 +58,8 @@ var (
 // (5, 15 and 50 miles: 8.05, 24.1 and 80.5 km) fall between them.
 var ringKM = []float64{1, 4, 12, 20, 30, 60, 100}
 
-func newFixture(t *testing.T) *fixture {
+// newEmptyFixture makes the fixture's index and alias, without documents.
+func newEmptyFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{m: testenv.LoadMap(t, testenv.MapUS18), alias: realenv.Unique("menu-search")}
 	f.index = f.alias + "-v1"
@@ -71,6 +72,12 @@ func newFixture(t *testing.T) *fixture {
 	if err := migrate.Init(ctx, f.admin, migrate.InitConfig{Map: f.m, Index: f.index, Alias: f.alias, Replicas: &replicas}); err != nil {
 		t.Fatal(err)
 	}
+	return f
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := newEmptyFixture(t)
 	cuisines := [][]string{{"thai"}, {"italian", "pizza"}, {"mexican"}, {"vegan", "thai"}}
 	menu := []struct {
 		name             string
