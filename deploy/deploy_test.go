@@ -42,6 +42,9 @@ var metricFamilies = map[string]string{
 	"geoshard_ingest_migration_phase":                 "gauge",
 	"geoshard_migration_phase":                        "gauge",
 	"geoshard_backfill_docs_total":                    "counter",
+	"geoshard_shard_documents":                        "gauge",
+	"geoshard_shard_planned_documents":                "gauge",
+	"geoshard_map_imbalance":                          "gauge",
 	"up":                                              "gauge",
 }
 
@@ -98,6 +101,7 @@ var requiredAlerts = []string{
 	"GeoshardIngestDeadLetterRate",
 	"GeoshardBulkRetryStorm",
 	"GeoshardIngestDown",
+	"GeoshardMapImbalanced",
 }
 
 // --- loading ---------------------------------------------------------------
@@ -1275,10 +1279,14 @@ func knownMetric(name string) (family string, ok bool) {
 	return "", false
 }
 
-// The bulk writer and the ingest pipeline define their metrics; the
-// allow-list must not drift from them.
+// The bulk writer, the ingest pipeline and the reshard workflow (its
+// migration metrics and the balance watch ingest runs) define their
+// metrics; the allow-list must not drift from them.
 func TestBulkMetricNamesExist(t *testing.T) {
-	for prefix, pkg := range map[string]string{"geoshard_bulk_": "bulk", "geoshard_ingest_": "pipeline"} {
+	for prefix, pkg := range map[string]string{
+		"geoshard_bulk_": "bulk", "geoshard_ingest_": "pipeline",
+		"geoshard_migration_": "migrate", "geoshard_backfill_": "migrate", "geoshard_shard_": "migrate", "geoshard_map_": "migrate",
+	} {
 		defined := map[string]bool{}
 		for _, m := range regexp.MustCompile(`Name:\s*"([a-zA-Z_:][a-zA-Z0-9_:]*)"`).FindAllStringSubmatch(packageSource(t, pkg), -1) {
 			defined[m[1]] = true

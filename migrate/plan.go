@@ -237,7 +237,7 @@ func Judge(live, next *router.Map, loads []router.CellLoad, work *router.Workloa
 		v.Reason = fmt.Sprintf("not worth a migration: max/mean %.2f → %.2f is within the alert threshold %.2f and drops by less than %.2f; fan-out %.2f → %.2f drops by less than %.2f",
 			now.Imbalance, prop.Imbalance, ImbalanceAlert, WorthImbalanceDrop, now.Fanout, prop.Fanout, WorthFanoutDrop)
 		if c(now.Imbalance) > alert {
-			v.Reason = fmt.Sprintf("not worth a migration: max/mean %.2f is above the alert threshold %.2f but the new map does not lower it (%.2f); plan with more shards or a tighter --max-imbalance",
+			v.Reason = fmt.Sprintf("not worth a migration: max/mean %.2f is above the alert threshold %.2f but the new map does not lower it (%.2f); plan with another shard count or --max-imbalance",
 				now.Imbalance, ImbalanceAlert, prop.Imbalance)
 		}
 	}

@@ -146,7 +146,7 @@ func TestJudge(t *testing.T) {
 			"not worth a migration: max/mean 1.20 → 1.36 is within the alert threshold 1.50 and drops by less than 0.20; fan-out 0.00 → 0.00 drops by less than 0.10"},
 		// 20 and 80, mean 50: 1.6 above the alert; the same map again.
 		{"above the alert, no better", atC, atC, loads(10, 10, 10, 70), 1.6, 1.6, 0, false,
-			"not worth a migration: max/mean 1.60 is above the alert threshold 1.50 but the new map does not lower it (1.60); plan with more shards or a tighter --max-imbalance"},
+			"not worth a migration: max/mean 1.60 is above the alert threshold 1.50 but the new map does not lower it (1.60); plan with another shard count or --max-imbalance"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v, err := Judge(tc.live, tc.next, tc.loads, nil)
