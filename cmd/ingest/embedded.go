@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -51,15 +52,8 @@ func loopback(flagName, addr string) (string, error) {
 	return addr, nil
 }
 
-func startStack(ctx context.Context, o *options, logger *slog.Logger) (*stack, error) {
-	osAddr, err := loopback("--embedded-opensearch", o.embOS)
-	if err != nil {
-		return nil, err
-	}
-	kAddr, err := loopback("--embedded-kafka", o.embKafka)
-	if err != nil {
-		return nil, err
-	}
+func startStack(ctx context.Context, o *options, addrs embeddedAddrs, logger *slog.Logger) (*stack, error) {
+	osAddr, kAddr := addrs.opensearch, addrs.kafka
 	_, kPort, _ := net.SplitHostPort(kAddr)
 	port, err := strconv.Atoi(kPort)
 	if err != nil {
@@ -69,7 +63,7 @@ func startStack(ctx context.Context, o *options, logger *slog.Logger) (*stack, e
 	s := &stack{osDone: make(chan struct{})}
 	ln, err := net.Listen("tcp", osAddr)
 	if err != nil {
-		return nil, fmt.Errorf("embedded OpenSearch: %w", err)
+		return nil, busyPort(portUse{osAddr, "--embedded-opensearch", "the embedded OpenSearch emulator"}, err)
 	}
 	s.osURL = "http://" + ln.Addr().String()
 	s.osSrv = &http.Server{Handler: osfake.New(osfake.Options{}), ReadHeaderTimeout: 5 * time.Second}
@@ -180,19 +174,128 @@ func (s *stack) produce(ctx context.Context, o *options) (map[string]int, int, e
 	return kinds, n, nil
 }
 
+// embeddedFlags are the embedded mode's flags that registerEmbeddedFlags
+// defines; options, whose file this is not, holds the rest.
+type embeddedFlags struct {
+	wide bool // --wide: the summary's tables with every column, past 100 columns
+}
+
+// extraFlags maps the *options of a parse to its embeddedFlags.
+var extraFlags sync.Map
+
+// registerEmbeddedFlags defines the embedded mode's flags of this file on
+// fs, for the options o that parseFlags fills.
+func registerEmbeddedFlags(fs *flag.FlagSet, o *options) {
+	e := &embeddedFlags{}
+	fs.BoolVar(&e.wide, "wide", false, "with --embedded: print the summary's tables with every column (wider than 100 columns)")
+	extraFlags.Store(o, e)
+}
+
+// embeddedFlagsOf returns the flags registerEmbeddedFlags defined for o,
+// or their defaults.
+func embeddedFlagsOf(o *options) embeddedFlags {
+	if e, ok := extraFlags.Load(o); ok {
+		return *e.(*embeddedFlags)
+	}
+	return embeddedFlags{}
+}
+
+// embeddedAddrs are the addresses the embedded mode listens on.
+type embeddedAddrs struct {
+	opensearch, kafka, metrics string
+}
+
+// resolveEmbeddedAddrs checks the embedded servers' addresses and makes
+// the metrics address loopback where it names no host: the deployment's
+// default ":9464" serves every interface, the embedded mode, like its
+// broker and emulator, only this machine ("0.0.0.0:9464" still serves
+// every interface).
+func resolveEmbeddedAddrs(o *options) (embeddedAddrs, error) {
+	var a embeddedAddrs
+	var err error
+	if a.opensearch, err = loopback("--embedded-opensearch", o.embOS); err != nil {
+		return a, err
+	}
+	if a.kafka, err = loopback("--embedded-kafka", o.embKafka); err != nil {
+		return a, err
+	}
+	a.metrics = o.metricsAddr
+	if host, port, err := net.SplitHostPort(a.metrics); err == nil && host == "" {
+		a.metrics = net.JoinHostPort("127.0.0.1", port)
+	}
+	return a, nil
+}
+
+// portUse is an address the embedded mode will listen on, the flag that
+// moves it, and what listens there.
+type portUse struct {
+	addr, flag, what string
+}
+
+func (a embeddedAddrs) uses() []portUse {
+	return []portUse{
+		{a.metrics, "--metrics-addr", "the metrics server"},
+		{a.kafka, "--embedded-kafka", "the embedded Kafka broker"},
+		{a.opensearch, "--embedded-opensearch", "the embedded OpenSearch emulator"},
+	}
+}
+
+// checkPorts listens on every address that names a port (not 0, which
+// takes a free one) and lets it go again, so that a port another process
+// holds stops the run before any work, not after the stack is up and the
+// events produced. Another process could take the port in between; the
+// listen itself then fails as it would have anyway.
+func checkPorts(uses []portUse) error {
+	for _, u := range uses {
+		_, port, err := net.SplitHostPort(u.addr)
+		if u.addr == "" || err != nil || port == "0" {
+			continue
+		}
+		ln, err := net.Listen("tcp", u.addr)
+		if err != nil {
+			return busyPort(u, err)
+		}
+		ln.Close()
+	}
+	return nil
+}
+
+// busyPort is the usage error of an address that cannot be listened on.
+func busyPort(u portUse, err error) error {
+	host, port, _ := net.SplitHostPort(u.addr)
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	fix := fmt.Sprintf("move it with %s %s (a free port)", u.flag, net.JoinHostPort(host, "0"))
+	if u.flag == "--metrics-addr" {
+		fix += " or --metrics-addr '' (no metrics)"
+	}
+	return cli.UsageError{Err: fmt.Errorf("port %s: %s cannot listen on %s: %v; stop what holds port %s (ss -ltnp 'sport = :%s' names it), or %s",
+		port, u.what, u.addr, err, port, port, fix)}
+}
+
 func runEmbedded(ctx context.Context, o *options, logger *slog.Logger, stdout io.Writer) error {
 	start := time.Now()
-	s, err := startStack(ctx, o, logger)
+	addrs, err := resolveEmbeddedAddrs(o)
+	if err != nil {
+		return err
+	}
+	if err := checkPorts(addrs.uses()); err != nil {
+		return err
+	}
+	s, err := startStack(ctx, o, addrs, logger)
 	if err != nil {
 		return err
 	}
 	defer s.close()
+	stackUp := time.Now()
 	kinds, produced, err := s.produce(ctx, o)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "embedded: Kafka %s, OpenSearch %s, index %s (map %s, %d shards); %d events produced\n",
-		s.kafka.Addrs()[0], s.osURL, embeddedIndex, s.m.ShortHash(), s.m.NumShards(), produced)
+	fmt.Fprintf(stdout, "embedded: Kafka %s, OpenSearch %s\n", s.kafka.Addrs()[0], s.osURL)
+	fmt.Fprintf(stdout, "embedded: index %s, map %s (%d shards), %d events produced\n",
+		embeddedIndex, s.m.ShortHash(), s.m.NumShards(), produced)
 
 	o.pipe.Brokers = s.kafka.Addrs()
 	o.pipe.Logger = logger
@@ -213,7 +316,7 @@ func runEmbedded(ctx context.Context, o *options, logger *slog.Logger, stdout io
 	if err != nil {
 		return err
 	}
-	stopHTTP, _, err := serveHTTP(o.metricsAddr, o.pprof, reg, p, logger)
+	stopHTTP, _, err := serveHTTP(addrs.metrics, o.pprof, reg, p, logger)
 	if err != nil {
 		return err
 	}
@@ -229,8 +332,9 @@ func runEmbedded(ctx context.Context, o *options, logger *slog.Logger, stdout io
 		runErr = p.Run(runCtx)
 	}()
 	consuming := time.Now()
+	bar.legend()
 	tl, waitErr := waitDone(ctx, p, produced, o.summaryLimit)
-	tl.start, tl.consuming = start, consuming
+	tl.start, tl.stackUp, tl.consuming = start, stackUp, consuming
 	if !o.serve || waitErr != nil {
 		cancel()
 		wg.Wait()
@@ -246,16 +350,25 @@ func runEmbedded(ctx context.Context, o *options, logger *slog.Logger, stdout io
 	if err := s.client.Refresh(ctx, embeddedIndex); err != nil {
 		return err
 	}
-	if err := writeSummary(ctx, stdout, s, p, reg, kinds, produced, tl); err != nil {
+	sum, err := gatherSummary(ctx, s, p, reg, kinds, produced)
+	if err != nil {
 		return err
 	}
+	// The summary's last figure is the whole run, to the summary itself:
+	// the clock stops once the searches it reports are done.
+	tl.summarized = time.Now()
+	sum.tl = tl
+	if err := sum.write(stdout, embeddedFlagsOf(o).wide); err != nil {
+		return err
+	}
+	logger.Info("embedded run summarized", "took", sum.phases().whole().String(), "from", "the start of the command")
 	if !o.serve {
 		return nil
 	}
 	// The whole job keeps running: the pipeline consumes what is produced
 	// from now on, writes its heartbeat and serves its metrics, until
 	// interrupted.
-	fmt.Fprintf(stdout, "\nserving until interrupted: Kafka %s, OpenSearch %s; ingest keeps consuming %s and %s\n",
+	fmt.Fprintf(stdout, "\nserving until interrupted: Kafka %s, OpenSearch %s;\ningest keeps consuming %s and %s\n",
 		s.kafka.Addrs()[0], s.osURL, o.pipe.RestaurantTopic, o.pipe.DishTopic)
 	done := make(chan struct{})
 	go func() {
@@ -271,14 +384,16 @@ func runEmbedded(ctx context.Context, o *options, logger *slog.Logger, stdout io
 	return runErr
 }
 
-// timeline is when the embedded run reached each point.
+// timeline is when the embedded run reached each point, on one clock.
 type timeline struct {
-	start     time.Time // the command started
-	consuming time.Time // the pipeline started (the events were produced)
-	first     time.Time // the first event finished
-	settled   time.Time // every event finished but the dishes still waiting for a restaurant
-	done      time.Time // every event finished and committed
-	waiting   int64     // dishes that were waiting at settled
+	start      time.Time // runEmbedded began: the command's start, before the stack
+	stackUp    time.Time // the broker, the emulator, the map and the index were ready
+	consuming  time.Time // the events were produced and the pipeline started
+	first      time.Time // the first event finished
+	settled    time.Time // every event finished but the dishes still waiting for a restaurant
+	done       time.Time // every event finished and committed
+	summarized time.Time // the summary's counts and searches were done
+	waiting    int64     // dishes that were waiting at settled
 }
 
 // waitDone waits until every produced event is finished and committed,

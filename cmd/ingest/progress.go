@@ -36,25 +36,46 @@ func (b *progressBar) update(p pipeline.Progress) {
 		return
 	}
 	b.last = time.Now()
-	b.draw(p.Finished, fmt.Sprintf("%.0f ev/s now", p.EventsPerSec), p.Lag, p.Pending, p.DeadLetters)
+	b.draw(p.Finished, fmt.Sprintf("%.0f ev/s", p.EventsPerSec), p.Lag, p.Pending, p.DeadLetters)
 }
 
-// draw writes one line: finished of the total, the rate, the events not
-// committed yet (fetched or not: the group's lag), the dishes waiting for
-// their restaurant and the dead letters.
-func (b *progressBar) draw(finished int64, rate string, uncommitted int64, pending int, dead int64) {
-	frac := 1.0
-	if b.total > 0 {
-		frac = min(1, float64(finished)/float64(b.total))
-	}
-	line := fmt.Sprintf("%s %6.1f%%  %d/%d events  %s  uncommitted %d  pending dishes %d  dead letters %d",
-		cli.Bar(frac, 30), 100*frac, finished, b.total, rate, uncommitted, pending, dead)
+// progressLegend says what each word of the progress line counts; it is
+// printed once above it, and the README's walk repeats it.
+const progressLegend = `progress: finished/produced events (finished: indexed or dead-lettered); ev/s, finished a second;
+lag, events after the group's committed offsets, finished or not (commits follow each second);
+waiting, dishes parked until their restaurant comes; dead, events sent to the dead-letter topic`
+
+// barWidth is the bar's cells: with the figures beside it, a line of a
+// million events stays within 100 columns.
+const barWidth = 16
+
+// legend prints the legend of the progress line.
+func (b *progressBar) legend() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	fmt.Fprintln(b.w, progressLegend)
+}
+
+// draw writes one line: finished of the total, the rate, the group's lag,
+// the waiting dishes and the dead letters (progressLegend).
+func (b *progressBar) draw(finished int64, rate string, lag int64, waiting int, dead int64) {
+	line := progressLine(finished, b.total, rate, lag, waiting, dead)
 	if b.terminal {
 		fmt.Fprintf(b.w, "\r%s\x1b[K", line)
 		b.drawn = true
 	} else {
 		fmt.Fprintln(b.w, line)
 	}
+}
+
+// progressLine is the text of one progress line.
+func progressLine(finished int64, total int, rate string, lag int64, waiting int, dead int64) string {
+	frac := 1.0
+	if total > 0 {
+		frac = min(1, float64(finished)/float64(total))
+	}
+	return fmt.Sprintf("%s %5.1f%%  %d/%d  %s  lag %d  waiting %d  dead %d",
+		cli.Bar(frac, barWidth), 100*frac, finished, total, rate, lag, waiting, dead)
 }
 
 // finish draws the final state once, on a terminal over the last line,
