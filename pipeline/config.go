@@ -126,6 +126,12 @@ type Config struct {
 	// OnProgress, if set, is called with a progress summary at most every
 	// 200ms, from one goroutine. Optional.
 	OnProgress func(Progress)
+	// ProgressInterval, if positive, logs a progress line this often
+	// (events per second, lag, dishes waiting for their restaurant, dead
+	// letters, and what the instance waits for), and a line about the
+	// dishes that wait while some do. Nothing is logged while nothing
+	// happens. Default 0: no line.
+	ProgressInterval time.Duration
 }
 
 // KafkaConfig says how to connect to Kafka and how the consumer behaves

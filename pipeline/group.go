@@ -80,6 +80,7 @@ type member struct {
 	cfg    Config
 	log    *slog.Logger
 	dialer *kafka.Dialer // set by Run
+	health *health        // told whether the brokers answer (nil: nothing)
 	// current is the latest generation, generations counts them; ended is
 	// the id of the latest one that has ended (handOver sets it before
 	// anything else: generations end in order).
@@ -119,7 +120,11 @@ func (m *member) config() kafka.ConsumerGroupConfig {
 		WatchPartitionChanges: true,
 		StartOffset:           kafka.FirstOffset,
 		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
-			m.log.Debug("kafka consumer group", "detail", fmt.Sprintf(msg, args...))
+			detail := fmt.Sprintf(msg, args...)
+			m.log.Debug("kafka consumer group", "detail", detail)
+			if brokerLogged(detail) {
+				m.health.failed(engineBroker, "keep the consumer group's membership", errors.New(detail))
+			}
 		}),
 	}
 }
@@ -138,7 +143,11 @@ func (m *member) reader(k partKey) *kafka.Reader {
 		ReadBackoffMin:  50 * time.Millisecond,
 		ReadBackoffMax:  time.Second,
 		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
-			m.log.Debug("kafka reader", "partition", k.String(), "detail", fmt.Sprintf(msg, args...))
+			detail := fmt.Sprintf(msg, args...)
+			m.log.Debug("kafka reader", "partition", k.String(), "detail", detail)
+			if brokerLogged(detail) {
+				m.health.failed(engineBroker, "fetch events of "+k.String(), errors.New(detail))
+			}
 		}),
 	})
 }
@@ -160,12 +169,16 @@ func (m *member) run(stop context.Context, cg *kafka.ConsumerGroup, out chan<- f
 			// kafka-go rejoins by itself; what reaches here is one failed
 			// attempt to form a generation.
 			failures++
+			if unreachable(err) {
+				m.health.failed(engineBroker, "join the consumer group", err)
+			}
 			if !pause(stop, m.log, "consumer group: joining failed; trying again", failures, err) {
 				return
 			}
 			continue
 		}
 		failures = 0
+		m.health.ok(engineBroker)
 		gen := newGeneration(g)
 		m.current.Store(gen)
 		m.generations.Add(1)
@@ -200,7 +213,7 @@ func (m *member) read(ctx context.Context, k partKey, offset, gen int64, out cha
 		m.log.Error("consumer group: cannot start a partition's reader", "partition", k.String(), "offset", offset, "error", err)
 		return
 	}
-	fetchAll(ctx, m.log, r, func(msg kafka.Message) bool {
+	fetchAll(ctx, m.log, m.health, r, func(msg kafka.Message) bool {
 		select {
 		case out <- fetched{msg: msg, gen: gen}:
 			return true
@@ -222,7 +235,9 @@ var fetchBackoff = bulk.Backoff{Initial: 250 * time.Millisecond, Max: 2 * time.S
 // ctx ends or deliver returns false. kafka-go retries broker errors
 // itself; a fetch that still fails is tried again after a pause that
 // grows with the failures in a row.
-func fetchAll(ctx context.Context, log *slog.Logger, r messageFetcher, deliver func(kafka.Message) bool) {
+//
+// Each fetch tells h (which may be nil) whether the brokers answered.
+func fetchAll(ctx context.Context, log *slog.Logger, h *health, r messageFetcher, deliver func(kafka.Message) bool) {
 	failures := 0
 	for {
 		m, err := r.FetchMessage(ctx)
@@ -231,12 +246,16 @@ func fetchAll(ctx context.Context, log *slog.Logger, r messageFetcher, deliver f
 				return
 			}
 			failures++
+			if unreachable(err) {
+				h.failed(engineBroker, "fetch events", err)
+			}
 			if !pause(ctx, log, "kafka fetch failed; retrying", failures, err) {
 				return
 			}
 			continue
 		}
 		failures = 0
+		h.ok(engineBroker)
 		if !deliver(m) {
 			return
 		}

@@ -12,7 +12,8 @@ import (
 
 // The heartbeat is this instance's document in schema.MigrationsIndex,
 // _id schema.HeartbeatDocID(alias, Config.Instance): the migration and
-// the phase whose writes it performs now (both empty without a migration)
+// the phase whose writes it performs now (both empty without a migration),
+// what the instance is doing (consuming, or what it waits for: health.go)
 // and when it said so. It is written after every poll of the migration
 // state and after every switch, with a single-document index request and
 // refresh=true. The index is created (hidden, one shard) if it is missing
@@ -41,9 +42,14 @@ func (ms *modes) writeHeartbeat(ctx context.Context) error {
 	cur := ms.cur
 	ms.mu.Unlock()
 	now := time.Now().UTC()
-	body, err := json.Marshal(schema.Heartbeat{
+	hb := schema.Heartbeat{
 		Alias: ms.cfg.Alias, Instance: ms.cfg.Instance, MigrationID: cur.migID, Applied: cur.phase, At: now,
-	})
+	}
+	if ms.health != nil {
+		h := ms.health()
+		hb.State, hb.Waiting, hb.Since = h.State, h.Waiting, h.Since
+	}
+	body, err := json.Marshal(hb)
 	if err != nil {
 		return err
 	}

@@ -147,6 +147,9 @@ type modes struct {
 	admin *bulk.Admin
 	met   *metrics
 	fail  func(error)
+	// health says what the instance is doing, for the heartbeat (nil:
+	// nothing is said).
+	health func() Health
 	// wake tells the loop that a new mode is wanted; it applies it between
 	// events, then signals applied, which makes the watcher write the
 	// heartbeat.

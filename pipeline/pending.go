@@ -27,6 +27,9 @@ type pendingSet struct {
 	queue []*pendingItem
 	head  int
 	n     atomic.Int64 // items held
+	// oldestAt is when the oldest item held arrived, in Unix nanoseconds
+	// (0: none), for readers on other goroutines.
+	oldestAt atomic.Int64
 }
 
 type pendingItem struct {
@@ -42,6 +45,33 @@ func newPendingSet(max int, maxAge time.Duration) *pendingSet {
 // len is the number of events held.
 func (s *pendingSet) len() int { return int(s.n.Load()) }
 
+// oldest is when the oldest event held arrived (zero: none); any
+// goroutine may ask.
+func (s *pendingSet) oldest() time.Time {
+	if s == nil {
+		return time.Time{}
+	}
+	if n := s.oldestAt.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
+}
+
+// noteOldest drops the removed items at the queue's front and records
+// when the first one held arrived.
+func (s *pendingSet) noteOldest() {
+	for s.head < len(s.queue) && s.queue[s.head].removed {
+		s.queue[s.head] = nil
+		s.head++
+	}
+	s.compact()
+	if s.head < len(s.queue) {
+		s.oldestAt.Store(s.queue[s.head].at.UnixNano())
+	} else {
+		s.oldestAt.Store(0)
+	}
+}
+
 // add holds ev, which arrived at now, and returns the events evicted to
 // keep within the count bound, oldest first.
 func (s *pendingSet) add(ev *event, now time.Time) []*event {
@@ -55,6 +85,7 @@ func (s *pendingSet) add(ev *event, now time.Time) []*event {
 	for s.len() > s.max {
 		out = append(out, s.popOldest())
 	}
+	s.noteOldest()
 	return out
 }
 
@@ -89,7 +120,7 @@ func (s *pendingSet) expire(now time.Time) []*event {
 		}
 		out = append(out, s.popOldest())
 	}
-	s.compact()
+	s.noteOldest()
 	return out
 }
 
@@ -107,6 +138,7 @@ func (s *pendingSet) take(rid string) []*event {
 		it.removed, it.ev = true, nil
 	}
 	s.n.Add(-int64(len(items)))
+	s.noteOldest()
 	return out
 }
 
@@ -150,6 +182,9 @@ func (s *pendingSet) removeIf(rid string, drop func(*event) bool) []*event {
 		s.byRest[rid] = kept
 	}
 	s.n.Add(-int64(len(out)))
+	if len(out) > 0 {
+		s.noteOldest()
+	}
 	return out
 }
 

@@ -46,6 +46,9 @@ type Pipeline struct {
 	admin  *bulk.Admin
 	met    *metrics
 
+	// health is what the instance waits for, if anything (health.go).
+	health *health
+
 	// The stages, in the order a message meets them; set by New.
 	grp     *member
 	dec     *decoder
@@ -91,17 +94,18 @@ func New(cfg Config, client *opensearch.Client) (*Pipeline, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: register metrics: %w", err)
 	}
-	p := &Pipeline{
-		cfg: cfg, log: cfg.Logger, client: client, admin: bulk.NewAdmin(client), met: m,
-		track: newTracker(),
-		now:   time.Now,
-	}
+	p := &Pipeline{cfg: cfg, log: cfg.Logger, met: m, track: newTracker(), now: time.Now}
 	now := func() time.Time { return p.now() }
+	p.health = newHealth(cfg.Brokers, searchNodes(client), p.log, now)
+	p.client = observe(client, p.health)
+	p.admin = bulk.NewAdmin(p.client)
 	p.commits = &committer{log: p.log, track: p.track, gauge: m.committed, every: cfg.CommitInterval}
 	p.grp = newMember(cfg, p.log, p.commits.commit)
+	p.grp.health = p.health
 	p.dec = &decoder{cfg: cfg, log: p.log, format: newEventFormat(cfg), fail: p.fail}
 	p.parking = newParker(cfg, p.log, p.track, m)
 	p.modes = newModes(cfg, p.log, p.admin, m, p.fail)
+	p.modes.health = func() Health { return p.health.state(p.running.Load()) }
 	p.out = &outcomes{
 		log: p.log, met: m, track: p.track, now: now, parking: p.parking, fail: p.fail,
 		counts: make(map[EventKey]int64), deadCount: make(map[Reason]int64),
@@ -179,6 +183,17 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	meta := &kafka.Client{Addr: kafka.TCP(p.cfg.Brokers...), Timeout: 10 * time.Second, Transport: transport}
+	err = p.health.awaitBrokers(ctx, "read the topics' metadata", func(ctx context.Context) error {
+		_, err := partitionCounts(ctx, meta, p.cfg.RestaurantTopic)
+		return err
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("pipeline: read the topics' metadata: %w", err)
+	}
 	err = ensureRepartitionTopic(ctx, p.cfg, p.log, transport)
 	if err == nil {
 		err = ensureOwnTopic(ctx, p.cfg, p.log, transport, "parking", p.cfg.ParkingTopic, []kafka.ConfigEntry{
@@ -240,6 +255,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	bg.Go(func() { p.modes.watch(lt.intake, watch) })
 	bg.Go(func() { p.ix.reparent.run(lt.work) })
 	bg.Go(func() { p.ix.reparent.runLooks(lt.work) })
+	bg.Go(func() { p.health.probeBrokers(lt.work, meta, p.cfg.RestaurantTopic, brokerProbeInterval) })
 
 	p.consume(lt, dialer, transport, group)
 	p.drain(lt, w)

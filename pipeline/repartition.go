@@ -201,7 +201,7 @@ func (rp *repartitioner) run(stop, work context.Context) {
 	go func() {
 		defer close(fetched)
 		defer close(in)
-		fetchAll(stop, rp.log.With("step", "repartition"), rp.r, func(m kafka.Message) bool {
+		fetchAll(stop, rp.log.With("step", "repartition"), nil, rp.r, func(m kafka.Message) bool {
 			select {
 			case in <- m:
 				return true

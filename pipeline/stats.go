@@ -105,6 +105,12 @@ type Stats struct {
 	Migration MigrationStats
 	// Bulk is the bulk writer's snapshot (zero before Run).
 	Bulk bulk.Stats
+	// Health is what the instance is doing: starting, consuming, or what
+	// it waits for.
+	Health Health
+	// OldestPending is when the dish that has waited longest for its
+	// restaurant arrived (zero: none waits).
+	OldestPending time.Time
 }
 
 // Progress is the summary passed to Config.OnProgress.
@@ -135,6 +141,8 @@ func (p *Pipeline) Stats() Stats {
 		Misplaced:     p.dec.misplaced.Load(),
 		Unowned:       p.loop.unowned.Load(),
 		Tracked:       p.track.size(),
+		Health:        p.health.state(p.running.Load()),
+		OldestPending: p.ix.pend.oldest(),
 		TrackedPeak:   p.track.peak.Load(),
 		Partitions:    byName(p.track.snapshot()),
 		Warm: WarmProgress{
@@ -181,7 +189,14 @@ func unixNanoTime(n int64) time.Time {
 // ready once the directory is warm and the consumer has joined its group
 // or fetched, and stops being ready when no event has finished for
 // StallTimeout while there is lag.
+//
+// Waiting for an engine comes first: "cannot reach the Kafka brokers …
+// (to join the consumer group); nothing is read until they answer; for
+// 35s, since …: dial tcp …: connection refused".
 func (p *Pipeline) Ready() (bool, string) {
+	if h := p.health.state(p.running.Load()); h.Waiting != "" {
+		return false, h.Waiting
+	}
 	if !p.ix.warmStats.done.Load() {
 		switch {
 		case !p.started.Load():
@@ -214,6 +229,7 @@ func (p *Pipeline) progressLoop(ctx context.Context) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	last, lastAt := p.out.finished.Load(), time.Now()
+	lines := newProgressLines(p, p.cfg.ProgressInterval)
 	for {
 		select {
 		case <-ctx.Done():
@@ -221,6 +237,7 @@ func (p *Pipeline) progressLoop(ctx context.Context) {
 		case <-tick.C:
 		}
 		p.publishGauges()
+		lines.tick(time.Now())
 		if p.cfg.OnProgress == nil {
 			continue
 		}
