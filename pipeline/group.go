@@ -80,7 +80,7 @@ type member struct {
 	cfg    Config
 	log    *slog.Logger
 	dialer *kafka.Dialer // set by Run
-	health *health        // told whether the brokers answer (nil: nothing)
+	health *health       // told whether the brokers answer (nil: nothing)
 	// current is the latest generation, generations counts them; ended is
 	// the id of the latest one that has ended (handOver sets it before
 	// anything else: generations end in order).
