@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/opensearch-project/opensearch-go/v4"
@@ -161,8 +162,9 @@ type BalanceWatch struct {
 	docs      *prometheus.GaugeVec
 	planned   *prometheus.GaugeVec
 	imbalance prometheus.Gauge
-	// shown is the geoshards of the last count; only Run's goroutine (or
-	// a test calling Refresh) uses it.
+	// mu serialises Refresh's updates of the gauges and shown, the
+	// geoshards of the last count.
+	mu    sync.Mutex
 	shown map[string]bool
 }
 
@@ -225,13 +227,16 @@ func (w *BalanceWatch) Run(ctx context.Context) {
 	}
 }
 
-// Refresh counts once and sets the gauges. The series of geoshards no
-// longer in the map (after a cutover) are dropped.
+// Refresh counts once and sets the gauges; it is safe to call while Run
+// runs. The series of geoshards no longer in the map (after a cutover)
+// are dropped.
 func (w *BalanceWatch) Refresh(ctx context.Context) (*BalanceReport, error) {
 	r, err := Balance(ctx, w.src, w.cfg.Alias)
 	if err != nil {
 		return nil, err
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	// Set before deleting, not Reset: a scrape in between sees every
 	// geoshard of one map or the other, never none.
 	now := make(map[string]bool, len(r.Shards))
