@@ -132,16 +132,35 @@ func (c BackfillConfig) Validate() error {
 	return nil
 }
 
+// The words of a backfill's figures, in its report, its log, its
+// progress and reshard status:
+//
+//   - checkpointed: a document whose write was acknowledged and recorded
+//     in its slice's checkpoint; the figures over the whole migration are
+//     of checkpointed documents.
+//   - copied: a checkpointed document written to the target.
+//   - stale: a checkpointed document the target refused because it
+//     already held as new a version (a live write came first).
+//
+// checkpointed = copied + stale.
+
 // BackfillProgress is a snapshot of a running backfill.
 type BackfillProgress struct {
-	// Docs is the number of documents copied over the whole migration
-	// (checkpointed, plus acknowledged pages of this run).
-	Docs int64
+	// Docs is the number of documents checkpointed over the whole
+	// migration; Copied and Stale split it (BackfillTotals.Counted).
+	Docs   int64
+	Copied int64
+	Stale  int64
+	// Counted: Copied + Stale = Docs. False when a slice was
+	// checkpointed by a job that did not count them.
+	Counted bool
 	// Total is the number of documents in the source when this run began.
 	Total int64
-	// Read is the number of documents this run read.
+	// Read is the number of documents this run read (checkpointed or not
+	// yet).
 	Read int64
-	// Rate is this run's copy rate, documents per second.
+	// Rate is the documents this run checkpointed per second; 0 until it
+	// has checkpointed any (nothing measured yet).
 	Rate float64
 	// ETA is the time left at Rate (0 when unknown).
 	ETA time.Duration
@@ -151,15 +170,53 @@ type BackfillProgress struct {
 	Done bool
 }
 
+// BackfillTotals are a backfill's figures over the whole migration, from
+// its checkpoints (the words: see BackfillProgress).
+type BackfillTotals struct {
+	Checkpointed int64 `json:"checkpointed"`
+	Copied       int64 `json:"copied"`
+	Stale        int64 `json:"stale"`
+	// Counted: Copied + Stale = Checkpointed. False when a slice was
+	// checkpointed by a job that did not count them: then only
+	// Checkpointed is known.
+	Counted    bool `json:"counted"`
+	SlicesDone int  `json:"slices_done"`
+	Slices     int  `json:"slices"`
+}
+
+// backfillTotals sums the slices' checkpoints and counts.
+func backfillTotals(ss []schema.SliceState, counts []SliceCounts) BackfillTotals {
+	t := BackfillTotals{Slices: len(ss), Counted: len(counts) == len(ss)}
+	for i, s := range ss {
+		t.Checkpointed += s.Docs
+		if s.Done {
+			t.SlicesDone++
+		}
+		if t.Counted {
+			c := counts[i]
+			t.Copied += c.Copied
+			t.Stale += c.Stale
+			t.Counted = c.Copied+c.Stale == s.Docs
+		}
+	}
+	if !t.Counted {
+		t.Copied, t.Stale = 0, 0
+	}
+	return t
+}
+
 // BackfillReport is what a backfill run did.
 type BackfillReport struct {
-	// Read, Copied and Stale are this run's documents read, written, and
-	// refused because a live write was as new or newer.
+	// Read, Copied and Stale are this run's documents read, copied, and
+	// stale (see BackfillProgress for the words).
 	Read   int64 `json:"read"`
 	Copied int64 `json:"copied"`
 	Stale  int64 `json:"stale"`
-	// Docs is the total copied over the migration.
-	Docs    int64               `json:"docs"`
+	// Docs is the number checkpointed over the migration
+	// (Totals.Checkpointed).
+	Docs int64 `json:"docs"`
+	// Totals are the figures over the migration.
+	Totals  BackfillTotals      `json:"totals"`
 	Elapsed time.Duration       `json:"elapsed_ns"`
 	Slices  []schema.SliceState `json:"slices"`
 	// Already is set when the backfill had finished before this run.
@@ -184,7 +241,8 @@ func (m *Migrator) Backfill(ctx context.Context, cfg BackfillConfig) (*BackfillR
 	switch {
 	case startable(mig.Phase):
 	case t.accepts(mig.Phase) && !cfg.Restart:
-		return &BackfillReport{Already: true, Docs: sliceDocs(mig.Backfill), Slices: mig.Backfill}, nil
+		t := backfillTotals(mig.Backfill, rec.Counts)
+		return &BackfillReport{Already: true, Docs: t.Checkpointed, Totals: t, Slices: mig.Backfill}, nil
 	default:
 		return nil, t.refuse(m.cfg.Alias, mig.Phase, false)
 	}
@@ -227,7 +285,7 @@ func (m *Migrator) Backfill(ctx context.Context, cfg BackfillConfig) (*BackfillR
 	mig = &rec.Migration
 	m.met.setPhase(mig.Phase)
 
-	b := &backfill{m: m, cfg: cfg, mig: mig, tgtMap: tgtMap, searcher: m.searcher(), start: time.Now()}
+	b := &backfill{m: m, cfg: cfg, mig: mig, counts: rec.Counts, tgtMap: tgtMap, searcher: m.searcher(), start: time.Now()}
 	if err := b.prepare(ctx); err != nil {
 		return nil, err
 	}
@@ -241,8 +299,8 @@ func (m *Migrator) Backfill(ctx context.Context, cfg BackfillConfig) (*BackfillR
 		return rep, err
 	}
 	m.met.setPhase(rec.Migration.Phase)
-	m.log.Info("backfill finished", "step", StepBackfill, "docs", rep.Docs, "read", rep.Read, "copied", rep.Copied, "stale", rep.Stale,
-		"elapsed", rep.Elapsed.Round(time.Millisecond))
+	m.log.Info("backfill finished", "step", StepBackfill, "checkpointed", rep.Totals.Checkpointed, "copied", rep.Totals.Copied, "stale", rep.Totals.Stale,
+		"run_read", rep.Read, "run_copied", rep.Copied, "run_stale", rep.Stale, "elapsed", rep.Elapsed.Round(time.Millisecond))
 	return rep, nil
 }
 
@@ -277,6 +335,10 @@ type backfill struct {
 
 	mu     sync.Mutex
 	slices []schema.SliceState // latest checkpoints, by slice
+	counts []SliceCounts       // their copied and stale documents
+	// startDocs were checkpointed before this run: the rate is of the
+	// documents checkpointed since.
+	startDocs int64
 }
 
 // prepare counts the source and refreshes it, so that the scan sees every
@@ -286,6 +348,8 @@ func (b *backfill) prepare(ctx context.Context) error {
 		b.bucket.now, b.bucket.sleep = b.m.clock.Now, b.m.clock.Sleep
 	}
 	b.slices = append([]schema.SliceState(nil), b.mig.Backfill...)
+	b.counts = fitCounts(b.mig, append([]SliceCounts(nil), b.counts...))
+	b.startDocs = sliceDocs(b.slices)
 	src := b.mig.Source.Index
 	if err := b.searcher.Refresh(ctx, src); err != nil {
 		return fmt.Errorf("migrate: backfill: refresh %s: %w", src, err)
@@ -340,10 +404,10 @@ const checkpointTimeout = 30 * time.Second
 // would disagree about where the slice stands. Finishing it (within
 // checkpointTimeout) means that when the job returns, the stored
 // checkpoints are the ones it reports.
-func (b *backfill) checkpoint(ctx context.Context, st schema.SliceState) error {
+func (b *backfill) checkpoint(ctx context.Context, st schema.SliceState, c SliceCounts) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), checkpointTimeout)
 	defer cancel()
-	_, err := b.m.store.Update(ctx, func(x *schema.Migration) error {
+	_, err := b.m.store.UpdateCounted(ctx, func(x *schema.Migration, counts []SliceCounts) error {
 		if t := rule(StepBackfill); x.Phase != t.running {
 			return t.refuse(b.m.cfg.Alias, x.Phase, true)
 		}
@@ -357,6 +421,7 @@ func (b *backfill) checkpoint(ctx context.Context, st schema.SliceState) error {
 			return errUnchanged
 		}
 		x.Backfill[st.Slice] = st
+		counts[st.Slice] = c
 		return nil
 	})
 	if err != nil {
@@ -364,6 +429,7 @@ func (b *backfill) checkpoint(ctx context.Context, st schema.SliceState) error {
 	}
 	b.mu.Lock()
 	b.slices[st.Slice] = st
+	b.counts[st.Slice] = c
 	b.mu.Unlock()
 	return nil
 }
@@ -373,18 +439,22 @@ func (b *backfill) report() *BackfillReport {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	ss := append([]schema.SliceState(nil), b.slices...)
+	t := backfillTotals(ss, b.counts)
 	return &BackfillReport{
 		Read: b.read.Load(), Copied: b.copied.Load(), Stale: b.stale.Load(),
-		Docs: sliceDocs(ss), Elapsed: time.Since(b.start), Slices: ss,
+		Docs: t.Checkpointed, Totals: t, Elapsed: time.Since(b.start), Slices: ss,
 	}
 }
 
-// progress is a snapshot for cfg.Progress.
+// progress is a snapshot for cfg.Progress. Its figures are all of
+// checkpointed documents, the rate too: the documents this run has
+// checkpointed over its time so far, none until it has checkpointed one.
 func (b *backfill) progress(done bool) BackfillProgress {
 	r := b.report()
-	p := BackfillProgress{Docs: r.Docs, Total: b.total, Read: r.Read, Slices: r.Slices, Done: done}
-	if s := r.Elapsed.Seconds(); s > 0 {
-		p.Rate = float64(r.Copied+r.Stale) / s
+	p := BackfillProgress{Docs: r.Docs, Copied: r.Totals.Copied, Stale: r.Totals.Stale, Counted: r.Totals.Counted,
+		Total: b.total, Read: r.Read, Slices: r.Slices, Done: done}
+	if n, s := r.Docs-b.startDocs, r.Elapsed.Seconds(); n > 0 && s > 0 {
+		p.Rate = float64(n) / s
 	}
 	if p.Rate > 0 && p.Total > p.Docs {
 		p.ETA = time.Duration(float64(p.Total-p.Docs) / p.Rate * float64(time.Second))
@@ -423,8 +493,32 @@ func (b *backfill) emit(p BackfillProgress) {
 		b.cfg.Progress(p)
 		return
 	}
-	b.m.log.Info("backfill progress", "step", StepBackfill, "docs", p.Docs, "total", p.Total,
-		"docs_per_second", int64(p.Rate), "eta", p.ETA.Round(time.Second), "done", p.Done)
+	b.m.log.Info("backfill progress", ProgressAttrs(p)...)
+}
+
+// ProgressAttrs are the attributes of a "backfill progress" log record:
+// the figures over the migration (checkpointed, and when counted copied
+// and stale), the source's total and this run's read; the rate and the
+// time left only once measured.
+func ProgressAttrs(p BackfillProgress) []any {
+	done := 0
+	for _, s := range p.Slices {
+		if s.Done {
+			done++
+		}
+	}
+	a := []any{"step", StepBackfill, "checkpointed", p.Docs}
+	if p.Counted {
+		a = append(a, "copied", p.Copied, "stale", p.Stale)
+	}
+	a = append(a, "total", p.Total, "read", p.Read)
+	if p.Rate > 0 {
+		a = append(a, "docs_per_second", int64(p.Rate))
+	}
+	if p.ETA > 0 {
+		a = append(a, "eta", p.ETA.Round(time.Second).String())
+	}
+	return append(a, "slices_done", done, "slices", len(p.Slices), "done", p.Done)
 }
 
 // pageRequest is the search of one page of a slice: the documents after

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/geoshard/geoshard/bulk"
@@ -34,7 +35,8 @@ func (b *backfill) copySlice(ctx context.Context, st schema.SliceState) error {
 		cancel()
 		readers.Wait()
 	}()
-	w, failed, err := b.newWriter()
+	var sc sliceCounter
+	w, failed, err := b.newWriter(&sc)
 	if err != nil {
 		return err
 	}
@@ -56,6 +58,13 @@ func (b *backfill) copySlice(ctx context.Context, st schema.SliceState) error {
 	fail := func(err error) error {
 		return &SliceError{Slice: st.Slice, SourceShard: st.SourceShard, After: st.After, Err: err}
 	}
+	// The slice's counts as checkpointed, and the writer's counters at
+	// the last checkpoint: a page's counts are what the counters moved by
+	// while its writes were acknowledged (Flush waits for every outcome).
+	b.mu.Lock()
+	counts := b.counts[st.Slice]
+	b.mu.Unlock()
+	var lastCopied, lastStale int64
 	for p := range pages {
 		if p.err != nil {
 			return fail(p.err)
@@ -86,10 +95,12 @@ func (b *backfill) copySlice(ctx context.Context, st schema.SliceState) error {
 		// checkpoint move past it.
 		next := st
 		next.After, next.Docs, next.Done = p.after, st.Docs+int64(n), p.last
-		if err := b.checkpoint(ctx, next); err != nil {
+		copied, stale := sc.copied.Load(), sc.stale.Load()
+		nextCounts := SliceCounts{Copied: counts.Copied + copied - lastCopied, Stale: counts.Stale + stale - lastStale}
+		if err := b.checkpoint(ctx, next, nextCounts); err != nil {
 			return fail(err)
 		}
-		st = next
+		st, counts, lastCopied, lastStale = next, nextCounts, copied, stale
 		b.m.met.docs.Add(float64(n))
 		if p.last {
 			b.m.log.Debug("slice done", "step", StepBackfill, "slice", st.Slice, "docs", st.Docs)
@@ -100,9 +111,13 @@ func (b *backfill) copySlice(ctx context.Context, st schema.SliceState) error {
 	return fail(ctx.Err())
 }
 
-// newWriter starts a slice's bulk writer. failed returns the first item
-// that did not end as written or stale.
-func (b *backfill) newWriter() (w *bulk.Writer, failed func() error, err error) {
+// sliceCounter counts a slice's writes by outcome.
+type sliceCounter struct{ copied, stale atomic.Int64 }
+
+// newWriter starts a slice's bulk writer, which counts its outcomes in
+// sc and the run's. failed returns the first item that did not end as
+// written or stale.
+func (b *backfill) newWriter(sc *sliceCounter) (w *bulk.Writer, failed func() error, err error) {
 	var mu sync.Mutex
 	var first error
 	wc := b.cfg.Bulk
@@ -111,8 +126,10 @@ func (b *backfill) newWriter() (w *bulk.Writer, failed func() error, err error) 
 		switch r.Outcome {
 		case bulk.OK:
 			b.copied.Add(1)
+			sc.copied.Add(1)
 		case bulk.Stale:
 			b.stale.Add(1)
+			sc.stale.Add(1)
 		case bulk.NotFound:
 		default:
 			mu.Lock()

@@ -173,6 +173,11 @@ func TestBackfillResumesAfterKill(t *testing.T) {
 	if rep.Docs != total {
 		t.Errorf("resumed backfill: %d documents in all, want %d", rep.Docs, total)
 	}
+	// Counted across the kill: the pages written but not checkpointed
+	// count once, when the resumed run checkpoints them.
+	if tt := rep.Totals; !tt.Counted || tt.Checkpointed != total || tt.Copied+tt.Stale != total {
+		t.Errorf("resumed backfill totals %+v, want %d checkpointed, split into copied and stale", tt, total)
+	}
 	if _, err := e.m.Verify(ctx, quickVerify); err != nil {
 		t.Fatal(err)
 	}
@@ -216,6 +221,15 @@ func TestBackfillLiveWritesWin(t *testing.T) {
 	}
 	if rep.Stale != 2 {
 		t.Errorf("backfill: %d stale copies, want 2 (the deleted and the updated document)", rep.Stale)
+	}
+	// The checkpoints keep the split: status shows the figures the run
+	// reported, and they add up.
+	want := BackfillTotals{Checkpointed: rep.Docs, Copied: rep.Copied, Stale: 2, Counted: true, SlicesDone: len(rep.Slices), Slices: len(rep.Slices)}
+	if rep.Totals != want || rep.Copied+rep.Stale != rep.Docs {
+		t.Errorf("backfill totals %+v (run copied %d, stale %d), want %+v", rep.Totals, rep.Copied, rep.Stale, want)
+	}
+	if st, err := e.m.Status(ctx, 0); err != nil || st.Backfill == nil || *st.Backfill != want {
+		t.Errorf("status backfill = %+v (%v), want %+v", st.Backfill, err, want)
 	}
 	if _, err := e.m.Verify(ctx, quickVerify); err != nil {
 		t.Fatal(err)

@@ -47,6 +47,13 @@ type Instance struct {
 	Live bool `json:"live"`
 	// Acked: the instance has applied what the wait asked.
 	Acked bool `json:"acked"`
+	// Silent is how long the instance has not been heard from, when it
+	// is not live.
+	Silent time.Duration `json:"silent_ns,omitempty"`
+	// Condition says what the instance is doing (consuming), what it
+	// waits for and since when, or how long it has not been heard from;
+	// empty from an instance that does not report its state.
+	Condition string `json:"condition,omitempty"`
 }
 
 // AckReport is the outcome of a wait for the ingest instances.
@@ -123,7 +130,11 @@ func (m *Migrator) instances(hbs []schema.Heartbeat, window time.Duration, acked
 	now := m.cfg.Now()
 	out := make([]Instance, len(hbs))
 	for i, hb := range hbs {
-		out[i] = Instance{Heartbeat: hb, Live: now.Sub(hb.At) <= window, Acked: acked(hb)}
+		live := now.Sub(hb.At) <= window
+		out[i] = Instance{Heartbeat: hb, Live: live, Acked: acked(hb), Condition: describe(hb, live, now)}
+		if !live {
+			out[i].Silent = now.Sub(hb.At)
+		}
 	}
 	return out
 }

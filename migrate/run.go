@@ -91,6 +91,8 @@ type Status struct {
 	Alias string `json:"alias"`
 	// Migration is the recorded migration; nil when none is.
 	Migration *schema.Migration `json:"migration"`
+	// Backfill sums the backfill's checkpoints: nil before it began.
+	Backfill *BackfillTotals `json:"backfill,omitempty"`
 	// Instances are the ingest instances with a heartbeat for the alias
 	// at most StaleAfter old; Acked means the instance has applied the
 	// migration's current phase (with no migration: that it writes with
@@ -115,12 +117,19 @@ const StaleAfter = time.Hour
 // default, 30s). With no migration recorded it still lists the
 // instances, and Migration is nil.
 func (m *Migrator) Status(ctx context.Context, liveWindow time.Duration) (*Status, error) {
-	mig, err := m.Load(ctx)
-	if err != nil && !errors.Is(err, ErrNoMigration) {
+	var mig *schema.Migration
+	var totals *BackfillTotals
+	rec, err := m.store.Load(ctx)
+	switch {
+	case err == nil:
+		mig = &rec.Migration
+		m.met.setPhase(mig.Phase)
+		if len(mig.Backfill) > 0 {
+			t := backfillTotals(mig.Backfill, rec.Counts)
+			totals = &t
+		}
+	case !errors.Is(err, ErrNoMigration):
 		return nil, err
-	}
-	if err != nil {
-		mig = nil
 	}
 	hbs, err := m.Heartbeats(ctx)
 	if err != nil {
@@ -147,5 +156,5 @@ func (m *Migrator) Status(ctx context.Context, liveWindow time.Duration) (*Statu
 	if mig != nil {
 		phase = mig.Phase
 	}
-	return &Status{Alias: m.cfg.Alias, Migration: mig, Instances: in, Stale: stale, Next: nextSteps(phase)}, nil
+	return &Status{Alias: m.cfg.Alias, Migration: mig, Backfill: totals, Instances: in, Stale: stale, Next: nextSteps(phase)}, nil
 }

@@ -25,9 +25,50 @@ import (
 
 // record is a migration document with its concurrency token.
 type record struct {
-	Migration   schema.Migration
+	Migration schema.Migration
+	// Counts are the backfill's copied and stale documents per slice,
+	// stored beside the migration (storedMigration).
+	Counts      []SliceCounts
 	SeqNo       int64
 	PrimaryTerm int64
+}
+
+// SliceCounts split a backfill slice's checkpointed documents (its
+// schema.SliceState.Docs) by outcome: Copied were written to the target;
+// Stale were refused because the target already held as new a version
+// of the document (a live write came first). Copied + Stale = Docs for a
+// slice checkpointed only by jobs that count them.
+type SliceCounts struct {
+	Copied int64 `json:"copied"`
+	Stale  int64 `json:"stale"`
+}
+
+// storedMigration is the migration document as stored: schema.Migration,
+// the contract with ingest, and beside it what only the job reads.
+// schema.SliceState has no room for the counts; ingest ignores the
+// field.
+type storedMigration struct {
+	schema.Migration
+	// BackfillCounts are indexed like Migration.Backfill.
+	BackfillCounts []SliceCounts `json:"backfill_counts,omitempty"`
+}
+
+// fitCounts makes counts match the slices of m: one per slice, and a
+// slice whose counts exceed its documents (its checkpoints forgotten by
+// a restart) counted afresh.
+func fitCounts(m *schema.Migration, counts []SliceCounts) []SliceCounts {
+	if len(m.Backfill) == 0 {
+		return nil
+	}
+	if len(counts) != len(m.Backfill) {
+		counts = make([]SliceCounts, len(m.Backfill))
+	}
+	for i, c := range counts {
+		if c.Copied+c.Stale > m.Backfill[i].Docs {
+			counts[i] = SliceCounts{}
+		}
+	}
+	return counts
 }
 
 // stateStore reads and writes an alias's migration document.
@@ -94,17 +135,17 @@ func (s *stateStore) Load(ctx context.Context) (*record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("migrate: read the migration of %q: %w", s.alias, err)
 	}
-	rec := &record{SeqNo: d.SeqNo, PrimaryTerm: d.PrimaryTerm}
-	if err := json.Unmarshal(d.Source, &rec.Migration); err != nil {
+	var sm storedMigration
+	if err := json.Unmarshal(d.Source, &sm); err != nil {
 		return nil, fmt.Errorf("migrate: the migration document of %q: %w", s.alias, err)
 	}
-	return rec, nil
+	return &record{Migration: sm.Migration, Counts: sm.BackfillCounts, SeqNo: d.SeqNo, PrimaryTerm: d.PrimaryTerm}, nil
 }
 
-// writeRequest is the conditional write of m over rec (nil: a new
-// document that must not exist yet).
-func (s *stateStore) writeRequest(rec *record, m *schema.Migration) (bulk.Request, error) {
-	body, err := json.MarshalIndent(m, "", "  ")
+// writeRequest is the conditional write of m and the backfill's counts
+// over rec (nil: a new document that must not exist yet).
+func (s *stateStore) writeRequest(rec *record, m *schema.Migration, counts []SliceCounts) (bulk.Request, error) {
+	body, err := json.MarshalIndent(storedMigration{Migration: *m, BackfillCounts: counts}, "", "  ")
 	if err != nil {
 		return bulk.Request{}, err
 	}
@@ -117,8 +158,8 @@ func (s *stateStore) writeRequest(rec *record, m *schema.Migration) (bulk.Reques
 
 // put writes m conditionally over rec. A conflict is returned as is
 // (bulk.IsConflict). Callers hold mu.
-func (s *stateStore) put(ctx context.Context, rec *record, m *schema.Migration) (*record, error) {
-	req, err := s.writeRequest(rec, m)
+func (s *stateStore) put(ctx context.Context, rec *record, m *schema.Migration, counts []SliceCounts) (*record, error) {
+	req, err := s.writeRequest(rec, m, counts)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +167,7 @@ func (s *stateStore) put(ctx context.Context, rec *record, m *schema.Migration) 
 	if err := s.admin.Send(ctx, req, &w); err != nil {
 		return nil, err
 	}
-	return &record{Migration: *m, SeqNo: w.SeqNo, PrimaryTerm: w.PrimaryTerm}, nil
+	return &record{Migration: *m, Counts: counts, SeqNo: w.SeqNo, PrimaryTerm: w.PrimaryTerm}, nil
 }
 
 // Update applies change to the stored migration and writes it back
@@ -135,6 +176,13 @@ func (s *stateStore) put(ctx context.Context, rec *record, m *schema.Migration) 
 // returned as is), or errUnchanged to write nothing. The new record is
 // returned.
 func (s *stateStore) Update(ctx context.Context, change func(m *schema.Migration) error) (*record, error) {
+	return s.UpdateCounted(ctx, func(m *schema.Migration, _ []SliceCounts) error { return change(m) })
+}
+
+// UpdateCounted is Update whose change may also set the backfill's
+// counts in place: counts has one element per slice of m as loaded, and
+// is fitted again to m as changed (fitCounts) before it is written.
+func (s *stateStore) UpdateCounted(ctx context.Context, change func(m *schema.Migration, counts []SliceCounts) error) (*record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for range maxConflicts {
@@ -143,13 +191,14 @@ func (s *stateStore) Update(ctx context.Context, change func(m *schema.Migration
 			return nil, err
 		}
 		m := cloneMigration(&rec.Migration)
-		if err := change(m); errors.Is(err, errUnchanged) {
+		counts := fitCounts(m, append([]SliceCounts(nil), rec.Counts...))
+		if err := change(m, counts); errors.Is(err, errUnchanged) {
 			return rec, nil
 		} else if err != nil {
 			return nil, err
 		}
 		m.Updated = s.now().UTC()
-		next, err := s.put(ctx, rec, m)
+		next, err := s.put(ctx, rec, m, fitCounts(m, counts))
 		if bulk.IsConflict(err) {
 			continue
 		}
@@ -205,5 +254,5 @@ func (s *stateStore) Insert(ctx context.Context, rec *record, m *schema.Migratio
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m.Updated = s.now().UTC()
-	return s.put(ctx, rec, m)
+	return s.put(ctx, rec, m, nil)
 }

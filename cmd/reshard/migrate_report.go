@@ -17,7 +17,8 @@ import (
 // writeAckReport prints the ingest instances of a wait.
 func writeAckReport(w io.Writer, rep *migrate.AckReport) {
 	if rep.Live() == 0 {
-		fmt.Fprintf(w, "no live ingest instance (%d heartbeat(s), none recent): nothing to wait for; instances that start now read the phase before writing\n", len(rep.Instances))
+		fmt.Fprintf(w, "no live ingest instance (%s, none recent): nothing to wait for; instances that start now read the phase before writing\n",
+			plural(int64(len(rep.Instances)), "heartbeat", "heartbeats"))
 	}
 	if len(rep.Instances) > 0 {
 		writeInstances(w, rep.Instances, time.Time{})
@@ -34,14 +35,16 @@ func writeAckReport(w io.Writer, rep *migrate.AckReport) {
 // and shows "not yet" rather than "no".
 func writeInstances(w io.Writer, ins []migrate.Instance, changed time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  instance\tlive\tmigration\tapplied\tacked\theartbeat")
+	fmt.Fprintln(tw, "  instance\tlive\tmigration\tapplied\tacked\theartbeat\tstate")
 	for _, in := range ins {
 		acked := yesNo(in.Acked)
 		if !in.Acked && in.Live && in.At.Before(changed) {
 			acked = "not yet"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", in.Instance, yesNo(in.Live), orDash(in.MigrationID), orDash(string(in.Applied)),
-			acked, in.At.UTC().Format(time.RFC3339))
+		// The state last: its text (a waiting instance's last error) is
+		// as long as it is, and leaves the columns before it aligned.
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", in.Instance, yesNo(in.Live), orDash(in.MigrationID), orDash(string(in.Applied)),
+			acked, in.At.UTC().Format(time.RFC3339), orDash(in.Condition))
 	}
 	tw.Flush()
 }
@@ -49,7 +52,7 @@ func writeInstances(w io.Writer, ins []migrate.Instance, changed time.Time) {
 // writeStale says how many heartbeats status left out as stale.
 func writeStale(w io.Writer, n int) {
 	if n > 0 {
-		fmt.Fprintf(w, "  (%d more with no heartbeat for over %v: stopped instances, not shown)\n", n, migrate.StaleAfter)
+		fmt.Fprintf(w, "  (%d more not heard from for over %v: stopped instances, not shown)\n", n, migrate.StaleAfter)
 	}
 }
 
@@ -231,22 +234,15 @@ func writeStatus(w io.Writer, st *migrate.Status) error {
 	}
 	fmt.Fprintf(w, "migration %s of alias %s: phase %s (updated %s)\n", m.ID, m.Alias, m.Phase, m.Updated.UTC().Format(time.RFC3339))
 	fmt.Fprintf(w, "  source %s  map %s\n  target %s  map %s\n", m.Source.Index, short(m.Source.MapHash), m.Target.Index, short(m.Target.MapHash))
-	if len(m.Backfill) > 0 {
-		var docs int64
-		done := 0
-		for _, s := range m.Backfill {
-			docs += s.Docs
-			if s.Done {
-				done++
-			}
-		}
-		fmt.Fprintf(w, "backfill: %s documents copied; %d of %d slices done\n", cli.Commas(docs), done, len(m.Backfill))
+	if t := st.Backfill; t != nil {
+		fmt.Fprintf(w, "backfill: %s; %d of %d slices done\n", checkpointed(*t), t.SlicesDone, t.Slices)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  slice\tsource shard\tdocs\tafter\tdone")
+		fmt.Fprintln(tw, "  slice\tsource shard\tcheckpointed\tafter\tdone")
 		for _, s := range m.Backfill {
 			fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%s\n", s.Slice, s.SourceShard, cli.Commas(s.Docs), orDash(s.After), yesNo(s.Done))
 		}
 		tw.Flush()
+		fmt.Fprintln(w, "  ("+backfillWords+")")
 	}
 	if len(st.Instances) == 0 {
 		fmt.Fprintln(w, "ingest instances: no heartbeat")
@@ -261,6 +257,30 @@ func writeStatus(w io.Writer, st *migrate.Status) error {
 		return err
 	}
 	return writeNext(w, st)
+}
+
+// backfillWords defines the words of a backfill's figures, as its
+// report, its log and status use them.
+const backfillWords = "checkpointed: written, acknowledged and recorded in its slice's checkpoint; copied: written to the target; " +
+	"stale: refused, as the target already held as new a version from a live write"
+
+// checkpointed states a backfill's figures over the migration:
+// "38,844 documents checkpointed: 38,498 copied, 346 already newer in the
+// target (stale)".
+func checkpointed(t migrate.BackfillTotals) string {
+	s := plural(t.Checkpointed, "document", "documents") + " checkpointed"
+	if t.Counted && t.Checkpointed > 0 {
+		s += fmt.Sprintf(": %s copied, %s already newer in the target (stale)", cli.Commas(t.Copied), cli.Commas(t.Stale))
+	}
+	return s
+}
+
+// plural is "1 shard" or "2 shards", with thousands separators.
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return cli.Commas(n) + " " + many
 }
 
 // writeNext names the verbs that go on from the migration's phase, the
@@ -305,21 +325,24 @@ func (p *progress) update(bp migrate.BackfillProgress) {
 		}
 	}
 	if !p.terminal {
-		p.log.Info("backfill progress", "step", "backfill", "docs", bp.Docs, "total", bp.Total, "read", bp.Read,
-			"docs_per_second", int64(bp.Rate), "eta", bp.ETA.Round(time.Second).String(), "slices_done", done, "slices", len(bp.Slices))
+		p.log.Info("backfill progress", migrate.ProgressAttrs(bp)...)
 		return
 	}
 	frac := 1.0
 	if bp.Total > 0 {
 		frac = min(1, float64(bp.Docs)/float64(bp.Total))
 	}
-	eta := "-"
+	// A rate and a time left only once measured.
+	rate, eta := "-", "-"
+	if bp.Rate > 0 {
+		rate = cli.Commas(int64(bp.Rate))
+	}
 	if bp.ETA > 0 {
 		eta = bp.ETA.Round(time.Second).String()
 	}
-	fmt.Fprintf(p.w, "\r%s %5.1f%%  %s/%s docs  %s docs/s  ETA %s  slices %d/%d\x1b[K",
+	fmt.Fprintf(p.w, "\r%s %5.1f%%  %s/%s checkpointed  %s docs/s  ETA %s  slices %d/%d\x1b[K",
 		cli.Bar(frac, 30), 100*frac, cli.Commas(bp.Docs), cli.Commas(bp.Total),
-		cli.Commas(int64(bp.Rate)), eta, done, len(bp.Slices))
+		rate, eta, done, len(bp.Slices))
 	p.drawn = true
 }
 

@@ -90,12 +90,19 @@ func runBackfill(args []string, stdout, stderr io.Writer) error {
 	if *asJSON {
 		return writeJSON(stdout, rep)
 	}
+	return writeBackfillReport(stdout, rep, mf.alias)
+}
+
+// writeBackfillReport prints what a backfill did, in the words of status
+// and the log.
+func writeBackfillReport(w io.Writer, rep *migrate.BackfillReport, alias string) error {
 	if rep.Already {
-		_, err = fmt.Fprintf(stdout, "backfill already done: %s documents copied\nnext: reshard verify --alias %s\n", cli.Commas(rep.Docs), mf.alias)
+		_, err := fmt.Fprintf(w, "backfill already done: %s\nnext: reshard verify --alias %s\n", checkpointed(rep.Totals), alias)
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, "backfill done: %s documents in all; this run read %s, wrote %s, %s stale (a live write was newer) in %v\nnext: reshard verify --alias %s\n",
-		cli.Commas(rep.Docs), cli.Commas(rep.Read), cli.Commas(rep.Copied), cli.Commas(rep.Stale), rep.Elapsed.Round(time.Millisecond), mf.alias)
+	_, err := fmt.Fprintf(w, "backfill done: %s\nthis run: read %s, copied %s, %s stale, in %v\n(%s)\nnext: reshard verify --alias %s\n",
+		checkpointed(rep.Totals), cli.Commas(rep.Read), cli.Commas(rep.Copied), cli.Commas(rep.Stale), rep.Elapsed.Round(time.Millisecond),
+		backfillWords, alias)
 	return err
 }
 
