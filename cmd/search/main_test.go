@@ -130,15 +130,24 @@ func TestBadFlagsExit2(t *testing.T) {
 	}{
 		{[]string{"--lat", "1", "--lng", "2"}, nil, "needs --lat, --lng and --radius"},
 		{[]string{"--lat", "1", "--lng", "2", "--radius", "5", "--rect", "1,2,3,4"}, nil, "not both"},
-		{[]string{"--lat", "91", "--lng", "2", "--radius", "5mi"}, nil, "within [-90, 90]"},
-		{[]string{"--rect", "1,2,3"}, nil, "want south,west,north,east"},
-		{[]string{"--size", "500"}, nil, "--size 500"},
+		{[]string{"--lat", "91", "--lng", "2", "--radius", "5mi"}, nil, "--lat 91: out of range: want -90 to 90"},
+		{[]string{"--lat", "1", "--lng", "-181", "--radius", "5mi"}, nil, "--lng -181: out of range: want -180 to 180"},
+		{[]string{"--lat", "1", "--lng", "2", "--radius", "30000km"}, nil, "--radius 30000km: radius out of range: want more than 0 and at most 20015 km"},
+		{[]string{"--lat", "1", "--lng", "2", "--radius", "0mi"}, nil, "--radius 0mi: radius out of range: want more than 0"},
+		{[]string{"--lat", "1", "--lng", "2", "--radius", "5"}, nil, "--radius 5: want a number and a unit"},
+		{[]string{"--rect", "1,2,3"}, nil, "want south,west,north,east, 4 numbers; got 3"},
+		{[]string{"--rect", "1,2,0,4"}, nil, "south 1 is north of north 0"},
+		{[]string{"--rect", "95,2,96,4"}, nil, "south 95: out of range: want -90 to 90"},
+		{[]string{"--size", "500"}, nil, "--size 500: out of range: want 1 to 100"},
+		{nil, map[string]string{"GEOSHARD_SEARCH_SIZE": "0"}, "--size 0: out of range: want 1 to 100"},
+		{[]string{"stray"}, nil, `unexpected argument "stray" (search --help lists the flags)`},
 		{nil, map[string]string{"GEOSHARD_OPENSEARCH_INSECURE": "maybe"}, `GEOSHARD_OPENSEARCH_INSECURE="maybe"`},
 		{[]string{"--map", "/nonexistent.json"}, nil, "--map"},
 	} {
 		var out, errb bytes.Buffer
-		if code := run(context.Background(), tc.args, envOf(tc.env), &out, &errb); code != 2 || !strings.Contains(errb.String(), tc.want) {
-			t.Errorf("search %v: exit %d, %q; want 2 and %q", tc.args, code, errb.String(), tc.want)
+		code := run(context.Background(), tc.args, envOf(tc.env), &out, &errb)
+		if code != 2 || !strings.Contains(errb.String(), tc.want) || strings.Count(errb.String(), "\n") != 1 || strings.Count(errb.String(), "search: ") != 1 {
+			t.Errorf("search %v: exit %d, %q; want 2 and one line with %q", tc.args, code, errb.String(), tc.want)
 		}
 	}
 }
