@@ -6,9 +6,13 @@
 //
 // Usage, from the module root, after `make real-up`:
 //
-//	go run ./internal/datagen/cmd/produce -brokers 127.0.0.1:9092 -events 40000 -partitions 6
+//	go run ./internal/datagen/cmd/produce --events 40000 --partitions 6
 //
-// With -partitions N it first creates the restaurant, dish and dead-letter
+// Its flags read GEOSHARD_BROKERS, GEOSHARD_RESTAURANT_TOPIC,
+// GEOSHARD_DISH_TOPIC and GEOSHARD_DLQ_TOPIC as ingest's do; --help says
+// more.
+//
+// With --partitions N it first creates the restaurant, dish and dead-letter
 // topics (N partitions each, one replica) where they are missing; brokers
 // with automatic topic creation off need that. Messages are placed by the
 // murmur2 hash of their key, as Kafka's own producers place them, so a
@@ -20,6 +24,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/signal"
@@ -34,36 +39,74 @@ import (
 )
 
 func main() {
-	fs := flag.NewFlagSet("produce", flag.ContinueOnError)
-	brokers := fs.String("brokers", "127.0.0.1:9092", "Kafka brokers, comma-separated")
-	restaurants := fs.String("restaurant-topic", datagen.DefaultRestaurantTopic, "topic of restaurant events")
-	dishes := fs.String("dish-topic", datagen.DefaultDishTopic, "topic of dish events; may equal -restaurant-topic")
-	dlq := fs.String("dlq-topic", "geoshard.dlq", "dead-letter topic, created with the others")
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+var produceHelp = help{
+	about: `produce writes the demo's change-event stream — the one ingest --embedded produces in
+process — to a Kafka broker: restaurants and dishes with updates, deletes, moves, replays,
+out-of-order versions and a few poison events, keyed by restaurant id and placed by the murmur2
+hash of the key, as Kafka's own producers place them. With --partitions N it first creates the
+restaurant, dish and dead-letter topics where they are missing (N partitions, one replica).
+It reads the same GEOSHARD_* variables as ingest, so one set of exports points both at a broker.`,
+	examples: []string{
+		"produce --events 40000 --partitions 6                    # to 127.0.0.1:9092, creating the topics",
+		"GEOSHARD_BROKERS=127.0.0.1:39092 produce --events 1000   # a broker on another port",
+		"go run ./internal/datagen/cmd/produce --help             # from the module root",
+	},
+}
+
+// run is the command; it returns the exit status: 0 done, 2 bad flags, 1
+// anything else.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	fs := newFlags("produce")
+	brokers := fs.String("brokers", "127.0.0.1:9092", "Kafka `brokers`, comma-separated (GEOSHARD_BROKERS)")
+	restaurants := fs.String("restaurant-topic", datagen.DefaultRestaurantTopic, "topic of restaurant events (GEOSHARD_RESTAURANT_TOPIC)")
+	dishes := fs.String("dish-topic", datagen.DefaultDishTopic, "topic of dish events; may equal --restaurant-topic (GEOSHARD_DISH_TOPIC)")
+	dlq := fs.String("dlq-topic", "geoshard.dlq", "dead-letter topic, created with the others (GEOSHARD_DLQ_TOPIC)")
 	events := fs.Int("events", 40_000, "about how many events to produce")
 	partitions := fs.Int("partitions", 0, "create missing topics with this many partitions (0: create none)")
 	seed := fs.Uint64("seed", datagen.SeedStream, "seed of the stream")
-	if err := fs.Parse(os.Args[1:]); err != nil {
-		os.Exit(2)
+	err := parseFlags(fs, produceHelp, args, getenv, stdout)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err == nil && fs.NArg() > 0:
+		err = usageError{fmt.Errorf("unexpected argument %q (produce --help lists the flags)", fs.Arg(0))}
+	case err == nil && *events < 1:
+		err = usageError{fmt.Errorf("--events %d: want at least 1", *events)}
+	case err == nil && *partitions < 0:
+		err = usageError{fmt.Errorf("--partitions %d: must not be negative", *partitions)}
 	}
-	if fs.NArg() > 0 || *events < 1 || *partitions < 0 {
-		fmt.Fprintln(os.Stderr, "produce: want -events ≥ 1, -partitions ≥ 0 and no arguments")
-		os.Exit(2)
+	if err != nil {
+		fmt.Fprintf(stderr, "produce: %v\n", err)
+		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	addrs := strings.Split(*brokers, ",")
+	var addrs []string
+	for _, b := range strings.Split(*brokers, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			addrs = append(addrs, b)
+		}
+	}
+	if len(addrs) == 0 {
+		fmt.Fprintln(stderr, "produce: --brokers is empty (produce --help lists the flags)")
+		return 2
+	}
 	if *partitions > 0 {
 		if err := createTopics(ctx, addrs, *partitions, *restaurants, *dishes, *dlq); err != nil {
-			fmt.Fprintln(os.Stderr, "produce:", err)
-			os.Exit(1)
+			fmt.Fprintln(stderr, "produce:", err)
+			return 1
 		}
 	}
 	n, err := produce(ctx, addrs, *restaurants, *dishes, *events, *seed)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "produce:", err)
-		os.Exit(1)
+		fmt.Fprintln(stderr, "produce:", err)
+		return 1
 	}
-	fmt.Printf("produced %d events to %s and %s\n", n, *restaurants, *dishes)
+	fmt.Fprintf(stdout, "produced %d events to %s and %s on %s\n", n, *restaurants, *dishes, strings.Join(addrs, ","))
+	return 0
 }
 
 // createTopics creates the topics that do not exist yet.
