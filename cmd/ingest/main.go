@@ -61,20 +61,42 @@ type options struct {
 	summaryLimit time.Duration
 }
 
-func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*options, error) {
+// help is what ingest --help says before the flags.
+var help = cli.Help{
+	Usage: "[flags]",
+	About: `ingest reads restaurant and dish change events from Kafka and writes each
+document into the OpenSearch index behind --alias, on the shard of its
+geoshard (dishes follow their restaurant): at least once and idempotent,
+offsets committed only behind acknowledged writes, bad events dead-lettered
+with their reason. It runs until interrupted (SIGTERM drains what is in
+flight) and logs a progress line every --progress-interval. --embedded runs
+the whole job on this machine instead (an in-process broker and OpenSearch
+emulator, bundled data) and prints a summary.`,
+	Examples: []string{
+		"ingest --embedded                       # the whole job here, then a summary",
+		"ingest --brokers 127.0.0.1:9092 --opensearch http://127.0.0.1:9200 --alias menu",
+		"export GEOSHARD_BROKERS=kafka:9092 GEOSHARD_OPENSEARCH=https://search:9200; ingest",
+		"ingest --format debezium --mapping deploy/debezium/mapping.json   # rows from Debezium",
+	},
+	After: `On --metrics-addr: /metrics; /healthz (alive: 200 while the process runs,
+saying what it does); /readyz (200 when consuming, else 503 saying what it
+waits for: the Kafka brokers, OpenSearch, the group, the directory).
+Exit status: 0 after a clean stop, 2 for bad flags or input, 1 for a failure.`,
+}
+
+func parseFlags(args []string, getenv func(string) string, stdout io.Writer) (*options, error) {
 	o := &options{}
-	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.NewFlags("ingest", help, stdout)
 	brokers := fs.String("brokers", "127.0.0.1:9092", "Kafka `brokers`, comma-separated (GEOSHARD_BROKERS)")
 	fs.StringVar(&o.pipe.RestaurantTopic, "restaurant-topic", "restaurants", "topic of restaurant events (GEOSHARD_RESTAURANT_TOPIC)")
 	fs.StringVar(&o.pipe.DishTopic, "dish-topic", "dishes", "topic of dish events; may equal --restaurant-topic (GEOSHARD_DISH_TOPIC)")
-	format := fs.String("format", string(pipeline.FormatNative), "shape of the events: native (geoshard's own) or debezium (Debezium change events of two tables, read through --mapping) (GEOSHARD_FORMAT)")
+	format := fs.String("format", string(pipeline.FormatNative), "shape of the events, native or debezium: native is geoshard's own; debezium, Debezium change events of two tables, read through --mapping (GEOSHARD_FORMAT)")
 	fs.StringVar(&o.mappingFile, "mapping", "", "with --format debezium: the mapping `file` saying which topic or table holds restaurants and dishes and which columns are the ids, the location, the copied fields and the version (GEOSHARD_MAPPING)")
-	dishKey := fs.String("dish-key", "", "how dish events are keyed: restaurant (by their restaurant's id) or dish (by their own id, as change-data-capture tools key rows: ingest re-keys them by restaurant into --repartition-topic and consumes that); default restaurant, or dish with --format debezium (GEOSHARD_DISH_KEY)")
+	dishKey := fs.String("dish-key", "", "how dish events are keyed, restaurant or dish: restaurant, by their restaurant's id; dish, by their own id, as change-data-capture tools key rows (ingest re-keys them by restaurant into --repartition-topic and consumes that); default restaurant, or dish with --format debezium (GEOSHARD_DISH_KEY)")
 	fs.StringVar(&o.pipe.RepartitionTopic, "repartition-topic", "", "with --dish-key dish: the topic of dish events re-keyed by restaurant, created with the restaurant topic's partition count if missing; default <group>.dishes-by-restaurant (GEOSHARD_REPARTITION_TOPIC)")
 	fs.StringVar(&o.pipe.ParkingTopic, "parking-topic", "", "compacted topic where dishes wait for their restaurant with their offsets committed, created with the restaurant topic's partition count if missing; default <group>.parked (GEOSHARD_PARKING_TOPIC)")
 	fs.DurationVar(&o.pipe.RepartitionRetention, "repartition-retention", pipeline.DefaultRepartitionRetention, "with --dish-key dish: retention of the repartition topic when ingest creates it (GEOSHARD_REPARTITION_RETENTION)")
-	restaurantPartitioner := fs.String("restaurant-partitioner", string(pipeline.PartitionerAuto), "with --dish-key dish: the partitioner the restaurant topic's producer places keys with, by which ingest places each dish with its restaurant: murmur2 (the Java client, Kafka Connect, Debezium), crc32 (librdkafka's default consistent_random: kcat, confluent-kafka-go, confluent-kafka-python, node-rdkafka), fnv1a (librdkafka's fnv1a), sarama (Sarama's default), checked at start against the topic's last events; or auto, detected from them (GEOSHARD_RESTAURANT_PARTITIONER)")
+	restaurantPartitioner := fs.String("restaurant-partitioner", string(pipeline.PartitionerAuto), "with --dish-key dish, auto, murmur2, crc32, fnv1a or sarama: the partitioner the restaurant topic's producer places keys with, by which ingest places each dish with its restaurant: murmur2 (the Java client, Kafka Connect, Debezium), crc32 (librdkafka's default consistent_random: kcat, confluent-kafka-go, confluent-kafka-python, node-rdkafka), fnv1a (librdkafka's fnv1a), sarama (Sarama's default), checked at start against the topic's last events; or auto, detected from them (GEOSHARD_RESTAURANT_PARTITIONER)")
 	fs.StringVar(&o.pipe.Group, "group", "geoshard-ingest", "consumer group (GEOSHARD_GROUP)")
 	fs.StringVar(&o.pipe.DLQTopic, "dlq-topic", "geoshard.dlq", "dead-letter topic (GEOSHARD_DLQ_TOPIC)")
 	fs.StringVar(&o.pipe.Alias, "alias", "menu", "alias to write through; the map comes from its write index (GEOSHARD_ALIAS)")
@@ -97,6 +119,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.StringVar(&o.metricsAddr, "metrics-addr", ":9464", "listen `address` of /metrics, /healthz and /readyz; empty disables (GEOSHARD_METRICS_ADDR)")
 	fs.BoolVar(&o.pprof, "pprof", false, "also serve Go's runtime profiles (heap, CPU, goroutines) at /debug/pprof/ on --metrics-addr; keep that address private (GEOSHARD_PPROF)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error (GEOSHARD_LOG_LEVEL)")
+	fs.DurationVar(&o.pipe.ProgressInterval, "progress-interval", 30*time.Second, "log a progress line this often (events per second, lag, dishes waiting for their restaurant, dead letters, what the instance waits for), none while idle; 0 disables (GEOSHARD_PROGRESS_INTERVAL)")
 	cf := cli.RegisterClientFlags(fs, &o.client, getenv)
 
 	fs.BoolVar(&o.embedded, "embedded", false, "run with an in-process Kafka broker and OpenSearch emulator on bundled data, then print a summary")
@@ -185,7 +208,7 @@ func parseLevel(s string) (slog.Level, error) {
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	o, err := parseFlags(args, getenv, stderr)
+	o, err := parseFlags(args, getenv, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
@@ -260,7 +283,9 @@ func serveHTTP(addr string, withPprof bool, reg *prometheus.Registry, p *pipelin
 	}
 	handlers := map[string]http.Handler{
 		"/healthz": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			fmt.Fprintln(w, "ok")
+			// Alive whatever it waits for: a restart would not bring the
+			// brokers or OpenSearch back.
+			fmt.Fprintf(w, "ok: %s\n", p.Stats().Health)
 		}),
 		"/readyz": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			ready, why := p.Ready()
