@@ -2,7 +2,7 @@
 GO ?= go
 REAL := deploy/local/real.sh
 
-.PHONY: build test test-fast test-stress test-real bench bench-real real-up real-down lint fixtures fuzz image bench-soak bench-peer
+.PHONY: build test test-fast test-stress test-real bench bench-real real-up real-exports real-down lint fixtures fuzz image bench-soak bench-peer
 
 build:
 	$(GO) build ./...
@@ -37,9 +37,13 @@ test-real:
 # loopback, from Maven Central jars (deploy/local/); OPENSEARCH_PORT and
 # KAFKA_PORT move them. Where the machine has PostgreSQL, also a Postgres
 # server and a Kafka Connect worker with Debezium's Postgres connector
-# (PG_PORT, CONNECT_PORT).
+# (PG_PORT, CONNECT_PORT). It ends with the export lines that point the
+# commands and the suites at them; real-exports prints them again.
 real-up:
 	@$(REAL) up
+
+real-exports:
+	@$(REAL) exports
 
 real-down:
 	@$(REAL) down

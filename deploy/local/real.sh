@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# real.sh up|down|status|env — a real single-node OpenSearch 2.19 and a real
-# single KRaft Kafka 4.1 broker on loopback, from jars Maven takes from Maven
+# real.sh up|down|status|env|exports|run — a real single-node OpenSearch
+# 2.19 and a real single KRaft Kafka 4.1 broker on loopback, from jars Maven takes from Maven
 # Central (the poms beside this file), and where the machine has PostgreSQL
 # a change-data-capture source beside them: a PostgreSQL server with logical
 # decoding and a Kafka Connect 4.1 worker with Debezium's Postgres connector
@@ -13,11 +13,16 @@
 #           Idempotent: what already runs is left alone. PostgreSQL is
 #           Debian's package (its initdb, pg_ctl and postgres); where it is
 #           missing, root with apt-get installs it, and anyone else is told
-#           so in one line and gets the other two engines.
+#           so in one line and gets the other two engines. It ends by
+#           printing what exports prints.
 #   down    stop exactly the processes up started (PID files), then remove
 #           their data. Logs stay until the next up.
 #   status  say what runs.
-#   env     print the variables that point the real-engine suites at them.
+#   env     print, as KEY=VALUE lines, the variables that point at them
+#           both the real-engine suites (GEOSHARD_OPENSEARCH_URL,
+#           GEOSHARD_KAFKA_BROKERS, …) and the commands (GEOSHARD_OPENSEARCH,
+#           GEOSHARD_BROKERS): `export $(deploy/local/real.sh env | xargs)`.
+#   exports the same as export lines to paste into each terminal.
 #   run CMD…  run CMD with those variables set, the engines brought up first
 #           and down afterwards (unless they already ran). Where Java 17+ or
 #           Maven is missing it says so in one line and exits 0 without
@@ -375,18 +380,40 @@ up() {
 		done
 		log "postgres ready at 127.0.0.1:$pg_port, kafka connect (debezium postgres) at http://127.0.0.1:$connect_port"
 	fi
-	env_lines
+	exports
 }
 
-# env_lines prints the engines' variables; those of the CDC source only
-# where the machine has PostgreSQL.
+# env_lines prints the engines' variables as KEY=VALUE lines: those the
+# real-engine suites read (internal/realenv), and those the commands read
+# (ingest, reshard, search, produce); the CDC source's only where the
+# machine has PostgreSQL. `export $(real.sh env | xargs)` and run_with
+# read them a line at a time.
 env_lines() {
+	suite_lines
+	command_lines
+}
+
+suite_lines() {
 	echo "GEOSHARD_OPENSEARCH_URL=http://127.0.0.1:$os_port"
 	echo "GEOSHARD_KAFKA_BROKERS=127.0.0.1:$kafka_port"
 	if find_pg; then
 		echo "GEOSHARD_POSTGRES_DSN=postgres://postgres@127.0.0.1:$pg_port/postgres?sslmode=disable"
 		echo "GEOSHARD_CONNECT_URL=http://127.0.0.1:$connect_port"
 	fi
+}
+
+command_lines() {
+	echo "GEOSHARD_OPENSEARCH=http://127.0.0.1:$os_port"
+	echo "GEOSHARD_BROKERS=127.0.0.1:$kafka_port"
+}
+
+# exports prints the variables as export lines to paste into a shell:
+# the commands' on one line, the suites' on another, each value in single
+# quotes (the DSN holds a "?", which a shell would take for a pattern).
+exports() {
+	echo "# paste these into each terminal (the commands' variables, then the test suites'):"
+	echo "export$(command_lines | sed "s/=\(.*\)/='\1'/; s/^/ /" | tr -d '\n')"
+	echo "export$(suite_lines | sed "s/=\(.*\)/='\1'/; s/^/ /" | tr -d '\n')"
 }
 
 # stop NAME [SIGNAL] stops NAME with SIGNAL (TERM), then KILL after 30s.
@@ -460,7 +487,7 @@ run_with() {
 	local line
 	while read -r line; do
 		export "$line"
-	done < <(env_lines)
+	done < <(suite_lines)
 	log "running against the real engines: $*"
 	local rc=0
 	"$@" || rc=$?
@@ -480,8 +507,9 @@ run)
 down) down ;;
 status) status ;;
 env) env_lines ;;
+exports) exports ;;
 *)
-	echo "usage: $0 up|down|status|env|run CMD..." >&2
+	echo "usage: $0 up|down|status|env|exports|run CMD..." >&2
 	exit 2
 	;;
 esac
