@@ -51,24 +51,26 @@ func TestRequestBodies(t *testing.T) {
 	filtered := DishQuery{Area: circle, Text: "taco", AllergenFree: []string{"peanut", "milk"}, Diets: []string{"vegan"},
 		Cuisines: []string{"mexican"}, MinPriceCents: 500, MaxPriceCents: 2000, Size: 10}
 	after := []json.RawMessage{json.RawMessage(`1523.873`), json.RawMessage(`"restaurant:r17"`)}
+	// A page of 20 asks 21 restaurants: the one more says whether any
+	// follow.
 	for _, tc := range []struct {
 		name string
 		body map[string]any
 	}{
 		{"dishes-facets", facetsBody(DishQuery{Area: circle})},
 		{"dishes-facets-filtered", facetsBody(filtered)},
-		{"dishes-nearest", nearestBody(DishQuery{Area: circle}, 20, nil)},
-		{"dishes-nearest-filtered", nearestBody(filtered, 10, nil)},
-		{"dishes-nearest-rect", nearestBody(DishQuery{Area: rect, Diets: []string{"vegan"}}, 20, nil)},
-		{"dishes-nearest-no-area", nearestBody(DishQuery{Text: "pizza"}, 20, nil)},
-		{"dishes-nearest-after", nearestBody(filtered, 10, after)},
+		{"dishes-nearest", nearestBody(DishQuery{Area: circle}, 21, nil)},
+		{"dishes-nearest-filtered", nearestBody(filtered, 11, nil)},
+		{"dishes-nearest-rect", nearestBody(DishQuery{Area: rect, Diets: []string{"vegan"}}, 21, nil)},
+		{"dishes-nearest-no-area", nearestBody(DishQuery{Text: "pizza"}, 21, nil)},
+		{"dishes-nearest-after", nearestBody(filtered, 11, after)},
 		{"dishes-of", dishesOfBody(DishQuery{Area: circle}, []string{"r17", "r3"}, nil, 400)},
 		{"dishes-of-filtered", dishesOfBody(filtered, []string{"r17", "r3"}, nil, 400)},
 		{"dishes-of-after", dishesOfBody(filtered, []string{"r17", "r3"}, &partial{restaurantID: "r17", dish: "dish:r17-d4"}, 400)},
-		{"restaurants", restaurantsBody(RestaurantQuery{Area: circle}, 20, nil)},
+		{"restaurants", restaurantsBody(RestaurantQuery{Area: circle}, 21, nil)},
 		{"restaurants-filtered", restaurantsBody(RestaurantQuery{Area: rect, Cuisines: []string{"thai"}, Text: "kitchen",
-			Serves: DishQuery{AllergenFree: []string{"peanut"}, Diets: []string{"vegan"}, Text: "curry"}}, 20, nil)},
-		{"restaurants-after", restaurantsBody(RestaurantQuery{Area: circle}, 20, after)},
+			Serves: DishQuery{AllergenFree: []string{"peanut"}, Diets: []string{"vegan"}, Text: "curry"}}, 21, nil)},
+		{"restaurants-after", restaurantsBody(RestaurantQuery{Area: circle}, 21, after)},
 		{"vocabulary", vocabularyBody()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -95,8 +95,8 @@ func pageAll(t *testing.T, c *Client, q DishQuery) (ids []string, pages int) {
 		if res.Next == "" {
 			return ids, pages
 		}
-		if len(res.Dishes) == 0 {
-			t.Fatalf("page %d: no dishes, yet a next page", pages)
+		if len(res.Dishes) < q.size() {
+			t.Fatalf("page %d: %d dishes, fewer than the size %d, yet a next page", pages, len(res.Dishes), q.size())
 		}
 		if pages > 1000 {
 			t.Fatal("more than 1000 pages")
@@ -155,8 +155,8 @@ func TestDishPagesConcatenate(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Errorf("%d pages: %d dishes\n%v\nwant %d\n%v", pages, len(got), got, len(want), want)
 			}
-			if min := (len(want) + tc.q.size() - 1) / tc.q.size(); pages < min || pages > min+1 {
-				t.Errorf("%d pages of %d for %d dishes, want %d or one more (empty)", pages, tc.q.size(), len(want), min)
+			if n := (len(want) + tc.q.size() - 1) / tc.q.size(); pages != n {
+				t.Errorf("%d pages of %d for %d dishes, want %d: the last page has no next token", pages, tc.q.size(), len(want), n)
 			}
 		})
 	}
@@ -211,6 +211,9 @@ func TestRestaurantPagesConcatenate(t *testing.T) {
 			}
 			if res.Next == "" {
 				break
+			}
+			if len(res.Restaurants) != size {
+				t.Fatalf("size %d: a page of %d before the last", size, len(res.Restaurants))
 			}
 			q.After = res.Next
 		}

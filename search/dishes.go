@@ -283,7 +283,8 @@ func (c *Client) Dishes(ctx context.Context, q DishQuery) (*DishResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	restBody, err := json.Marshal(nearestBody(q, size, cur.After))
+	// One restaurant more than a page can need says whether any follow.
+	restBody, err := json.Marshal(nearestBody(q, size+1, cur.After))
 	if err != nil {
 		return nil, err
 	}
@@ -307,8 +308,13 @@ func (c *Client) Dishes(ctx context.Context, q DishQuery) (*DishResult, error) {
 	if res.Facets.Cuisines, err = rests.termsCounts("cuisines"); err != nil {
 		return nil, err
 	}
-	places := make([]place, 0, len(rests.Hits.Hits))
-	for _, h := range rests.Hits.Hits {
+	hits := rests.Hits.Hits
+	more := len(hits) > size
+	if more {
+		hits = hits[:size]
+	}
+	places := make([]place, 0, len(hits))
+	for _, h := range hits {
 		_, rid, err := schema.ParseID(h.ID)
 		if err != nil {
 			continue
@@ -330,7 +336,7 @@ func (c *Client) Dishes(ctx context.Context, q DishQuery) (*DishResult, error) {
 	if err := c.dishesOf(ctx, routed, q, places, skip, size); err != nil {
 		return nil, err
 	}
-	dishes, next := page(places, size, cur, len(places) == size)
+	dishes, next := page(places, size, cur, more)
 	res.Dishes = dishes
 	if next != nil {
 		next.V, next.Kind, next.Query = cursorVersion, kindDishes, digest(kindDishes, q.identity())
@@ -457,8 +463,8 @@ func fill(places []place, r *searchResponse) error {
 
 // page takes the first size dishes of the places, in order, and says
 // where the next page starts: a cursor without its kind and digest, or
-// none when nothing may follow. more is whether restaurants may follow
-// the places (the nearest search filled its size).
+// none when nothing follows. more is whether restaurants follow the
+// places.
 func page(places []place, size int, cur cursor, more bool) ([]Dish, *cursor) {
 	out := []Dish{}
 	after := cur.After // the last restaurant listed in full

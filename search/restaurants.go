@@ -101,7 +101,8 @@ func (c *Client) Restaurants(ctx context.Context, q RestaurantQuery) (*Restauran
 		return nil, err
 	}
 	size := DishQuery{Size: q.Size}.size()
-	body, err := json.Marshal(restaurantsBody(q, size, cur.After))
+	// One more than the page says whether any follow.
+	body, err := json.Marshal(restaurantsBody(q, size+1, cur.After))
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +114,12 @@ func (c *Client) Restaurants(ctx context.Context, q RestaurantQuery) (*Restauran
 	if res.Cuisines, err = resp.termsCounts("cuisines"); err != nil {
 		return nil, err
 	}
-	for _, h := range resp.Hits.Hits {
+	hits := resp.Hits.Hits
+	more := len(hits) > size
+	if more {
+		hits = hits[:size]
+	}
+	for _, h := range hits {
 		_, id, err := schema.ParseID(h.ID)
 		if err != nil {
 			continue
@@ -136,8 +142,8 @@ func (c *Client) Restaurants(ctx context.Context, q RestaurantQuery) (*Restauran
 		res.Restaurants = append(res.Restaurants, Restaurant{ID: id, Name: src.Name, Cuisines: orEmpty(src.Cuisines),
 			Lat: src.Location.Lat, Lng: src.Location.Lon, DistanceM: d})
 	}
-	if n := len(resp.Hits.Hits); n == size {
-		next := cursor{V: cursorVersion, Kind: kindRestaurants, Query: digest(kindRestaurants, q.identity()), After: resp.Hits.Hits[n-1].Sort}
+	if more {
+		next := cursor{V: cursorVersion, Kind: kindRestaurants, Query: digest(kindRestaurants, q.identity()), After: hits[size-1].Sort}
 		res.Next = next.token()
 	}
 	res.Took = time.Since(start)
