@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -33,6 +34,7 @@ import (
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/cmd/internal/cli"
 	"github.com/geoshard/geoshard/cmd/internal/serve"
+	"github.com/geoshard/geoshard/migrate"
 	"github.com/geoshard/geoshard/pipeline"
 	"github.com/geoshard/geoshard/router"
 )
@@ -52,6 +54,8 @@ type options struct {
 	metricsAddr string
 	pprof       bool
 	logLevel    string
+	// balanceInterval: how often the geoshards' documents are counted.
+	balanceInterval time.Duration
 
 	embedded     bool
 	embKafka     string
@@ -119,6 +123,7 @@ func parseFlags(args []string, getenv func(string) string, stdout io.Writer) (*o
 	fs.StringVar(&o.metricsAddr, "metrics-addr", ":9464", "listen `address` of /metrics, /healthz and /readyz; empty disables (GEOSHARD_METRICS_ADDR)")
 	fs.BoolVar(&o.pprof, "pprof", false, "also serve Go's runtime profiles (heap, CPU, goroutines) at /debug/pprof/ on --metrics-addr; keep that address private (GEOSHARD_PPROF)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error (GEOSHARD_LOG_LEVEL)")
+	fs.DurationVar(&o.balanceInterval, "balance-interval", migrate.DefaultBalanceInterval, "how often to count each geoshard's documents against the map's plan (geoshard_shard_documents, geoshard_map_imbalance: when to reshard); 0 disables (GEOSHARD_BALANCE_INTERVAL)")
 	fs.DurationVar(&o.pipe.ProgressInterval, "progress-interval", 30*time.Second, "log a progress line this often (events per second, lag, dishes waiting for their restaurant, dead letters, what the instance waits for), none while idle; 0 disables (GEOSHARD_PROGRESS_INTERVAL)")
 	cf := cli.RegisterClientFlags(fs, &o.client, getenv)
 
@@ -265,12 +270,30 @@ func runConsumer(ctx context.Context, o *options, logger *slog.Logger) error {
 	if err != nil {
 		return cli.UsageError{Err: err}
 	}
+	var balance *migrate.BalanceWatch
+	if o.balanceInterval > 0 {
+		balance, err = migrate.NewBalanceWatch(client, migrate.BalanceWatchConfig{
+			Alias: o.pipe.Alias, Registerer: reg, Logger: logger, Interval: o.balanceInterval,
+		})
+		if err != nil {
+			return cli.UsageError{Err: fmt.Errorf("--balance-interval: %w", err)}
+		}
+	}
 	stopHTTP, _, err := serveHTTP(o.metricsAddr, o.pprof, reg, p, logger)
 	if err != nil {
 		return err
 	}
 	defer stopHTTP()
 	logger.Info("ingest starting", "brokers", strings.Join(o.pipe.Brokers, ","), "alias", o.pipe.Alias, "group", o.pipe.Group)
+	if balance != nil {
+		// The geoshards' documents against the map's plan (when to
+		// reshard); its failures are logged, never fatal.
+		bctx, stopBalance := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		wg.Go(func() { balance.Run(bctx) })
+		defer wg.Wait()
+		defer stopBalance()
+	}
 	return p.Run(ctx)
 }
 
