@@ -256,7 +256,12 @@ func (m *Migrator) Backfill(ctx context.Context, cfg BackfillConfig) (*BackfillR
 	}
 	cfg = cfg.withDefaults(srcMap.NumShards())
 	if cfg.Slices > srcMap.NumShards() {
-		return nil, fmt.Errorf("migrate: backfill: %d slices, but the source has %d shards: a slice reads one source shard", cfg.Slices, srcMap.NumShards())
+		n := srcMap.NumShards()
+		shards := fmt.Sprintf("%d shards", n)
+		if n == 1 {
+			shards = "1 shard"
+		}
+		return nil, fmt.Errorf("migrate: backfill: slices %d: want 0 to %d (a slice reads one source shard, and the source has %s)", cfg.Slices, n, shards)
 	}
 	if err := m.checkIndexMap(ctx, mig.Target.Index, mig.Target.MapHash); err != nil {
 		return nil, err
@@ -264,7 +269,8 @@ func (m *Migrator) Backfill(ctx context.Context, cfg BackfillConfig) (*BackfillR
 	// Copying before every live instance writes both indexes would miss
 	// the changes of the one that does not.
 	if _, err := m.awaitAcks(ctx, "dual writes", writesBoth(mig), cfg.Ack); err != nil {
-		return nil, fmt.Errorf("migrate: backfill: %w", err)
+		// The error says "migrate:" and what was waited for already.
+		return nil, fmt.Errorf("%w (the backfill copies nothing until they do)", err)
 	}
 	rec, err = m.store.Update(ctx, func(x *schema.Migration) error {
 		if !startable(x.Phase) {

@@ -70,8 +70,11 @@ type LaggardsError struct {
 }
 
 func (e *LaggardsError) Error() string {
-	return fmt.Sprintf("migrate: %d live ingest instance(s) did not apply %s in time: %s",
-		len(e.Instances), e.What, strings.Join(e.Instances, ", "))
+	n := fmt.Sprintf("%d live ingest instances", len(e.Instances))
+	if len(e.Instances) == 1 {
+		n = "1 live ingest instance"
+	}
+	return fmt.Sprintf("migrate: %s did not apply %s in time: %s", n, e.What, strings.Join(e.Instances, ", "))
 }
 
 // SliceError is a backfill slice that stopped.

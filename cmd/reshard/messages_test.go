@@ -101,3 +101,18 @@ func TestUnknownAliasExit2(t *testing.T) {
 		t.Errorf("reshard status with GEOSHARD_ALIAS=menu: exit %d, %q %q; want 0 and no migration", code, stdout, stderr)
 	}
 }
+
+// Counts read as words: "1 shard", "2 shards", thousands separated.
+func TestPlural(t *testing.T) {
+	cases := []struct {
+		n    int64
+		want string
+	}{
+		{0, "0 shards"}, {1, "1 shard"}, {2, "2 shards"}, {38844, "38,844 shards"},
+	}
+	for _, tc := range cases {
+		if got := plural(tc.n, "shard", "shards"); got != tc.want {
+			t.Errorf("plural(%d) = %q, want %q", tc.n, got, tc.want)
+		}
+	}
+}

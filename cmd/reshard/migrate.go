@@ -234,8 +234,8 @@ func runCreate(args []string, stdout, stderr io.Writer) error {
 		return writeJSON(stdout, mig)
 	}
 	fmt.Fprintf(stdout, "migration %s of alias %s: phase %s\n", mig.ID, mig.Alias, mig.Phase)
-	fmt.Fprintf(stdout, "  source %s  map %s\n  target %s  map %s  (%d shards; replicas 0 and refresh off until cutover)\n",
-		mig.Source.Index, short(mig.Source.MapHash), mig.Target.Index, short(mig.Target.MapHash), cfg.Map.NumShards())
+	fmt.Fprintf(stdout, "  source %s  map %s\n  target %s  map %s  (%s; replicas 0 and refresh off until cutover)\n",
+		mig.Source.Index, short(mig.Source.MapHash), mig.Target.Index, short(mig.Target.MapHash), plural(int64(cfg.Map.NumShards()), "shard", "shards"))
 	_, err = fmt.Fprintf(stdout, "next: reshard dual-writes --alias %s\n", mig.Alias)
 	return err
 }

@@ -159,10 +159,11 @@ func runRepair(args []string, stdout, stderr io.Writer) error {
 	if *dry {
 		del = "would delete"
 	}
-	fmt.Fprintf(stdout, "repair: %s %d documents (%d already as new on the target, %d refused by a delete's tombstone), %s %d extra copies (%d left: changed since read)\n",
-		verb, rep.Copied, rep.Stale, rep.Blocked, del, rep.Deleted, rep.Changed)
+	fmt.Fprintf(stdout, "repair: %s %s (%d already as new on the target, %d refused by a delete's tombstone), %s %s (%d left: changed since read)\n",
+		verb, plural(int64(rep.Copied), "document", "documents"), rep.Stale, rep.Blocked, del, plural(int64(rep.Deleted), "extra copy", "extra copies"), rep.Changed)
 	if rep.Superseded+rep.Kept+len(rep.Ties) > 0 {
-		fmt.Fprintf(stdout, "repair: %s %d superseded copies of duplicates, at their ids' newest versions (%d left: as new since read)\n", del, rep.Superseded, rep.Kept)
+		fmt.Fprintf(stdout, "repair: %s %s of duplicates, at their ids' newest versions (%d left: as new since read)\n",
+			del, plural(int64(rep.Superseded), "superseded copy", "superseded copies"), rep.Kept)
 	}
 	if len(rep.Ties) > 0 {
 		fmt.Fprintf(stdout, "left the duplicates of %s whose copies are tied at the newest version: which is current cannot be told; delete the wrong copy by hand (DELETE /<index>/_doc/<id>?routing=<its routing>)\n", idCount(int64(len(rep.Ties))))
@@ -171,7 +172,8 @@ func runRepair(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if rep.Unlisted > 0 {
-		fmt.Fprintf(stdout, "%d more differences were counted but not listed (--max-ids); the next verify --ids lists them\n", rep.Unlisted)
+		were := plural(int64(rep.Unlisted), "more difference was", "more differences were")
+		fmt.Fprintf(stdout, "%s counted but not listed (--max-ids); the next verify --ids lists them\n", were)
 	}
 	if *dry {
 		return nil
