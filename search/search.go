@@ -17,7 +17,17 @@
 // requests, all to the same shards: the facet counts and total of the
 // matching dishes, the nearest restaurants that serve one (sorted by
 // distance, with the cuisine counts), and the matching dishes of those
-// restaurants, ordered by their restaurant's distance.
+// restaurants, ordered by their restaurant's distance (two more when
+// those restaurants have more than four pages of dishes, to read exactly
+// the page's).
+//
+// Results come a page at a time: a page that has more after it carries
+// a token (Next) that the next search passes back (After), and the
+// listing continues with search_after on the same total order (cursor.go).
+// The values of the filtered fields the index holds are its Vocabulary,
+// which checks a query's allergens, diets and cuisines before it is sent
+// (vocabulary.go). Request bodies are built in bodies.go and pinned by
+// golden files under testdata/bodies.
 package search
 
 import (
