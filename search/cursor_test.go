@@ -295,3 +295,25 @@ func TestCursorTokenRoundTrip(t *testing.T) {
 		t.Errorf("decodeCursor(token()) = %+v, want %+v", got, c)
 	}
 }
+
+// FuzzDecodeCursor: any text is a cursor or a *CursorError, never a
+// panic, and a cursor read back writes the same token.
+func FuzzDecodeCursor(f *testing.F) {
+	f.Add(cursor{V: cursorVersion, Kind: kindDishes, Query: "q", After: []json.RawMessage{json.RawMessage(`12.5`), json.RawMessage(`"restaurant:a"`)}}.token())
+	f.Add(cursor{V: cursorVersion, Kind: kindDishes, Query: "q", Rest: "restaurant:a", Dish: "dish:b"}.token())
+	f.Add("")
+	f.Add("eyJ2IjoxfQ")
+	f.Fuzz(func(t *testing.T, token string) {
+		c, err := decodeCursor(token, kindDishes, "q")
+		var ce *CursorError
+		if err != nil {
+			if !errors.As(err, &ce) {
+				t.Fatalf("decodeCursor(%q) = %v, not a *CursorError", token, err)
+			}
+			return
+		}
+		if _, err := decodeCursor(c.token(), kindDishes, "q"); err != nil {
+			t.Fatalf("decodeCursor(%q) read back: %v", c.token(), err)
+		}
+	})
+}
