@@ -53,7 +53,7 @@ func PrintHelp(w io.Writer, fs *flag.FlagSet, h Help) {
 			fmt.Fprintf(w, "  %s\n", e)
 		}
 	}
-	fmt.Fprintf(w, "\nflags (each also read from the GEOSHARD_* variable its line names):\n")
+	fmt.Fprintf(w, "\nflags (one whose line names a GEOSHARD_* variable is also read from it):\n")
 	out := fs.Output()
 	fs.SetOutput(w)
 	fs.PrintDefaults()
