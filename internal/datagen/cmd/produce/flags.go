@@ -73,7 +73,7 @@ func printHelp(w io.Writer, fs *flag.FlagSet, h help) {
 	for _, e := range h.examples {
 		fmt.Fprintf(w, "  %s\n", e)
 	}
-	fmt.Fprintf(w, "\nflags (each also read from the GEOSHARD_* variable its line names):\n")
+	fmt.Fprintf(w, "\nflags (one whose line names a GEOSHARD_* variable is also read from it):\n")
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fs.SetOutput(io.Discard)
