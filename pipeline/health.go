@@ -93,7 +93,7 @@ func (h *health) failed(e engine, what string, err error) {
 	h.failing.Or(1 << e)
 	h.mu.Unlock()
 	if first {
-		state, waiting := h.describe(e, w.what, err)
+		state, waiting := h.describe(e, what, err)
 		h.log.Warn("waiting: "+waiting, "state", state, "error", err)
 	}
 }
