@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -174,32 +173,6 @@ func (s *stack) produce(ctx context.Context, o *options) (map[string]int, int, e
 	return kinds, n, nil
 }
 
-// embeddedFlags are the embedded mode's flags that registerEmbeddedFlags
-// defines; options, whose file this is not, holds the rest.
-type embeddedFlags struct {
-	wide bool // --wide: the summary's tables with every column, past 100 columns
-}
-
-// extraFlags maps the *options of a parse to its embeddedFlags.
-var extraFlags sync.Map
-
-// registerEmbeddedFlags defines the embedded mode's flags of this file on
-// fs, for the options o that parseFlags fills.
-func registerEmbeddedFlags(fs *flag.FlagSet, o *options) {
-	e := &embeddedFlags{}
-	fs.BoolVar(&e.wide, "wide", false, "with --embedded: print the summary's tables with every column (wider than 100 columns)")
-	extraFlags.Store(o, e)
-}
-
-// embeddedFlagsOf returns the flags registerEmbeddedFlags defined for o,
-// or their defaults.
-func embeddedFlagsOf(o *options) embeddedFlags {
-	if e, ok := extraFlags.Load(o); ok {
-		return *e.(*embeddedFlags)
-	}
-	return embeddedFlags{}
-}
-
 // embeddedAddrs are the addresses the embedded mode listens on.
 type embeddedAddrs struct {
 	opensearch, kafka, metrics string
@@ -299,6 +272,11 @@ func runEmbedded(ctx context.Context, o *options, logger *slog.Logger, stdout io
 
 	o.pipe.Brokers = s.kafka.Addrs()
 	o.pipe.Logger = logger
+	if !o.serve {
+		// The progress bar says it all until the summary; with --serve
+		// the log's progress line follows what comes after.
+		o.pipe.ProgressInterval = 0
+	}
 	if o.pipe.PendingMaxAge == 0 {
 		// The demo's orphan dishes never see their restaurant: let them
 		// reach the dead-letter topic in seconds rather than minutes.
@@ -358,7 +336,7 @@ func runEmbedded(ctx context.Context, o *options, logger *slog.Logger, stdout io
 	// the clock stops once the searches it reports are done.
 	tl.summarized = time.Now()
 	sum.tl = tl
-	if err := sum.write(stdout, embeddedFlagsOf(o).wide); err != nil {
+	if err := sum.write(stdout, o.wide); err != nil {
 		return err
 	}
 	logger.Info("embedded run summarized", "took", sum.phases().whole().String(), "from", "the start of the command")

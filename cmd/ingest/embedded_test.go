@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"io"
 	"net"
 	"regexp"
@@ -95,16 +94,18 @@ func TestProgressLine(t *testing.T) {
 	}
 }
 
-// --wide is the embedded flag of this file; each parse has its own.
+// --wide is a flag of ingest's, off by default.
 func TestWideFlag(t *testing.T) {
-	o, other := &options{}, &options{}
-	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
-	registerEmbeddedFlags(fs, o)
-	if err := fs.Parse([]string{"--wide"}); err != nil {
+	o, err := parseFlags([]string{"--embedded", "--wide"}, envOf(nil), io.Discard)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if !embeddedFlagsOf(o).wide || embeddedFlagsOf(other).wide {
-		t.Errorf("wide = %v for the parsed options and %v for others; want true and false", embeddedFlagsOf(o).wide, embeddedFlagsOf(other).wide)
+	other, err := parseFlags([]string{"--embedded"}, envOf(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.wide || other.wide {
+		t.Errorf("wide = %v with --wide and %v without; want true and false", o.wide, other.wide)
 	}
 }
 

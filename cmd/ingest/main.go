@@ -63,6 +63,7 @@ type options struct {
 	demoEvents   int
 	serve        bool
 	summaryLimit time.Duration
+	wide         bool
 }
 
 // help is what ingest --help says before the flags.
@@ -133,6 +134,7 @@ func parseFlags(args []string, getenv func(string) string, stdout io.Writer) (*o
 	fs.IntVar(&o.demoEvents, "demo-events", 40000, "how many events the embedded mode produces (0: none)")
 	fs.BoolVar(&o.serve, "serve", false, "with --embedded: keep running after the summary until interrupted")
 	fs.DurationVar(&o.summaryLimit, "embedded-timeout", 5*time.Minute, "with --embedded: give up if the events are not all processed by then")
+	fs.BoolVar(&o.wide, "wide", false, "with --embedded: print the summary's tables with every column (wider than 100 columns)")
 
 	if err := cli.Parse(fs, args, getenv); err != nil {
 		return nil, err
