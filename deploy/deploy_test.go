@@ -573,9 +573,9 @@ func packageSource(t *testing.T, pkg string) string {
 }
 
 // The OpenSearch settings the Deployment passes are the ones the
-// commands' OpenSearch flags read (cmd/internal/cli).
+// commands' OpenSearch flags read (internal/cli).
 func TestOpenSearchSettingsAreRead(t *testing.T) {
-	src := packageSource(t, "cmd/internal/cli")
+	src := packageSource(t, "internal/cli")
 	all := manifests(t)
 	_, c := ingest(t, all)
 	names := []string{"GEOSHARD_OPENSEARCH"}
@@ -585,10 +585,10 @@ func TestOpenSearchSettingsAreRead(t *testing.T) {
 		}
 	}
 	// A variable is read directly ("NAME") or named by a flag's usage
-	// "(NAME)", which the commands apply (cmd/internal/envflag).
+	// "(NAME)", which the commands apply (internal/envflag).
 	for _, n := range names {
 		if !strings.Contains(src, `"`+n+`"`) && !strings.Contains(src, "("+n+")") {
-			t.Errorf("%s is set for ingest but the OpenSearch flags (cmd/internal/cli) do not read it", n)
+			t.Errorf("%s is set for ingest but the OpenSearch flags (internal/cli) do not read it", n)
 		}
 	}
 }

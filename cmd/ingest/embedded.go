@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/geoshard/geoshard/bulk"
-	"github.com/geoshard/geoshard/cmd/internal/cli"
+	"github.com/geoshard/geoshard/internal/cli"
 	"github.com/geoshard/geoshard/internal/datagen"
 	"github.com/geoshard/geoshard/internal/kafkatest"
 	"github.com/geoshard/geoshard/internal/osfake"

@@ -32,8 +32,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/geoshard/geoshard/bulk"
-	"github.com/geoshard/geoshard/cmd/internal/cli"
 	"github.com/geoshard/geoshard/cmd/internal/serve"
+	"github.com/geoshard/geoshard/internal/cli"
 	"github.com/geoshard/geoshard/migrate"
 	"github.com/geoshard/geoshard/pipeline"
 	"github.com/geoshard/geoshard/router"

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/geoshard/geoshard/cmd/internal/cli"
+	"github.com/geoshard/geoshard/internal/cli"
 	"github.com/geoshard/geoshard/pipeline"
 )
 

@@ -4,7 +4,7 @@ import (
 	"flag"
 	"io"
 
-	"github.com/geoshard/geoshard/cmd/internal/cli"
+	"github.com/geoshard/geoshard/internal/cli"
 )
 
 // helps is what each verb's --help says before its flags: what the verb

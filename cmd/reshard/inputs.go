@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/geoshard/geoshard/cmd/internal/cli"
+	"github.com/geoshard/geoshard/internal/cli"
 	"github.com/geoshard/geoshard/router"
 )
 

@@ -37,7 +37,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/geoshard/geoshard/cmd/internal/cli"
+	"github.com/geoshard/geoshard/internal/cli"
 )
 
 func badInput(format string, args ...any) error {

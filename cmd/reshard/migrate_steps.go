@@ -6,7 +6,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/geoshard/geoshard/cmd/internal/cli"
+	"github.com/geoshard/geoshard/internal/cli"
 	"github.com/geoshard/geoshard/migrate"
 	"github.com/geoshard/geoshard/schema"
 )

@@ -14,7 +14,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/geoshard/geoshard/bulk"
-	"github.com/geoshard/geoshard/cmd/internal/cli"
+	"github.com/geoshard/geoshard/internal/cli"
 	"github.com/geoshard/geoshard/migrate"
 	"github.com/geoshard/geoshard/router"
 	"github.com/geoshard/geoshard/schema"

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/geoshard/geoshard/cmd/internal/cli"
+	"github.com/geoshard/geoshard/internal/cli"
 	"github.com/geoshard/geoshard/router"
 )
 

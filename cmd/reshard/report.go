@@ -7,7 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/geoshard/geoshard/cmd/internal/cli"
+	"github.com/geoshard/geoshard/internal/cli"
 	"github.com/geoshard/geoshard/migrate"
 	"github.com/geoshard/geoshard/router"
 )

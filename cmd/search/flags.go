@@ -13,7 +13,7 @@ import (
 	"github.com/golang/geo/earth"
 
 	"github.com/geoshard/geoshard/bulk"
-	"github.com/geoshard/geoshard/cmd/internal/cli"
+	"github.com/geoshard/geoshard/internal/cli"
 	"github.com/geoshard/geoshard/router"
 	"github.com/geoshard/geoshard/search"
 )

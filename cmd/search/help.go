@@ -3,7 +3,7 @@ package main
 import (
 	"strings"
 
-	"github.com/geoshard/geoshard/cmd/internal/cli"
+	"github.com/geoshard/geoshard/internal/cli"
 )
 
 // The values the filters take in the generated menus (internal/datagen,

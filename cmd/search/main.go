@@ -23,7 +23,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/geoshard/geoshard/cmd/internal/cli"
+	"github.com/geoshard/geoshard/internal/cli"
 )
 
 func main() {

@@ -35,6 +35,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/geoshard/geoshard/internal/cli"
 	"github.com/geoshard/geoshard/internal/datagen"
 )
 
@@ -44,14 +45,14 @@ func main() {
 	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 }
 
-var produceHelp = help{
-	about: `produce writes the demo's change-event stream — the one ingest --embedded produces in
+var produceHelp = cli.Help{
+	About: `produce writes the demo's change-event stream — the one ingest --embedded produces in
 process — to a Kafka broker: restaurants and dishes with updates, deletes, moves, replays,
 out-of-order versions and a few poison events, keyed by restaurant id and placed by the murmur2
 hash of the key, as Kafka's own producers place them. With --partitions N it first creates the
 restaurant, dish and dead-letter topics where they are missing (N partitions, one replica).
 It reads the same GEOSHARD_* variables as ingest, so one set of exports points both at a broker.`,
-	examples: []string{
+	Examples: []string{
 		"produce --events 40000 --partitions 6                    # to 127.0.0.1:9092, creating the topics",
 		"GEOSHARD_BROKERS=127.0.0.1:39092 produce --events 1000   # a broker on another port",
 		"go run ./internal/datagen/cmd/produce --help             # from the module root",
@@ -61,7 +62,7 @@ It reads the same GEOSHARD_* variables as ingest, so one set of exports points b
 // run is the command; it returns the exit status: 0 done, 2 bad flags, 1
 // anything else.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	fs := newFlags("produce")
+	fs := cli.NewFlags("produce", produceHelp, stdout)
 	brokers := fs.String("brokers", "127.0.0.1:9092", "Kafka `brokers`, comma-separated (GEOSHARD_BROKERS)")
 	restaurants := fs.String("restaurant-topic", datagen.DefaultRestaurantTopic, "topic of restaurant events (GEOSHARD_RESTAURANT_TOPIC)")
 	dishes := fs.String("dish-topic", datagen.DefaultDishTopic, "topic of dish events; may equal --restaurant-topic (GEOSHARD_DISH_TOPIC)")
@@ -69,16 +70,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	events := fs.Int("events", 40_000, "about how many events to produce")
 	partitions := fs.Int("partitions", 0, "create missing topics with this many partitions (0: create none)")
 	seed := fs.Uint64("seed", datagen.SeedStream, "seed of the stream")
-	err := parseFlags(fs, produceHelp, args, getenv, stdout)
+	err := cli.Parse(fs, args, getenv)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case err == nil && fs.NArg() > 0:
-		err = usageError{fmt.Errorf("unexpected argument %q (produce --help lists the flags)", fs.Arg(0))}
+		err = cli.UsageError{Err: fmt.Errorf("unexpected argument %q (produce --help lists the flags)", fs.Arg(0))}
 	case err == nil && *events < 1:
-		err = usageError{fmt.Errorf("--events %d: want at least 1", *events)}
+		err = cli.UsageError{Err: fmt.Errorf("--events %d: want at least 1", *events)}
 	case err == nil && *partitions < 0:
-		err = usageError{fmt.Errorf("--partitions %d: must not be negative", *partitions)}
+		err = cli.UsageError{Err: fmt.Errorf("--partitions %d: must not be negative", *partitions)}
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "produce: %v\n", err)

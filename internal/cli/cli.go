@@ -14,7 +14,7 @@ import (
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
-	"github.com/geoshard/geoshard/cmd/internal/envflag"
+	"github.com/geoshard/geoshard/internal/envflag"
 )
 
 // IsTerminal reports whether w is a terminal, where a progress line can

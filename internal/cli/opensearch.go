@@ -11,7 +11,7 @@ import (
 
 // RegisterClientFlags defines the flags of c on fs. Each names its
 // GEOSHARD_* environment variable in its usage, which the commands apply
-// with the flag's own parsing (cmd/internal/envflag); getenv (usually
+// with the flag's own parsing (internal/envflag); getenv (usually
 // os.Getenv) is read for the password only:
 //
 //	--opensearch           GEOSHARD_OPENSEARCH            comma-separated node URLs
