@@ -12,9 +12,9 @@ import (
 	"github.com/golang/geo/s2"
 )
 
-// maxRadiusM is half the Earth's circumference: a cap of that radius is the
+// MaxRadiusM is half the Earth's circumference: a cap of that radius is the
 // whole sphere.
-var maxRadiusM = math.Pi * earth.Radius.Meters()
+var MaxRadiusM = math.Pi * earth.Radius.Meters()
 
 // Coverage is what a search area asks of a map.
 type Coverage struct {
@@ -39,8 +39,8 @@ func Circle(lat, lng, radiusM float64) (s2.Cap, error) {
 	if err := CheckLatLng(lat, lng); err != nil {
 		return s2.Cap{}, err
 	}
-	if !(radiusM > 0 && radiusM <= maxRadiusM) {
-		return s2.Cap{}, fmt.Errorf("router: radius %v m: %w (want more than 0 and at most %.0f m)", radiusM, ErrBadRadius, maxRadiusM)
+	if !(radiusM > 0 && radiusM <= MaxRadiusM) {
+		return s2.Cap{}, fmt.Errorf("router: radius %v m: %w (want more than 0 and at most %.0f m)", radiusM, ErrBadRadius, MaxRadiusM)
 	}
 	center := s2.PointFromLatLng(s2.LatLngFromDegrees(lat, lng))
 	return s2.CapFromCenterAngle(center, s1.Angle(radiusM/earth.Radius.Meters())), nil

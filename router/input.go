@@ -84,7 +84,7 @@ func ReadQueries(r io.Reader) ([]Query, error) {
 		if err := CheckLatLng(v[0], v[1]); err != nil {
 			return err
 		}
-		if !(v[2] > 0 && v[2] <= maxRadiusM) {
+		if !(v[2] > 0 && v[2] <= MaxRadiusM) {
 			return fmt.Errorf("radius_m %v: %w", v[2], ErrBadRadius)
 		}
 		if !(v[3] > 0) {
@@ -172,8 +172,8 @@ func ParseDistance(s string) (float64, error) {
 				return 0, fmt.Errorf("router: distance %q: %q is not a number", s, num)
 			}
 			m := v * u.metres
-			if !(m > 0 && m <= maxRadiusM) {
-				return 0, fmt.Errorf("router: distance %q: %w", s, ErrBadRadius)
+			if !(m > 0 && m <= MaxRadiusM) {
+				return 0, fmt.Errorf("router: distance %q: %w (want more than 0 and at most %.0f km, half the Earth's circumference)", s, ErrBadRadius, MaxRadiusM/1000)
 			}
 			return m, nil
 		}

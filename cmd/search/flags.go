@@ -50,10 +50,6 @@ type options struct {
 	args []string
 }
 
-// maxRadiusM is the largest radius router.ParseDistance takes: half the
-// Earth's circumference.
-var maxRadiusM = math.Pi * earth.Radius.Meters()
-
 // The query's own flags (area, text, filters, paging) have no GEOSHARD_*
 // variable: a filter set in the environment would shape every search
 // without showing on its command line, and a page token belongs to one
@@ -107,7 +103,7 @@ func parseFlags(args []string, getenv func(string) string, stdout io.Writer) (*o
 		}
 		r, err := router.ParseDistance(o.radius)
 		if errors.Is(err, router.ErrBadRadius) {
-			return nil, cli.UsageError{Err: fmt.Errorf("--radius %s: radius out of range: want more than 0 and at most %.0f km (half the Earth's circumference)", o.radius, maxRadiusM/1000)}
+			return nil, cli.UsageError{Err: fmt.Errorf("--radius %s: radius out of range: want more than 0 and at most %.0f km (half the Earth's circumference)", o.radius, router.MaxRadiusM/1000)}
 		}
 		if err != nil {
 			return nil, cli.UsageError{Err: fmt.Errorf("--radius %s: want a number and a unit, m, km or mi (e.g. 25mi)", o.radius)}
