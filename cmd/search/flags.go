@@ -5,12 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"strconv"
 	"strings"
 
-	"github.com/golang/geo/earth"
 
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/internal/cli"
