@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/internal/cli"
 	"github.com/geoshard/geoshard/router"
