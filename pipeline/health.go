@@ -178,16 +178,12 @@ func unreachable(err error) bool {
 	if err == nil {
 		return false
 	}
-	// kafka.Error is a net.Error too (Timeout, Temporary): an answer of
-	// the broker's, which counts only where it says none can serve.
+	// kafka.Error is a net.Error too (Timeout, Temporary), but it is an
+	// answer: the broker was reached. A coordinator or leader not yet
+	// available is a broker starting or electing, not a broker gone.
 	var ke kafka.Error
 	if errors.As(err, &ke) {
-		switch ke {
-		case kafka.BrokerNotAvailable, kafka.LeaderNotAvailable, kafka.NotCoordinatorForGroup,
-			kafka.GroupCoordinatorNotAvailable, kafka.RequestTimedOut, kafka.NetworkException:
-			return true
-		}
-		return false
+		return ke == kafka.BrokerNotAvailable || ke == kafka.NetworkException
 	}
 	var ne net.Error
 	var oe *net.OpError

@@ -17,11 +17,11 @@ import (
 // dish events waiting for their restaurant; dead_letters counts the
 // events written to the dead-letter topic since start.
 //
-// While dishes wait, a second line says how many, how long the oldest has
-// waited, and when it is dead-lettered if its restaurant does not come.
-// Nothing is logged while nothing happens: no event finished, the lag,
-// the waiting dishes and the dead letters unchanged, and no engine
-// awaited.
+// While dishes wait, a second line, every interval, says how many, how
+// long the oldest has waited, and when it is dead-lettered if its
+// restaurant does not come. The progress line is left out while nothing
+// happens: no event finished, the lag, the waiting dishes and the dead
+// letters unchanged, and no engine awaited.
 type progressLines struct {
 	p     *Pipeline
 	every time.Duration
@@ -61,27 +61,27 @@ func (l *progressLines) tick(now time.Time) {
 	cur.waiting = h.Waiting != ""
 	idle := cur.fetched == l.last.fetched && cur.finished == l.last.finished && cur.dead == l.last.dead &&
 		cur.lag == l.last.lag && cur.pending == l.last.pending && !cur.waiting && !l.last.waiting
-	if idle {
-		l.last.at = now
-		return
+	if !idle {
+		rate := 0.0
+		if d := now.Sub(l.last.at).Seconds(); d > 0 {
+			rate = float64(cur.finished-l.last.finished) / d
+		}
+		args := []any{"events_per_second", int64(rate + 0.5), "finished", cur.finished, "lag", cur.lag,
+			"pending_dishes", cur.pending, "dead_letters", cur.dead, "state", h.State}
+		if cur.waiting {
+			args = append(args, "waiting", h.Waiting)
+		}
+		p.log.Info("progress", args...)
 	}
-	rate := 0.0
-	if d := now.Sub(l.last.at).Seconds(); d > 0 {
-		rate = float64(cur.finished-l.last.finished) / d
-	}
-	args := []any{"events_per_second", int64(rate + 0.5), "finished", cur.finished, "lag", cur.lag,
-		"pending_dishes", cur.pending, "dead_letters", cur.dead, "state", h.State}
-	if cur.waiting {
-		args = append(args, "waiting", h.Waiting)
-	}
-	p.log.Info("progress", args...)
+	// Dishes that wait are said every interval, idle or not: it is what
+	// an operator sees nothing else of until they are dead-lettered.
 	if cur.pending > 0 {
 		if oldest := p.ix.pend.oldest(); !oldest.IsZero() {
 			age := max(0, p.now().Sub(oldest))
-			p.log.Info("dishes wait for their restaurant: their events are parked and committed, and each is dead-lettered as unknown_restaurant if its restaurant has not come within the pending age",
+			p.log.Info("dishes wait for their restaurant, parked with their offsets committed",
 				"pending_dishes", cur.pending, "oldest_waited", age.Round(time.Second),
 				"oldest_dead_lettered_in", max(0, p.cfg.PendingMaxAge-age).Round(time.Second),
-				"pending_age", p.cfg.PendingMaxAge)
+				"then", ReasonUnknownRestaurant, "pending_age", p.cfg.PendingMaxAge)
 		}
 	}
 	l.last = cur

@@ -90,17 +90,24 @@ func TestProgressLines(t *testing.T) {
 	if len(waits) != 1 {
 		t.Fatalf("%d lines about waiting dishes, want 1:\n%s", len(waits), logs.String())
 	}
-	for _, want := range []string{"pending_dishes=1", "oldest_waited=1m0s", "oldest_dead_lettered_in=4m0s", "pending_age=5m0s", "unknown_restaurant"} {
+	for _, want := range []string{"pending_dishes=1", "oldest_waited=1m0s", "oldest_dead_lettered_in=4m0s", "pending_age=5m0s", "then=unknown_restaurant"} {
 		if !strings.Contains(waits[0], want) {
 			t.Errorf("line %q lacks %s", waits[0], want)
 		}
 	}
+	// While the dish waits with nothing else happening, the progress
+	// line is left out and the dish's is not.
+	clock = t0.Add(95 * time.Second)
+	l.tick(t0.Add(40 * time.Second))
+	if n, w := len(logs.lines("progress")), len(logs.lines("dishes wait for their restaurant")); n != 2 || w != 2 {
+		t.Errorf("%d progress lines and %d about the waiting dish after an idle interval, want 2 and 2:\n%s", n, w, logs.String())
+	}
 	// Waiting for an engine is worth a line even with nothing else
 	// changing.
 	p.ix.pend.take("r-never")
-	l.tick(t0.Add(40 * time.Second))
-	p.health.failed(engineSearch, "POST /_bulk", osfakeDown)
 	l.tick(t0.Add(50 * time.Second))
+	p.health.failed(engineSearch, "POST /_bulk", osfakeDown)
+	l.tick(t0.Add(60 * time.Second))
 	lines = logs.lines("progress")
 	if last := lines[len(lines)-1]; !strings.Contains(last, "state=cannot_reach_opensearch") || !strings.Contains(last, "waiting=") {
 		t.Errorf("progress line while OpenSearch fails = %q, want its state and what it waits for", last)
