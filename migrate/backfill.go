@@ -184,19 +184,19 @@ type BackfillTotals struct {
 	Slices     int  `json:"slices"`
 }
 
-// backfillTotals sums the slices' checkpoints and counts.
-func backfillTotals(ss []schema.SliceState, counts []SliceCounts) BackfillTotals {
-	t := BackfillTotals{Slices: len(ss), Counted: len(counts) == len(ss)}
-	for i, s := range ss {
+// backfillTotals sums the slices' checkpoints and counts. The split is
+// known only when every slice's Copied + Stale is its Docs.
+func backfillTotals(ss []schema.SliceState) BackfillTotals {
+	t := BackfillTotals{Slices: len(ss), Counted: true}
+	for _, s := range ss {
 		t.Checkpointed += s.Docs
 		if s.Done {
 			t.SlicesDone++
 		}
 		if t.Counted {
-			c := counts[i]
-			t.Copied += c.Copied
-			t.Stale += c.Stale
-			t.Counted = c.Copied+c.Stale == s.Docs
+			t.Copied += s.Copied
+			t.Stale += s.Stale
+			t.Counted = s.Copied+s.Stale == s.Docs
 		}
 	}
 	if !t.Counted {
@@ -241,7 +241,7 @@ func (m *Migrator) Backfill(ctx context.Context, cfg BackfillConfig) (*BackfillR
 	switch {
 	case startable(mig.Phase):
 	case t.accepts(mig.Phase) && !cfg.Restart:
-		t := backfillTotals(mig.Backfill, rec.Counts)
+		t := backfillTotals(mig.Backfill)
 		return &BackfillReport{Already: true, Docs: t.Checkpointed, Totals: t, Slices: mig.Backfill}, nil
 	default:
 		return nil, t.refuse(m.cfg.Alias, mig.Phase, false)
@@ -291,7 +291,7 @@ func (m *Migrator) Backfill(ctx context.Context, cfg BackfillConfig) (*BackfillR
 	mig = &rec.Migration
 	m.met.setPhase(mig.Phase)
 
-	b := &backfill{m: m, cfg: cfg, mig: mig, counts: rec.Counts, tgtMap: tgtMap, searcher: m.searcher(), start: time.Now()}
+	b := &backfill{m: m, cfg: cfg, mig: mig, tgtMap: tgtMap, searcher: m.searcher(), start: time.Now()}
 	if err := b.prepare(ctx); err != nil {
 		return nil, err
 	}
@@ -341,7 +341,6 @@ type backfill struct {
 
 	mu     sync.Mutex
 	slices []schema.SliceState // latest checkpoints, by slice
-	counts []SliceCounts       // their copied and stale documents
 	// startDocs were checkpointed before this run: the rate is of the
 	// documents checkpointed since.
 	startDocs int64
@@ -354,7 +353,6 @@ func (b *backfill) prepare(ctx context.Context) error {
 		b.bucket.now, b.bucket.sleep = b.m.clock.Now, b.m.clock.Sleep
 	}
 	b.slices = append([]schema.SliceState(nil), b.mig.Backfill...)
-	b.counts = fitCounts(b.mig, append([]SliceCounts(nil), b.counts...))
 	b.startDocs = sliceDocs(b.slices)
 	src := b.mig.Source.Index
 	if err := b.searcher.Refresh(ctx, src); err != nil {
@@ -410,10 +408,10 @@ const checkpointTimeout = 30 * time.Second
 // would disagree about where the slice stands. Finishing it (within
 // checkpointTimeout) means that when the job returns, the stored
 // checkpoints are the ones it reports.
-func (b *backfill) checkpoint(ctx context.Context, st schema.SliceState, c SliceCounts) error {
+func (b *backfill) checkpoint(ctx context.Context, st schema.SliceState) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), checkpointTimeout)
 	defer cancel()
-	_, err := b.m.store.UpdateCounted(ctx, func(x *schema.Migration, counts []SliceCounts) error {
+	_, err := b.m.store.Update(ctx, func(x *schema.Migration) error {
 		if t := rule(StepBackfill); x.Phase != t.running {
 			return t.refuse(b.m.cfg.Alias, x.Phase, true)
 		}
@@ -427,7 +425,6 @@ func (b *backfill) checkpoint(ctx context.Context, st schema.SliceState, c Slice
 			return errUnchanged
 		}
 		x.Backfill[st.Slice] = st
-		counts[st.Slice] = c
 		return nil
 	})
 	if err != nil {
@@ -435,7 +432,6 @@ func (b *backfill) checkpoint(ctx context.Context, st schema.SliceState, c Slice
 	}
 	b.mu.Lock()
 	b.slices[st.Slice] = st
-	b.counts[st.Slice] = c
 	b.mu.Unlock()
 	return nil
 }
@@ -445,7 +441,7 @@ func (b *backfill) report() *BackfillReport {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	ss := append([]schema.SliceState(nil), b.slices...)
-	t := backfillTotals(ss, b.counts)
+	t := backfillTotals(ss)
 	return &BackfillReport{
 		Read: b.read.Load(), Copied: b.copied.Load(), Stale: b.stale.Load(),
 		Docs: t.Checkpointed, Totals: t, Elapsed: time.Since(b.start), Slices: ss,

@@ -18,8 +18,7 @@ func TestBackfillProgressFigures(t *testing.T) {
 		m:      &Migrator{log: slog.New(slog.DiscardHandler)},
 		start:  time.Now().Add(-time.Second),
 		total:  1000,
-		slices: []schema.SliceState{{Slice: 0, Docs: 100}, {Slice: 1}},
-		counts: []SliceCounts{{Copied: 90, Stale: 10}, {}},
+		slices: []schema.SliceState{{Slice: 0, Docs: 100, Copied: 90, Stale: 10}, {Slice: 1}},
 	}
 	b.startDocs = 100 // checkpointed by an earlier run
 	// Pages written, none checkpointed yet by this run.
@@ -41,7 +40,7 @@ func TestBackfillProgressFigures(t *testing.T) {
 	}
 
 	// This run checkpoints a page of slice 1.
-	b.slices[1], b.counts[1] = schema.SliceState{Slice: 1, Docs: 50}, SliceCounts{Copied: 48, Stale: 2}
+	b.slices[1] = schema.SliceState{Slice: 1, Docs: 50, Copied: 48, Stale: 2}
 	p = b.progress(false)
 	if p.Rate <= 0 || p.ETA <= 0 || p.Docs != 150 || p.Copied != 138 || p.Stale != 12 {
 		t.Errorf("progress after a checkpoint = %+v, want a rate, 150 checkpointed: 138 copied, 12 stale", p)
@@ -56,27 +55,26 @@ func TestBackfillProgressFigures(t *testing.T) {
 // Counts that do not add up to a slice's documents (checkpointed by a
 // job that did not count) leave the split unknown, not wrong.
 func TestBackfillTotalsUncounted(t *testing.T) {
-	ss := []schema.SliceState{{Docs: 10, Done: true}, {Docs: 5}}
+	slices := func(c0, s0, c1, s1 int64) []schema.SliceState {
+		return []schema.SliceState{{Docs: 10, Done: true, Copied: c0, Stale: s0}, {Docs: 5, Copied: c1, Stale: s1}}
+	}
 	cases := []struct {
-		name   string
-		counts []SliceCounts
-		want   BackfillTotals
+		name string
+		ss   []schema.SliceState
+		want BackfillTotals
 	}{
-		{"counted", []SliceCounts{{8, 2}, {5, 0}}, BackfillTotals{15, 13, 2, true, 1, 2}},
-		{"no counts stored", nil, BackfillTotals{15, 0, 0, false, 1, 2}},
-		{"one slice short", []SliceCounts{{8, 2}, {3, 0}}, BackfillTotals{15, 0, 0, false, 1, 2}},
+		{"counted", slices(8, 2, 5, 0), BackfillTotals{15, 13, 2, true, 1, 2}},
+		{"no counts stored", slices(0, 0, 0, 0), BackfillTotals{15, 0, 0, false, 1, 2}},
+		{"one slice short", slices(8, 2, 3, 0), BackfillTotals{15, 0, 0, false, 1, 2}},
+		{"one slice over", slices(8, 2, 5, 1), BackfillTotals{15, 0, 0, false, 1, 2}},
+		{"no slices", nil, BackfillTotals{Counted: true}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := backfillTotals(ss, tc.counts); got != tc.want {
+			if got := backfillTotals(tc.ss); got != tc.want {
 				t.Errorf("backfillTotals = %+v, want %+v", got, tc.want)
 			}
 		})
-	}
-	// A restart forgets the checkpoints: the counts go with them.
-	m := &schema.Migration{Backfill: []schema.SliceState{{Docs: 0}, {Docs: 5}}}
-	if got := fitCounts(m, []SliceCounts{{8, 2}, {5, 0}}); got[0] != (SliceCounts{}) || got[1] != (SliceCounts{5, 0}) {
-		t.Errorf("fitCounts after a restart of slice 0 = %v, want it counted afresh", got)
 	}
 }
 

@@ -58,12 +58,9 @@ func (b *backfill) copySlice(ctx context.Context, st schema.SliceState) error {
 	fail := func(err error) error {
 		return &SliceError{Slice: st.Slice, SourceShard: st.SourceShard, After: st.After, Err: err}
 	}
-	// The slice's counts as checkpointed, and the writer's counters at
-	// the last checkpoint: a page's counts are what the counters moved by
-	// while its writes were acknowledged (Flush waits for every outcome).
-	b.mu.Lock()
-	counts := b.counts[st.Slice]
-	b.mu.Unlock()
+	// The writer's counters at the last checkpoint: a page's counts are
+	// what the counters moved by while its writes were acknowledged (Flush
+	// waits for every outcome), added to the slice's as checkpointed.
 	var lastCopied, lastStale int64
 	for p := range pages {
 		if p.err != nil {
@@ -96,11 +93,11 @@ func (b *backfill) copySlice(ctx context.Context, st schema.SliceState) error {
 		next := st
 		next.After, next.Docs, next.Done = p.after, st.Docs+int64(n), p.last
 		copied, stale := sc.copied.Load(), sc.stale.Load()
-		nextCounts := SliceCounts{Copied: counts.Copied + copied - lastCopied, Stale: counts.Stale + stale - lastStale}
-		if err := b.checkpoint(ctx, next, nextCounts); err != nil {
+		next.Copied, next.Stale = st.Copied+copied-lastCopied, st.Stale+stale-lastStale
+		if err := b.checkpoint(ctx, next); err != nil {
 			return fail(err)
 		}
-		st, counts, lastCopied, lastStale = next, nextCounts, copied, stale
+		st, lastCopied, lastStale = next, copied, stale
 		b.m.met.docs.Add(float64(n))
 		if p.last {
 			b.m.log.Debug("slice done", "step", StepBackfill, "slice", st.Slice, "docs", st.Docs)

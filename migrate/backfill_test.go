@@ -231,6 +231,21 @@ func TestBackfillLiveWritesWin(t *testing.T) {
 	if st, err := e.m.Status(ctx, 0); err != nil || st.Backfill == nil || *st.Backfill != want {
 		t.Errorf("status backfill = %+v (%v), want %+v", st.Backfill, err, want)
 	}
+	// A restart forgets the checkpoints, and their counts with them: the
+	// totals are this run's alone (every document is in the target
+	// already, at its version, so every copy is stale).
+	e.m.search = nil
+	again, err := e.m.Backfill(ctx, BackfillConfig{Page: 50, Restart: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = BackfillTotals{Checkpointed: again.Read, Copied: 0, Stale: again.Read, Counted: true, SlicesDone: len(again.Slices), Slices: len(again.Slices)}
+	if again.Totals != want || again.Copied != 0 || again.Stale != again.Read {
+		t.Errorf("restarted backfill totals %+v (run read %d, copied %d, stale %d), want %+v", again.Totals, again.Read, again.Copied, again.Stale, want)
+	}
+	if st, err := e.m.Status(ctx, 0); err != nil || st.Backfill == nil || *st.Backfill != want {
+		t.Errorf("status backfill after the restart = %+v (%v), want %+v", st.Backfill, err, want)
+	}
 	if _, err := e.m.Verify(ctx, quickVerify); err != nil {
 		t.Fatal(err)
 	}

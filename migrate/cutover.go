@@ -238,7 +238,7 @@ func (m *Migrator) buildSwitchRequests(rec *record, p switchPlan, healthTimeout 
 	next := cloneMigration(&rec.Migration)
 	next.Phase, next.Updated = p.rule.to, m.cfg.Now().UTC()
 	if !resuming {
-		w, err := m.store.writeRequest(rec, next, rec.Counts)
+		w, err := m.store.writeRequest(rec, next)
 		if err != nil {
 			return reqs, err
 		}

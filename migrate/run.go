@@ -125,7 +125,7 @@ func (m *Migrator) Status(ctx context.Context, liveWindow time.Duration) (*Statu
 		mig = &rec.Migration
 		m.met.setPhase(mig.Phase)
 		if len(mig.Backfill) > 0 {
-			t := backfillTotals(mig.Backfill, rec.Counts)
+			t := backfillTotals(mig.Backfill)
 			totals = &t
 		}
 	case !errors.Is(err, ErrNoMigration):

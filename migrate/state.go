@@ -25,50 +25,9 @@ import (
 
 // record is a migration document with its concurrency token.
 type record struct {
-	Migration schema.Migration
-	// Counts are the backfill's copied and stale documents per slice,
-	// stored beside the migration (storedMigration).
-	Counts      []SliceCounts
+	Migration   schema.Migration
 	SeqNo       int64
 	PrimaryTerm int64
-}
-
-// SliceCounts split a backfill slice's checkpointed documents (its
-// schema.SliceState.Docs) by outcome: Copied were written to the target;
-// Stale were refused because the target already held as new a version
-// of the document (a live write came first). Copied + Stale = Docs for a
-// slice checkpointed only by jobs that count them.
-type SliceCounts struct {
-	Copied int64 `json:"copied"`
-	Stale  int64 `json:"stale"`
-}
-
-// storedMigration is the migration document as stored: schema.Migration,
-// the contract with ingest, and beside it what only the job reads.
-// schema.SliceState has no room for the counts; ingest ignores the
-// field.
-type storedMigration struct {
-	schema.Migration
-	// BackfillCounts are indexed like Migration.Backfill.
-	BackfillCounts []SliceCounts `json:"backfill_counts,omitempty"`
-}
-
-// fitCounts makes counts match the slices of m: one per slice, and a
-// slice whose counts exceed its documents (its checkpoints forgotten by
-// a restart) counted afresh.
-func fitCounts(m *schema.Migration, counts []SliceCounts) []SliceCounts {
-	if len(m.Backfill) == 0 {
-		return nil
-	}
-	if len(counts) != len(m.Backfill) {
-		counts = make([]SliceCounts, len(m.Backfill))
-	}
-	for i, c := range counts {
-		if c.Copied+c.Stale > m.Backfill[i].Docs {
-			counts[i] = SliceCounts{}
-		}
-	}
-	return counts
 }
 
 // stateStore reads and writes an alias's migration document.
@@ -135,17 +94,20 @@ func (s *stateStore) Load(ctx context.Context) (*record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("migrate: read the migration of %q: %w", s.alias, err)
 	}
-	var sm storedMigration
-	if err := json.Unmarshal(d.Source, &sm); err != nil {
+	// A document of an earlier layout kept the backfill's copied and stale
+	// counts in a top-level backfill_counts, which is ignored: its slices
+	// have no Copied and Stale, so its split reads as unknown.
+	var m schema.Migration
+	if err := json.Unmarshal(d.Source, &m); err != nil {
 		return nil, fmt.Errorf("migrate: the migration document of %q: %w", s.alias, err)
 	}
-	return &record{Migration: sm.Migration, Counts: sm.BackfillCounts, SeqNo: d.SeqNo, PrimaryTerm: d.PrimaryTerm}, nil
+	return &record{Migration: m, SeqNo: d.SeqNo, PrimaryTerm: d.PrimaryTerm}, nil
 }
 
-// writeRequest is the conditional write of m and the backfill's counts
-// over rec (nil: a new document that must not exist yet).
-func (s *stateStore) writeRequest(rec *record, m *schema.Migration, counts []SliceCounts) (bulk.Request, error) {
-	body, err := json.MarshalIndent(storedMigration{Migration: *m, BackfillCounts: counts}, "", "  ")
+// writeRequest is the conditional write of m over rec (nil: a new
+// document that must not exist yet).
+func (s *stateStore) writeRequest(rec *record, m *schema.Migration) (bulk.Request, error) {
+	body, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return bulk.Request{}, err
 	}
@@ -158,8 +120,8 @@ func (s *stateStore) writeRequest(rec *record, m *schema.Migration, counts []Sli
 
 // put writes m conditionally over rec. A conflict is returned as is
 // (bulk.IsConflict). Callers hold mu.
-func (s *stateStore) put(ctx context.Context, rec *record, m *schema.Migration, counts []SliceCounts) (*record, error) {
-	req, err := s.writeRequest(rec, m, counts)
+func (s *stateStore) put(ctx context.Context, rec *record, m *schema.Migration) (*record, error) {
+	req, err := s.writeRequest(rec, m)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +129,7 @@ func (s *stateStore) put(ctx context.Context, rec *record, m *schema.Migration, 
 	if err := s.admin.Send(ctx, req, &w); err != nil {
 		return nil, err
 	}
-	return &record{Migration: *m, Counts: counts, SeqNo: w.SeqNo, PrimaryTerm: w.PrimaryTerm}, nil
+	return &record{Migration: *m, SeqNo: w.SeqNo, PrimaryTerm: w.PrimaryTerm}, nil
 }
 
 // Update applies change to the stored migration and writes it back
@@ -176,13 +138,6 @@ func (s *stateStore) put(ctx context.Context, rec *record, m *schema.Migration, 
 // returned as is), or errUnchanged to write nothing. The new record is
 // returned.
 func (s *stateStore) Update(ctx context.Context, change func(m *schema.Migration) error) (*record, error) {
-	return s.UpdateCounted(ctx, func(m *schema.Migration, _ []SliceCounts) error { return change(m) })
-}
-
-// UpdateCounted is Update whose change may also set the backfill's
-// counts in place: counts has one element per slice of m as loaded, and
-// is fitted again to m as changed (fitCounts) before it is written.
-func (s *stateStore) UpdateCounted(ctx context.Context, change func(m *schema.Migration, counts []SliceCounts) error) (*record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for range maxConflicts {
@@ -191,14 +146,13 @@ func (s *stateStore) UpdateCounted(ctx context.Context, change func(m *schema.Mi
 			return nil, err
 		}
 		m := cloneMigration(&rec.Migration)
-		counts := fitCounts(m, append([]SliceCounts(nil), rec.Counts...))
-		if err := change(m, counts); errors.Is(err, errUnchanged) {
+		if err := change(m); errors.Is(err, errUnchanged) {
 			return rec, nil
 		} else if err != nil {
 			return nil, err
 		}
 		m.Updated = s.now().UTC()
-		next, err := s.put(ctx, rec, m, fitCounts(m, counts))
+		next, err := s.put(ctx, rec, m)
 		if bulk.IsConflict(err) {
 			continue
 		}
@@ -254,5 +208,5 @@ func (s *stateStore) Insert(ctx context.Context, rec *record, m *schema.Migratio
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m.Updated = s.now().UTC()
-	return s.put(ctx, rec, m, nil)
+	return s.put(ctx, rec, m)
 }

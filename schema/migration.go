@@ -157,6 +157,12 @@ type SliceState struct {
 	After string `json:"after,omitempty"`
 	Docs  int64  `json:"docs"`
 	Done  bool   `json:"done"`
+	// Copied and Stale split Docs by outcome: Copied were written to the
+	// target; Stale were refused because the target already held as new a
+	// version (a live write came first). Copied + Stale = Docs for a slice
+	// checkpointed only by jobs that count them (older ones did not).
+	Copied int64 `json:"copied,omitempty"`
+	Stale  int64 `json:"stale,omitempty"`
 }
 
 // ShardReport is one target shard's line of a verification.
