@@ -28,6 +28,27 @@
 #           Maven is missing it says so in one line and exits 0 without
 #           running CMD, or 3 with GEOSHARD_REQUIRE_REAL=1 (CI).
 #
+# The cluster profile: OPENSEARCH_NODES=3 KAFKA_BROKERS=3 (or REAL_CLUSTER=3
+# for both) make up start, instead of the single node and broker, three
+# OpenSearch nodes (each cluster-manager-eligible and data; node N named
+# geoshard-N, HTTP on OPENSEARCH_PORT+N-1, transport on
+# OPENSEARCH_TRANSPORT_PORT+N-1, heap OPENSEARCH_HEAP, 512m here) and three
+# KRaft brokers (each broker and controller, the three a controller quorum;
+# broker N on KAFKA_PORT+2(N-1), its controller on KAFKA_CONTROLLER_PORT+
+# 2(N-1); three replicas of every topic, two in sync for a write), and wait
+# for a green cluster of three nodes and three registered brokers under a
+# quorum leader (REAL_UP_TIMEOUT 300 here). PostgreSQL and Kafka Connect are
+# not started. env, exports and run name every node's URL and every
+# broker's address, comma-joined. up records the profile in the directory,
+# so that later commands on it (down, status, env, the verbs below) need
+# only GEOSHARD_REAL_DIR; down forgets it. Fault tests control each process:
+#   kill KIND N    SIGKILL node or broker N (KIND opensearch or kafka, N from 1)
+#   start KIND N   start it again with its data (after kill or down's TERM)
+#   stop KIND N    SIGSTOP it; cont KIND N SIGCONTs it
+#   pid KIND N     print its pid
+# each printing one line; an N out of range, or a process that does not
+# run, exits 1 (an N out of range 2). In the single-node profile N is 1.
+#
 # Variables: OPENSEARCH_PORT (9200), KAFKA_PORT (9092), PG_PORT (5432),
 # CONNECT_PORT (8083), GEOSHARD_REAL_DIR (the directory it owns: .real/ at
 # the top of the repo), OPENSEARCH_HEAP (1g), KAFKA_HEAP (512m),
@@ -42,17 +63,49 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 dir=${GEOSHARD_REAL_DIR:-$repo/.real}
+
+# The cluster profile's sizes: OPENSEARCH_NODES and KAFKA_BROKERS, else
+# REAL_CLUSTER for both, else what up recorded in $dir (for its ports and
+# heaps too, where unset), else 1.
+profile=$dir/cluster.profile
+for var in OPENSEARCH_NODES KAFKA_BROKERS; do
+	if [[ -n "${!var:-}" && ! "${!var}" =~ ^[1-9]$ ]]; then
+		printf 'real: %s=%s is not a number from 1 to 9; taken as unset\n' "$var" "${!var}" >&2
+		unset "$var"
+	fi
+	if [[ -z "${!var:-}" && -n "${REAL_CLUSTER:-}" ]]; then
+		[[ "$REAL_CLUSTER" =~ ^[1-9]$ ]] || {
+			printf 'real: REAL_CLUSTER=%s is not a number from 1 to 9\n' "$REAL_CLUSTER" >&2
+			exit 2
+		}
+		declare "$var=$REAL_CLUSTER"
+	fi
+done
+if [[ -f "$profile" ]]; then
+	while IFS='=' read -r key value; do
+		case $key in
+		OPENSEARCH_NODES | KAFKA_BROKERS | OPENSEARCH_PORT | OPENSEARCH_TRANSPORT_PORT | KAFKA_PORT | \
+			KAFKA_CONTROLLER_PORT | OPENSEARCH_HEAP | KAFKA_HEAP)
+			[[ -n "${!key:-}" ]] || declare "$key=$value"
+			;;
+		esac
+	done <"$profile"
+fi
+os_nodes=${OPENSEARCH_NODES:-1}
+kafka_brokers=${KAFKA_BROKERS:-1}
 os_port=${OPENSEARCH_PORT:-9200}
 os_transport_port=${OPENSEARCH_TRANSPORT_PORT:-$((os_port + 100))}
 kafka_port=${KAFKA_PORT:-9092}
 controller_port=${KAFKA_CONTROLLER_PORT:-$((kafka_port + 1))}
 os_heap=${OPENSEARCH_HEAP:-1g}
+((os_nodes == 1)) || os_heap=${OPENSEARCH_HEAP:-512m}
 kafka_heap=${KAFKA_HEAP:-512m}
 pg_port=${PG_PORT:-5432}
 connect_port=${CONNECT_PORT:-8083}
 connect_heap=${CONNECT_HEAP:-512m}
 pg_bin=${PG_BIN:-}
 timeout=${REAL_UP_TIMEOUT:-180}
+((os_nodes == 1 && kafka_brokers == 1)) || timeout=${REAL_UP_TIMEOUT:-300}
 
 java=java
 javac=javac
@@ -62,6 +115,10 @@ if [[ -n "${JAVA_HOME:-}" ]]; then
 fi
 
 log() { printf 'real: %s\n' "$*" >&2; }
+
+# say logs what up does, but not under the verbs, which print one line.
+quiet=0
+say() { ((quiet)) || log "$@"; }
 
 # need_tools exits 3 unless Java 17 or newer and Maven are present.
 need_tools() {
@@ -123,10 +180,14 @@ copy_jars() {
 
 # alive NAME reports whether the process in NAME's PID file runs and is the
 # one up started (its command line names the run directory, or for
-# postgres its data directory).
+# postgres its data directory, for a cluster's node or broker its own).
 alive() {
 	local pidfile=$dir/$1.pid pid mark=$dir/$1
-	[[ $1 != postgres ]] || mark=$(pg_home)/data
+	case $1 in
+	postgres) mark=$(pg_home)/data ;;
+	opensearch-*) mark="$dir/opensearch/node-${1#opensearch-} " ;;
+	kafka-*) mark="$dir/kafka/broker-${1#kafka-}/" ;;
+	esac
 	[[ -f "$pidfile" ]] || return 1
 	pid=$(cat "$pidfile")
 	[[ -n "$pid" && -r /proc/$pid/cmdline ]] || return 1
@@ -149,21 +210,146 @@ start_opensearch() {
 		exit 1
 	fi
 	mkdir -p "$home/node/data" "$home/node/logs" "$home/tmp"
-	log "starting opensearch on 127.0.0.1:$os_port (heap $os_heap)"
-	# The JVM options of OpenSearch's own jvm.options that matter here.
-	nohup "$java" -Xms"$os_heap" -Xmx"$os_heap" -XX:+UseG1GC \
-		-XX:+HeapDumpOnOutOfMemoryError -XX:HeapDumpPath="$home/tmp" \
-		-Djava.io.tmpdir="$home/tmp" -Djava.awt.headless=true -Dfile.encoding=UTF-8 \
-		-Djna.nosys=true -Dio.netty.noUnsafe=true -Dio.netty.noKeySetOptimization=true \
-		-Dio.netty.recycler.maxCapacityPerThread=0 -Dlog4j.shutdownHookEnabled=false \
-		-Dlog4j2.disable.jmx=true -Djava.locale.providers=SPI,COMPAT \
+	say "starting opensearch on 127.0.0.1:$os_port (heap $os_heap)"
+	os_jvm "$home/tmp"
+	nohup "$java" "${jvm_opts[@]}" \
 		-cp "$home/lib/*:$home/classes" GeoshardNode "$home/node" "$os_port" "$os_transport_port" \
 		>"$home/node.log" 2>&1 </dev/null &
 	echo $! >"$dir/opensearch.pid"
 }
 
+# os_jvm TMP sets jvm_opts to the JVM options of OpenSearch's own
+# jvm.options that matter here, TMP its temporary and heap-dump directory.
+os_jvm() {
+	jvm_opts=(-Xms"$os_heap" -Xmx"$os_heap" -XX:+UseG1GC \
+		-XX:+HeapDumpOnOutOfMemoryError -XX:HeapDumpPath="$1" \
+		-Djava.io.tmpdir="$1" -Djava.awt.headless=true -Dfile.encoding=UTF-8 \
+		-Djna.nosys=true -Dio.netty.noUnsafe=true -Dio.netty.noKeySetOptimization=true \
+		-Dio.netty.recycler.maxCapacityPerThread=0 -Dlog4j.shutdownHookEnabled=false \
+		-Dlog4j2.disable.jmx=true -Djava.locale.providers=SPI,COMPAT)
+}
+
+# The cluster profile's ports of node or broker N.
+os_http_port() { echo $((os_port + $1 - 1)); }
+os_tport() { echo $((os_transport_port + $1 - 1)); }
+kafka_nport() { echo $((kafka_port + 2 * ($1 - 1))); }
+kafka_cport() { echo $((controller_port + 2 * ($1 - 1))); }
+
+# os_urls and kafka_addrs print every node's URL and every broker's
+# address, comma-joined: the single node's and broker's in the default
+# profile.
+os_urls() {
+	local n out=
+	for n in $(seq "$os_nodes"); do
+		out+=${out:+,}http://127.0.0.1:$(os_http_port "$n")
+	done
+	echo "$out"
+}
+
+kafka_addrs() {
+	local n out=
+	for n in $(seq "$kafka_brokers"); do
+		out+=${out:+,}127.0.0.1:$(kafka_nport "$n")
+	done
+	echo "$out"
+}
+
+# start_os_node N starts node N of the cluster profile, with the data it
+# has: cluster.initial_cluster_manager_nodes only on its first start.
+start_os_node() {
+	local n=$1 home=$dir/opensearch node=$dir/opensearch/node-$1
+	local http tport
+	http=$(os_http_port "$n")
+	tport=$(os_tport "$n")
+	if alive "opensearch-$n"; then
+		say "opensearch $n already runs (pid $(cat "$dir/opensearch-$n.pid"))"
+		return
+	fi
+	if curl -fsS --max-time 2 "http://127.0.0.1:$http/" >/dev/null 2>&1; then
+		log "port $http already answers, and not with a node this script started; set OPENSEARCH_PORT"
+		exit 1
+	fi
+	local seeds= managers= i
+	for i in $(seq "$os_nodes"); do
+		seeds+=${seeds:+,}127.0.0.1:$(os_tport "$i")
+		managers+=${managers:+,}geoshard-$i
+	done
+	if [[ -n "$(ls -A "$node/data" 2>/dev/null)" ]]; then
+		managers=-
+	fi
+	mkdir -p "$node/data" "$node/logs" "$node/tmp"
+	say "starting opensearch $n on 127.0.0.1:$http (transport $tport, heap $os_heap)"
+	os_jvm "$node/tmp"
+	nohup "$java" "${jvm_opts[@]}" \
+		-cp "$home/lib/*:$home/classes" GeoshardNode "$node" "$http" "$tport" "geoshard-$n" "$seeds" "$managers" \
+		>"$node/node.log" 2>&1 </dev/null &
+	echo $! >"$dir/opensearch-$n.pid"
+}
+
+# os_green says whether the cluster profile's nodes form a green cluster of
+# all of them, asking each node in turn.
+os_green() {
+	local n
+	for n in $(seq "$os_nodes"); do
+		if curl -fsS --max-time 5 "http://127.0.0.1:$(os_http_port "$n")/_cluster/health?wait_for_status=green&wait_for_nodes=$os_nodes&timeout=2s" 2>/dev/null |
+			grep -F '"timed_out":false' | grep -qF '"status":"green"'; then
+			return 0
+		fi
+	done
+	return 1
+}
+
 kafka_ready() {
 	"$java" -cp "$dir/kafka/lib/*:$dir/kafka/classes" KafkaReady "127.0.0.1:$kafka_port" "$1" >>"$dir/kafka/ready.log" 2>&1
+}
+
+# kafka_quorum_ready TIMEOUT waits for the cluster profile's brokers: all
+# registered, and a quorum leader among as many voters.
+kafka_quorum_ready() {
+	"$java" -cp "$dir/kafka/lib/*:$dir/kafka/classes" KafkaReady "$(kafka_addrs)" "$1" "$kafka_brokers" \
+		>>"$dir/kafka/ready.log" 2>&1
+}
+
+# start_kafka_broker N starts broker N of the cluster profile, formatting
+# its storage with the cluster's id on its first start.
+start_kafka_broker() {
+	local n=$1 home=$dir/kafka broker=$dir/kafka/broker-$1
+	local port cport
+	port=$(kafka_nport "$n")
+	cport=$(kafka_cport "$n")
+	if alive "kafka-$n"; then
+		say "kafka $n already runs (pid $(cat "$dir/kafka-$n.pid"))"
+		return
+	fi
+	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+		log "port $port is already taken, and not by a broker this script started; set KAFKA_PORT"
+		exit 1
+	fi
+	mkdir -p "$broker/data" "$broker/logs"
+	local voters= i rf=$((kafka_brokers < 3 ? kafka_brokers : 3))
+	for i in $(seq "$kafka_brokers"); do
+		voters+=${voters:+,}$i@127.0.0.1:$(kafka_cport "$i")
+	done
+	sed -e "s#@DIR@#$dir#g" -e "s#@NODE_ID@#$n#g" -e "s#@KAFKA_PORT@#$port#g" -e "s#@CONTROLLER_PORT@#$cport#g" \
+		-e "s#@VOTERS@#$voters#g" -e "s#@RF@#$rf#g" -e "s#@MIN_ISR@#$((rf < 2 ? rf : 2))#g" \
+		"$here/kafka/cluster.properties.in" >"$broker/server.properties"
+	local jvm=(-Dlog4j2.configurationFile="$here/kafka/log4j2.properties" -Dkafka.logs.dir="$broker/logs")
+	if [[ ! -f "$broker/data/meta.properties" ]]; then
+		if [[ ! -s "$home/cluster.id" ]]; then
+			"$java" "${jvm[@]}" -cp "$home/lib/*" kafka.tools.StorageTool random-uuid >"$home/cluster.id"
+		fi
+		if ! "$java" "${jvm[@]}" -cp "$home/lib/*" kafka.tools.StorageTool format \
+			-t "$(cat "$home/cluster.id")" -c "$broker/server.properties" >"$broker/format.log" 2>&1; then
+			tail -n 40 "$broker/format.log" >&2
+			log "kafka $n storage format failed (log: $broker/format.log)"
+			exit 1
+		fi
+	fi
+	say "starting kafka $n on 127.0.0.1:$port (controller $cport, heap $kafka_heap)"
+	nohup "$java" -Xms"$kafka_heap" -Xmx"$kafka_heap" -XX:+UseG1GC -Djava.awt.headless=true \
+		"${jvm[@]}" -cp "$home/lib/*" kafka.Kafka "$broker/server.properties" \
+		>"$broker/stdout.log" 2>&1 </dev/null &
+	echo $! >"$dir/kafka-$n.pid"
 }
 
 start_kafka() {
@@ -190,7 +376,7 @@ start_kafka() {
 			exit 1
 		fi
 	fi
-	log "starting kafka on 127.0.0.1:$kafka_port (heap $kafka_heap)"
+	say "starting kafka on 127.0.0.1:$kafka_port (heap $kafka_heap)"
 	nohup "$java" -Xms"$kafka_heap" -Xmx"$kafka_heap" -XX:+UseG1GC -Djava.awt.headless=true \
 		"${jvm[@]}" -cp "$home/lib/*" kafka.Kafka "$home/server.properties" \
 		>"$home/stdout.log" 2>&1 </dev/null &
@@ -342,6 +528,14 @@ fail() {
 up() {
 	need_tools
 	mkdir -p "$dir"
+	if ((os_nodes > 1 || kafka_brokers > 1)); then
+		up_cluster
+		return
+	fi
+	if [[ -f "$profile" ]]; then
+		log "$dir holds a cluster ($(tr '\n' ' ' <"$profile")); \`real.sh down\` it first, or set GEOSHARD_REAL_DIR"
+		exit 1
+	fi
 	fetch opensearch
 	fetch kafka
 	local cdc=0
@@ -383,6 +577,90 @@ up() {
 	exports
 }
 
+# member KIND N is the name of node or broker N (its PID file's): the
+# single node's or broker's own in the default profile.
+member() {
+	local count=$os_nodes
+	[[ $1 == opensearch ]] || count=$kafka_brokers
+	if ((count == 1)); then echo "$1"; else echo "$1-$2"; fi
+}
+
+# member_addr KIND N is the address node or broker N serves clients on.
+member_addr() {
+	if [[ $1 == opensearch ]]; then
+		echo "http://127.0.0.1:$(os_http_port "$2")"
+	else
+		echo "127.0.0.1:$(kafka_nport "$2")"
+	fi
+}
+
+# member_log KIND N is node or broker N's log.
+member_log() {
+	case $(member "$1" "$2") in
+	opensearch) echo "$dir/opensearch/node.log" ;;
+	kafka) echo "$dir/kafka/logs/server.log" ;;
+	opensearch-*) echo "$dir/opensearch/node-$2/node.log" ;;
+	kafka-*) echo "$dir/kafka/broker-$2/logs/server.log" ;;
+	esac
+}
+
+# start_member KIND N starts node or broker N, with its data.
+start_member() {
+	case $(member "$1" "$2") in
+	opensearch) start_opensearch ;;
+	kafka) start_kafka ;;
+	opensearch-*) start_os_node "$2" ;;
+	kafka-*) start_kafka_broker "$2" ;;
+	esac
+}
+
+# up_cluster is up in the cluster profile: no PostgreSQL nor Kafka Connect,
+# and ready once the nodes form a green cluster of all of them and every
+# broker is registered under a quorum leader.
+up_cluster() {
+	if alive opensearch || alive kafka; then
+		log "the single-node engines run in $dir; \`real.sh down\` them first, or set GEOSHARD_REAL_DIR"
+		exit 1
+	fi
+	local want="OPENSEARCH_NODES=$os_nodes KAFKA_BROKERS=$kafka_brokers"
+	if [[ -f "$profile" ]] && [[ "$(grep -E '^(OPENSEARCH_NODES|KAFKA_BROKERS)=' "$profile" | tr '\n' ' ')" != "$want " ]]; then
+		log "$dir holds another cluster ($(tr '\n' ' ' <"$profile")); \`real.sh down\` it first, or set GEOSHARD_REAL_DIR"
+		exit 1
+	fi
+	fetch opensearch
+	fetch kafka
+	printf '%s\n' "OPENSEARCH_NODES=$os_nodes" "KAFKA_BROKERS=$kafka_brokers" \
+		"OPENSEARCH_PORT=$os_port" "OPENSEARCH_TRANSPORT_PORT=$os_transport_port" \
+		"KAFKA_PORT=$kafka_port" "KAFKA_CONTROLLER_PORT=$controller_port" \
+		"OPENSEARCH_HEAP=$os_heap" "KAFKA_HEAP=$kafka_heap" >"$profile"
+	local n
+	for n in $(seq "$os_nodes"); do
+		start_member opensearch "$n"
+	done
+	for n in $(seq "$kafka_brokers"); do
+		start_member kafka "$n"
+	done
+	local deadline=$((SECONDS + timeout))
+	until if ((os_nodes > 1)); then os_green; else os_health; fi; do
+		for n in $(seq "$os_nodes"); do
+			alive "$(member opensearch "$n")" || fail "opensearch $n" "$(member_log opensearch "$n")"
+		done
+		((SECONDS < deadline)) || fail opensearch "$(member_log opensearch 1)"
+		sleep 1
+	done
+	local left=$((deadline - SECONDS))
+	for n in $(seq "$kafka_brokers"); do
+		alive "$(member kafka "$n")" || fail "kafka $n" "$(member_log kafka "$n")"
+	done
+	if ((kafka_brokers > 1)); then
+		kafka_quorum_ready $((left > 5 ? left : 5)) || fail kafka "$(member_log kafka 1)"
+	else
+		kafka_ready $((left > 5 ? left : 5)) || fail kafka "$(member_log kafka 1)"
+	fi
+	log "opensearch ready at $(os_urls) ($os_nodes node(s), green), kafka at $(kafka_addrs) ($kafka_brokers broker(s))"
+	exports
+}
+
 # env_lines prints the engines' variables as KEY=VALUE lines: those the
 # real-engine suites read (internal/realenv), and those the commands read
 # (ingest, reshard, search, produce); the CDC source's only where the
@@ -394,17 +672,17 @@ env_lines() {
 }
 
 suite_lines() {
-	echo "GEOSHARD_OPENSEARCH_URL=http://127.0.0.1:$os_port"
-	echo "GEOSHARD_KAFKA_BROKERS=127.0.0.1:$kafka_port"
-	if find_pg; then
+	echo "GEOSHARD_OPENSEARCH_URL=$(os_urls)"
+	echo "GEOSHARD_KAFKA_BROKERS=$(kafka_addrs)"
+	if ((os_nodes == 1 && kafka_brokers == 1)) && find_pg; then
 		echo "GEOSHARD_POSTGRES_DSN=postgres://postgres@127.0.0.1:$pg_port/postgres?sslmode=disable"
 		echo "GEOSHARD_CONNECT_URL=http://127.0.0.1:$connect_port"
 	fi
 }
 
 command_lines() {
-	echo "GEOSHARD_OPENSEARCH=http://127.0.0.1:$os_port"
-	echo "GEOSHARD_BROKERS=127.0.0.1:$kafka_port"
+	echo "GEOSHARD_OPENSEARCH=$(os_urls)"
+	echo "GEOSHARD_BROKERS=$(kafka_addrs)"
 }
 
 # exports prints the variables as export lines to paste into a shell:
@@ -427,6 +705,9 @@ stop() {
 	pid=$(cat "$pidfile")
 	log "stopping $name (pid $pid)"
 	kill -"$sig" "$pid" 2>/dev/null || true
+	# A process a fault test left stopped (SIGSTOP) handles the signal once
+	# it runs again.
+	kill -CONT "$pid" 2>/dev/null || true
 	for _ in $(seq 60); do
 		alive "$name" || break
 		sleep 0.5
@@ -439,6 +720,46 @@ stop() {
 	rm -f "$pidfile"
 }
 
+# stop_members KIND stops every node or broker of KIND that the cluster
+# profile started (their PID files), all at once: TERM, then KILL after 30s.
+stop_members() {
+	local f name pids=() names=()
+	shopt -s nullglob
+	for f in "$dir/$1"-[0-9].pid; do
+		name=$(basename "$f" .pid)
+		if alive "$name"; then
+			names+=("$name")
+			pids+=("$(cat "$f")")
+		else
+			rm -f "$f"
+		fi
+	done
+	shopt -u nullglob
+	((${#names[@]})) || return 0
+	log "stopping ${names[*]} (pids ${pids[*]})"
+	kill -TERM "${pids[@]}" 2>/dev/null || true
+	kill -CONT "${pids[@]}" 2>/dev/null || true
+	local i left
+	for _ in $(seq 60); do
+		left=0
+		for name in "${names[@]}"; do
+			! alive "$name" || left=1
+		done
+		((left)) || break
+		sleep 0.5
+	done
+	for i in "${!names[@]}"; do
+		if alive "${names[$i]}"; then
+			log "${names[$i]} did not stop within 30s; killing it"
+			kill -KILL "${pids[$i]}" 2>/dev/null || true
+		fi
+	done
+	((left == 0)) || sleep 1
+	for name in "${names[@]}"; do
+		rm -f "$dir/$name.pid"
+	done
+}
+
 down() {
 	# Connect before the broker it writes to and the server it reads;
 	# postgres by SIGINT, its fast shutdown (TERM waits for every client).
@@ -446,13 +767,35 @@ down() {
 	stop postgres INT
 	stop kafka
 	stop opensearch
+	# The cluster profile's brokers, then its nodes, each kind at once.
+	stop_members kafka
+	stop_members opensearch
 	rm -rf "$dir/kafka/data" "$dir/opensearch/node/data" "$dir/opensearch/tmp" \
 		"$dir/connect/data" "$(pg_home)/data"
+	rm -rf "$dir"/opensearch/node-[0-9]/data "$dir"/opensearch/node-[0-9]/tmp \
+		"$dir"/kafka/broker-[0-9]/data "$dir/kafka/cluster.id" "$profile"
 	log "stopped; data removed"
 }
 
 status() {
 	local rc=0
+	if ((os_nodes > 1 || kafka_brokers > 1)); then
+		local kind n name count
+		for kind in opensearch kafka; do
+			count=$os_nodes
+			[[ $kind == opensearch ]] || count=$kafka_brokers
+			for n in $(seq "$count"); do
+				name=$(member "$kind" "$n")
+				if alive "$name"; then
+					echo "$kind $n: running (pid $(cat "$dir/$name.pid"), $(member_addr "$kind" "$n"))"
+				else
+					echo "$kind $n: stopped ($(member_addr "$kind" "$n"))"
+					rc=1
+				fi
+			done
+		done
+		return $rc
+	fi
 	local names=(opensearch kafka)
 	find_pg && names+=(postgres connect)
 	for name in "${names[@]}"; do
@@ -464,6 +807,80 @@ status() {
 		fi
 	done
 	return $rc
+}
+
+# engines_alive says whether every engine of the profile runs.
+engines_alive() {
+	if ((os_nodes == 1 && kafka_brokers == 1)); then
+		alive opensearch && alive kafka && { ! find_pg || { alive postgres && alive connect; }; }
+		return
+	fi
+	local n
+	for n in $(seq "$os_nodes"); do
+		alive "$(member opensearch "$n")" || return 1
+	done
+	for n in $(seq "$kafka_brokers"); do
+		alive "$(member kafka "$n")" || return 1
+	done
+}
+
+# control VERB KIND N: the fault tests' verbs (kill, start, stop, cont,
+# pid); see the header.
+control() {
+	local verb=$1 kind=${2:-} n=${3:-} count
+	case $kind in
+	opensearch) count=$os_nodes ;;
+	kafka) count=$kafka_brokers ;;
+	*)
+		log "usage: $0 $verb opensearch|kafka N"
+		exit 2
+		;;
+	esac
+	if ! [[ "$n" =~ ^[1-9][0-9]*$ ]] || ((n > count)); then
+		log "$kind ${n:-(none)}: no such $( [[ $kind == opensearch ]] && echo node || echo broker); the profile in $dir has $count, numbered 1 to $count"
+		exit 2
+	fi
+	local name pid
+	name=$(member "$kind" "$n")
+	if [[ $verb == start ]]; then
+		need_tools
+		if [[ ! -f "$dir/$kind/lib.stamp" ]]; then
+			log "$kind $n: no jars in $dir/$kind; run \`real.sh up\` first"
+			exit 1
+		fi
+		if alive "$name"; then
+			echo "$kind $n: already running (pid $(cat "$dir/$name.pid"), $(member_addr "$kind" "$n"))"
+			return
+		fi
+		quiet=1
+		start_member "$kind" "$n"
+		echo "$kind $n: started (pid $(cat "$dir/$name.pid"), $(member_addr "$kind" "$n"))"
+		return
+	fi
+	if ! alive "$name"; then
+		log "$kind $n: not running"
+		exit 1
+	fi
+	pid=$(cat "$dir/$name.pid")
+	case $verb in
+	pid) echo "$pid" ;;
+	kill)
+		kill -KILL "$pid"
+		for _ in $(seq 100); do
+			alive "$name" || break
+			sleep 0.1
+		done
+		echo "$kind $n: killed (SIGKILL, pid $pid)"
+		;;
+	stop)
+		kill -STOP "$pid"
+		echo "$kind $n: stopped (SIGSTOP, pid $pid)"
+		;;
+	cont)
+		kill -CONT "$pid"
+		echo "$kind $n: continued (SIGCONT, pid $pid)"
+		;;
+	esac
 }
 
 # run_with CMD… runs CMD against the engines; see the header.
@@ -479,7 +896,7 @@ run_with() {
 		return 0
 	fi
 	local started=0
-	if ! { alive opensearch && alive kafka && { ! find_pg || { alive postgres && alive connect; }; }; }; then
+	if ! engines_alive; then
 		started=1
 		trap down EXIT
 	fi
@@ -508,8 +925,9 @@ down) down ;;
 status) status ;;
 env) env_lines ;;
 exports) exports ;;
+kill | start | stop | cont | pid) control "$@" ;;
 *)
-	echo "usage: $0 up|down|status|env|exports|run CMD..." >&2
+	echo "usage: $0 up|down|status|env|exports|run CMD...|kill|start|stop|cont|pid opensearch|kafka N" >&2
 	exit 2
 	;;
 esac

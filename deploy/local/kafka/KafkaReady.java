@@ -3,7 +3,11 @@
  * cluster's description through Kafka's own admin client), or TIMEOUT_S
  * passes. Exit status 0 when it answered, 1 when it did not.
  *
- * Usage: java -cp 'lib/*:classes' KafkaReady BOOTSTRAP TIMEOUT_S
+ * With BROKERS (default 1) above 1 it waits, too, until that many brokers are
+ * registered and the controller quorum has a leader and that many voters:
+ * the three-broker cluster of real.sh's cluster profile.
+ *
+ * Usage: java -cp 'lib/*:classes' KafkaReady BOOTSTRAP TIMEOUT_S [BROKERS]
  */
 import java.util.Properties;
 import java.util.concurrent.TimeUnit;
@@ -11,13 +15,15 @@ import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
+import org.apache.kafka.clients.admin.QuorumInfo;
 
 public final class KafkaReady {
     public static void main(String[] args) throws Exception {
-        if (args.length != 2) {
-            System.err.println("usage: KafkaReady BOOTSTRAP TIMEOUT_S");
+        if (args.length != 2 && args.length != 3) {
+            System.err.println("usage: KafkaReady BOOTSTRAP TIMEOUT_S [BROKERS]");
             System.exit(2);
         }
+        int want = args.length == 3 ? Integer.parseInt(args[2]) : 1;
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(Long.parseLong(args[1]));
         Properties p = new Properties();
         p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, args[0]);
@@ -30,9 +36,20 @@ public final class KafkaReady {
                     DescribeClusterResult r = admin.describeCluster();
                     int nodes = r.nodes().get(2, TimeUnit.SECONDS).size();
                     String id = r.clusterId().get(2, TimeUnit.SECONDS);
-                    if (nodes > 0) {
+                    if (nodes > 0 && want <= 1) {
                         System.out.println("kafka ready: cluster " + id + ", " + nodes + " broker(s)");
                         return;
+                    }
+                    if (nodes >= want) {
+                        QuorumInfo q = admin.describeMetadataQuorum().quorumInfo().get(2, TimeUnit.SECONDS);
+                        if (q.leaderId() >= 0 && q.voters().size() >= want) {
+                            System.out.println("kafka ready: cluster " + id + ", " + nodes + " brokers, quorum leader "
+                                + q.leaderId() + " of " + q.voters().size() + " voters");
+                            return;
+                        }
+                        last = "quorum leader " + q.leaderId() + ", " + q.voters().size() + " voter(s)";
+                    } else {
+                        last = nodes + " of " + want + " brokers registered";
                     }
                 } catch (Exception e) {
                     last = e.toString();
