@@ -7,6 +7,9 @@ import (
 	"math"
 	"sort"
 
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/router"
 	"github.com/geoshard/geoshard/schema"
@@ -190,6 +193,9 @@ type Verdict struct {
 	Reason string `json:"reason"`
 }
 
+// english prints numbers as people read them: 25,485.
+var english = message.NewPrinter(language.English)
+
 // Judge measures the live map and next on the current loads and work, and
 // decides: a migration is worth it when next lowers the max/mean and the
 // live one is above ImbalanceAlert, or next lowers it by at least
@@ -219,7 +225,7 @@ func Judge(live, next *router.Map, loads []router.CellLoad, work *router.Workloa
 	c := func(x float64) int64 { return int64(math.Round(x * 100)) }
 	alert, minImb, minFan := c(ImbalanceAlert), c(WorthImbalanceDrop), c(WorthFanoutDrop)
 	dImb, dFan := c(now.Imbalance)-c(prop.Imbalance), c(now.Fanout)-c(prop.Fanout)
-	moved := fmt.Sprintf("%d of %d documents change shard", v.Moved, v.Docs)
+	moved := english.Sprintf("%d of %d documents change shard", v.Moved, v.Docs)
 	switch {
 	case c(now.Imbalance) > alert && dImb > 0:
 		v.Worth = true
