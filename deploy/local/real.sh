@@ -780,16 +780,22 @@ down() {
 status() {
 	local rc=0
 	if ((os_nodes > 1 || kafka_brokers > 1)); then
-		local kind n name count
+		local kind n name count ports
 		for kind in opensearch kafka; do
 			count=$os_nodes
 			[[ $kind == opensearch ]] || count=$kafka_brokers
 			for n in $(seq "$count"); do
 				name=$(member "$kind" "$n")
+				ports=$(member_addr "$kind" "$n")
+				if [[ $name == opensearch-* ]]; then
+					ports+=", transport $(os_tport "$n")"
+				elif [[ $name == kafka-* ]]; then
+					ports+=", controller $(kafka_cport "$n")"
+				fi
 				if alive "$name"; then
-					echo "$kind $n: running (pid $(cat "$dir/$name.pid"), $(member_addr "$kind" "$n"))"
+					echo "$kind $n: running (pid $(cat "$dir/$name.pid"), $ports)"
 				else
-					echo "$kind $n: stopped ($(member_addr "$kind" "$n"))"
+					echo "$kind $n: stopped ($ports)"
 					rc=1
 				fi
 			done
