@@ -4,8 +4,8 @@
  * passes. Exit status 0 when it answered, 1 when it did not.
  *
  * With BROKERS (default 1) above 1 it waits, too, until that many brokers are
- * registered and the controller quorum has a leader and that many voters:
- * the three-broker cluster of real.sh's cluster profile.
+ * registered and the controller quorum has a leader and that many voters
+ * fetching from it: the three-broker cluster of real.sh's cluster profile.
  *
  * Usage: java -cp 'lib/*:classes' KafkaReady BOOTSTRAP TIMEOUT_S [BROKERS]
  */
@@ -42,12 +42,19 @@ public final class KafkaReady {
                     }
                     if (nodes >= want) {
                         QuorumInfo q = admin.describeMetadataQuorum().quorumInfo().get(2, TimeUnit.SECONDS);
-                        if (q.leaderId() >= 0 && q.voters().size() >= want) {
+                        // A broker killed moments ago stays registered until its
+                        // session expires; a voter that fetched from the leader in
+                        // the last 5 s runs.
+                        long now = System.currentTimeMillis();
+                        long current = q.voters().stream().filter(v -> v.replicaId() == q.leaderId()
+                            || v.lastFetchTimestamp().orElse(0) > now - 5000).count();
+                        if (q.leaderId() >= 0 && current >= want) {
                             System.out.println("kafka ready: cluster " + id + ", " + nodes + " brokers, quorum leader "
                                 + q.leaderId() + " of " + q.voters().size() + " voters");
                             return;
                         }
-                        last = "quorum leader " + q.leaderId() + ", " + q.voters().size() + " voter(s)";
+                        last = "quorum leader " + q.leaderId() + ", " + current + " of " + q.voters().size()
+                            + " voter(s) fetching";
                     } else {
                         last = nodes + " of " + want + " brokers registered";
                     }
