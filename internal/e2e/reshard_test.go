@@ -60,6 +60,10 @@ func TestReshardUnderLiveIngest(t *testing.T) {
 	t.Logf("backfill: read %d, copied %d, stale %d (live writes won), %d in all, in %v", bf.Read, bf.Copied, bf.Stale, bf.Docs, bf.Elapsed.Round(time.Millisecond))
 
 	s.mark("verify")
+	// The verification takes less than the feed's pause between batches:
+	// it starts once the feed has written since the mark, so that it runs
+	// while ingest writes that batch.
+	s.waitTraffic(t, 10*time.Second)
 	ver, err := m.Verify(ctx, migrate.VerifyConfig{IDs: true, Attempts: 40, Pause: 100 * time.Millisecond})
 	if err != nil {
 		logVerification(t, ver)
