@@ -13,6 +13,12 @@
 // never pass without having run. Without the tag the variables are ignored
 // and every test uses the in-process engines.
 //
+// Each variable is a comma-separated list: the single node and broker of
+// `make real-up`, or every node and broker of real.sh's cluster profile
+// (REAL_CLUSTER=3), which `real.sh env` prints comma-joined. The clients
+// get them all; Nodes and Brokers say how many there are, so that a test
+// can adapt to the cluster's shape (TopicReplicas, IndexReplicas).
+//
 // Beside them, where the machine has PostgreSQL, real.sh starts a
 // change-data-capture source: a PostgreSQL server and a Kafka Connect
 // worker with Debezium's Postgres connector, named by two more variables

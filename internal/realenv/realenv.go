@@ -36,26 +36,27 @@ const (
 var tagged bool
 
 var (
-	openSearchURL string
-	kafkaBrokers  []string
-	postgresDSN   string
-	connectURL    string
-	required      bool
+	openSearchURLs []string
+	kafkaBrokers   []string
+	postgresDSN    string
+	connectURL     string
+	required       bool
 )
 
 // load reads the variables under the tag; it panics on a missing one, so
-// that a real-engine run cannot quietly fall back to the emulators.
+// that a real-engine run cannot quietly fall back to the emulators. Both
+// engine variables are comma-separated lists: one node and one broker, or
+// every node and every broker of a cluster (real.sh's cluster profile).
 func load(getenv func(string) string) {
 	var missing []string
-	openSearchURL = strings.TrimRight(strings.TrimSpace(getenv(OpenSearchURLVar)), "/")
-	if openSearchURL == "" {
+	openSearchURLs = nil
+	for _, u := range splitList(getenv(OpenSearchURLVar)) {
+		openSearchURLs = append(openSearchURLs, strings.TrimRight(u, "/"))
+	}
+	if len(openSearchURLs) == 0 {
 		missing = append(missing, OpenSearchURLVar)
 	}
-	for _, b := range strings.Split(getenv(KafkaBrokersVar), ",") {
-		if b = strings.TrimSpace(b); b != "" {
-			kafkaBrokers = append(kafkaBrokers, b)
-		}
-	}
+	kafkaBrokers = splitList(getenv(KafkaBrokersVar))
 	if len(kafkaBrokers) == 0 {
 		missing = append(missing, KafkaBrokersVar)
 	}
@@ -70,16 +71,60 @@ func load(getenv func(string) string) {
 	}
 }
 
+// splitList splits a comma-separated list, dropping blanks.
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // Enabled reports whether the tests run against the real engines.
 func Enabled() bool { return tagged }
 
-// OpenSearchURL is the real node's URL, or "" when the tests use the
-// emulator.
-func OpenSearchURL() string { return openSearchURL }
+// OpenSearchURL is the first real node's URL, or "" when the tests use the
+// emulator. A client should be given every node (OpenSearchURLs); this one
+// is for what needs one address (a proxy in front of the cluster).
+func OpenSearchURL() string {
+	if len(openSearchURLs) == 0 {
+		return ""
+	}
+	return openSearchURLs[0]
+}
+
+// OpenSearchURLs are the real nodes' URLs, every node of a cluster, or nil
+// when the tests use the emulator. The slice is a copy.
+func OpenSearchURLs() []string { return append([]string(nil), openSearchURLs...) }
 
 // KafkaBrokers are the real broker addresses, or nil when the tests use the
 // in-process broker. The slice is a copy.
 func KafkaBrokers() []string { return append([]string(nil), kafkaBrokers...) }
+
+// Nodes is how many OpenSearch nodes the real engines name (1 on the
+// single node, 3 on real.sh's cluster profile), or 0 with the emulator.
+// Tests that depend on the cluster's shape (a replica assigned or not,
+// green or yellow) adapt to it; what the cluster itself reports
+// (_cluster/health's number_of_data_nodes) is the authority where a test
+// can ask.
+func Nodes() int { return len(openSearchURLs) }
+
+// Brokers is how many Kafka brokers the real engines name, or 0 with the
+// in-process broker.
+func Brokers() int { return len(kafkaBrokers) }
+
+// TopicReplicas is the replication factor for a topic on brokers Kafka
+// brokers: one copy per broker up to three. A cluster's brokers require
+// two replicas in sync for a write with acks=all (min.insync.replicas=2),
+// which a topic of one replica can never have.
+func TopicReplicas(brokers int) int { return max(1, min(3, brokers)) }
+
+// IndexReplicas is the number_of_replicas an index a test creates should
+// have to be green on the real nodes: 0 on a single node (or the
+// emulator), 1 on a cluster, as in production.
+func IndexReplicas() int { return max(0, min(1, Nodes()-1)) }
 
 // TB is the part of testing.TB this package needs; it takes an interface
 // so it does not import "testing".
@@ -195,19 +240,46 @@ func DeleteIndexes(ctx context.Context, patterns ...string) error {
 	if !tagged {
 		return errors.New("realenv: DeleteIndexes needs the real engines")
 	}
-	u := openSearchURL + "/" + url.PathEscape(strings.Join(patterns, ",")) + "?ignore_unavailable=true&allow_no_indices=true&expand_wildcards=all"
+	path := "/" + url.PathEscape(strings.Join(patterns, ",")) + "?ignore_unavailable=true&allow_no_indices=true&expand_wildcards=all"
+	// Any node of a cluster deletes for all of them: the first that
+	// answers does, so that a node a fault test stopped is no obstacle.
+	var errs []error
+	for _, base := range openSearchURLs {
+		err := deleteAt(ctx, base+path)
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, err)
+		var refused *statusError
+		if errors.As(err, &refused) || ctx.Err() != nil {
+			break
+		}
+	}
+	return fmt.Errorf("realenv: delete %v: %w", patterns, errors.Join(errs...))
+}
+
+// statusError is a node's answer other than success: the cluster's, which
+// another node would give as well.
+type statusError struct {
+	status string
+	body   []byte
+}
+
+func (e *statusError) Error() string { return e.status + ": " + string(e.body) }
+
+func deleteAt(ctx context.Context, u string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, u, nil)
 	if err != nil {
 		return err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("realenv: delete %v: %w", patterns, err)
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusNotFound {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		return fmt.Errorf("realenv: delete %v: %s: %s", patterns, resp.Status, body)
+		return &statusError{status: resp.Status, body: body}
 	}
 	return nil
 }

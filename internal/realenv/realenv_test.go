@@ -3,13 +3,14 @@ package realenv
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
 
 func TestLoad(t *testing.T) {
-	defer func(u string, b []string) { openSearchURL, kafkaBrokers = u, b }(openSearchURL, kafkaBrokers)
-	openSearchURL, kafkaBrokers = "", nil
+	defer func(u, b []string) { openSearchURLs, kafkaBrokers = u, b }(openSearchURLs, kafkaBrokers)
+	openSearchURLs, kafkaBrokers = nil, nil
 	load(func(k string) string {
 		return map[string]string{OpenSearchURLVar: " http://127.0.0.1:9200/ ", KafkaBrokersVar: "127.0.0.1:9092, 127.0.0.1:9094,"}[k]
 	})
@@ -18,6 +19,47 @@ func TestLoad(t *testing.T) {
 	}
 	if got := strings.Join(KafkaBrokers(), ","); got != "127.0.0.1:9092,127.0.0.1:9094" {
 		t.Errorf("KafkaBrokers() = %q, want 127.0.0.1:9092,127.0.0.1:9094", got)
+	}
+	if Nodes() != 1 || Brokers() != 2 {
+		t.Errorf("Nodes(), Brokers() = %d, %d; want 1, 2", Nodes(), Brokers())
+	}
+}
+
+// A cluster's every node and broker, comma-joined as real.sh env prints
+// them, reach the clients; the first node is OpenSearchURL.
+func TestLoadCluster(t *testing.T) {
+	defer func(u, b []string) { openSearchURLs, kafkaBrokers = u, b }(openSearchURLs, kafkaBrokers)
+	load(func(k string) string {
+		return map[string]string{
+			OpenSearchURLVar: "http://127.0.0.1:29200/, http://127.0.0.1:29201 ,,http://127.0.0.1:29202",
+			KafkaBrokersVar:  "127.0.0.1:29092,127.0.0.1:29094,127.0.0.1:29096",
+		}[k]
+	})
+	want := []string{"http://127.0.0.1:29200", "http://127.0.0.1:29201", "http://127.0.0.1:29202"}
+	if got := OpenSearchURLs(); !slices.Equal(got, want) {
+		t.Errorf("OpenSearchURLs() = %q, want %q", got, want)
+	}
+	if got := OpenSearchURL(); got != want[0] {
+		t.Errorf("OpenSearchURL() = %q, want %q", got, want[0])
+	}
+	if Nodes() != 3 || Brokers() != 3 {
+		t.Errorf("Nodes(), Brokers() = %d, %d; want 3, 3", Nodes(), Brokers())
+	}
+	if got := IndexReplicas(); got != 1 {
+		t.Errorf("IndexReplicas() on three nodes = %d, want 1", got)
+	}
+	u := OpenSearchURLs()
+	u[0] = "changed"
+	if OpenSearchURL() != want[0] {
+		t.Error("OpenSearchURLs() returned the package's own slice")
+	}
+}
+
+func TestTopicReplicas(t *testing.T) {
+	for brokers, want := range map[int]int{0: 1, 1: 1, 2: 2, 3: 3, 5: 3} {
+		if got := TopicReplicas(brokers); got != want {
+			t.Errorf("TopicReplicas(%d) = %d, want %d", brokers, got, want)
+		}
 	}
 }
 
@@ -45,9 +87,9 @@ func cdc() (c *cdcT, dsn, connect string) {
 }
 
 func TestCDC(t *testing.T) {
-	defer func(tg bool, u string, b []string, d, c string, r bool) {
-		tagged, openSearchURL, kafkaBrokers, postgresDSN, connectURL, required = tg, u, b, d, c, r
-	}(tagged, openSearchURL, kafkaBrokers, postgresDSN, connectURL, required)
+	defer func(tg bool, u, b []string, d, c string, r bool) {
+		tagged, openSearchURLs, kafkaBrokers, postgresDSN, connectURL, required = tg, u, b, d, c, r
+	}(tagged, openSearchURLs, kafkaBrokers, postgresDSN, connectURL, required)
 	base := map[string]string{OpenSearchURLVar: "http://127.0.0.1:9200", KafkaBrokersVar: "127.0.0.1:9092"}
 	for _, tc := range []struct {
 		name        string
@@ -86,7 +128,7 @@ func TestCDC(t *testing.T) {
 }
 
 func TestLoadMissingPanicsNamingBoth(t *testing.T) {
-	defer func(u string, b []string) { openSearchURL, kafkaBrokers = u, b }(openSearchURL, kafkaBrokers)
+	defer func(u, b []string) { openSearchURLs, kafkaBrokers = u, b }(openSearchURLs, kafkaBrokers)
 	defer func() {
 		msg, _ := recover().(string)
 		for _, w := range []string{OpenSearchURLVar, KafkaBrokersVar, "make real-up"} {
@@ -95,7 +137,7 @@ func TestLoadMissingPanicsNamingBoth(t *testing.T) {
 			}
 		}
 	}()
-	openSearchURL, kafkaBrokers = "", nil
+	openSearchURLs, kafkaBrokers = nil, nil
 	load(func(string) string { return "" })
 	t.Error("load with no variables did not panic")
 }
