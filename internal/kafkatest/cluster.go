@@ -45,6 +45,13 @@ type Cluster struct {
 	// broker must accept it (see readerSessionTimeout).
 	sessionTimeout time.Duration
 
+	// brokers is how many brokers the cluster has: those started
+	// in-process, or those the real cluster's metadata lists.
+	brokers int
+	// replicas is the replication factor of the topics c creates on the
+	// real backend: realenv.TopicReplicas(brokers).
+	replicas int
+
 	nilKeys atomic.Uint64 // round-robin cursor for messages without a key
 	readers atomic.Uint64 // numbers the client IDs ReaderConfig hands out
 
@@ -106,7 +113,8 @@ func New(opts ...Option) (*Cluster, error) {
 		fake.Close()
 		return nil, err
 	}
-	c := &Cluster{fake: fake, producer: producer, addrs: addrs, sessionTimeout: readerSessionTimeout}
+	c := &Cluster{fake: fake, producer: producer, addrs: addrs, sessionTimeout: readerSessionTimeout,
+		brokers: cfg.brokers, replicas: 1}
 
 	for _, t := range cfg.topics {
 		if err := c.createTopic(context.Background(), t.name, t.partitions); err != nil {
@@ -117,8 +125,9 @@ func New(opts ...Option) (*Cluster, error) {
 	return c, nil
 }
 
-// newReal connects to the real brokers at addrs, reads the smallest
-// session timeout they accept and creates the declared topics.
+// newReal connects to the real brokers at addrs, reads how many brokers
+// the cluster has and the smallest session timeout they accept, and
+// creates the declared topics.
 func newReal(cfg config, addrs []string) (*Cluster, error) {
 	producer, err := newProducer(addrs)
 	if err != nil {
@@ -133,12 +142,14 @@ func newReal(cfg config, addrs []string) (*Cluster, error) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), realSetupTimeout)
 	defer cancel()
-	minSession, err := brokerMinSession(ctx, adm)
+	brokers, minSession, err := brokerSettings(ctx, adm)
 	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("kafkatest: connect to %v: %w", addrs, err)
 	}
 	c.sessionTimeout = max(readerSessionTimeout, minSession)
+	c.brokers = max(brokers, 1)
+	c.replicas = realenv.TopicReplicas(c.brokers)
 
 	for _, t := range cfg.topics {
 		if err := c.createTopic(ctx, t.name, t.partitions); err != nil {
@@ -194,14 +205,25 @@ func (c *Cluster) Fake() *kfake.Cluster { return c.fake }
 // than running in-process.
 func (c *Cluster) Real() bool { return c.fake == nil }
 
+// Brokers is how many brokers the cluster has: those New started
+// in-process, or on the real backend those its metadata lists when New
+// connected (three in real.sh's cluster profile).
+func (c *Cluster) Brokers() int { return c.brokers }
+
+// Replicas is the replication factor of the topics CreateTopic and
+// WithTopic create: min(3, Brokers()) on the real backend, so that a
+// cluster requiring two replicas in sync (min.insync.replicas=2) takes
+// writes with acks=all; 1 in-process, where kfake keeps one copy anyway.
+func (c *Cluster) Replicas() int { return c.replicas }
+
 // CreateTopic creates topic with the given number of partitions. Creating
 // a topic that exists is an error.
 //
 // In-process the topic is created in-process; ctx is checked first but the
 // call does not wait on any network. On the real backend the topic is
-// created with exactly this name and replication factor 1, and CreateTopic
-// returns once every partition has a leader that answers for it; Close
-// deletes it.
+// created with exactly this name and Replicas() replicas, and CreateTopic
+// returns once every partition has a leader that answers for it and
+// enough replicas in sync for a write with acks=all; Close deletes it.
 func (c *Cluster) CreateTopic(ctx context.Context, topic string, partitions int) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("kafkatest: create topic %s: %w", topic, err)

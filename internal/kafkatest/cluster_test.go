@@ -269,6 +269,51 @@ func TestCreateTopicAfterStart(t *testing.T) {
 	}
 }
 
+// The topics a Cluster creates have a replica on each broker up to three,
+// so that a cluster requiring two in sync takes an acks=all write on every
+// partition; in-process, one copy.
+func TestTopicReplicas(t *testing.T) {
+	realenv.Parallel(t)
+	ctx := testContext(t)
+	topic := realenv.Unique("replicated")
+	c := Start(t, WithTopic(topic, 3))
+	if !c.Real() {
+		if c.Brokers() != 1 || c.Replicas() != 1 {
+			t.Errorf("in-process Brokers(), Replicas() = %d, %d; want 1, 1", c.Brokers(), c.Replicas())
+		}
+		return
+	}
+	if c.Brokers() < realenv.Brokers() {
+		t.Errorf("Brokers() = %d, fewer than the %d addresses given (%v)", c.Brokers(), realenv.Brokers(), realenv.KafkaBrokers())
+	}
+	if want := realenv.TopicReplicas(c.Brokers()); c.Replicas() != want {
+		t.Errorf("Replicas() = %d with %d brokers, want %d", c.Replicas(), c.Brokers(), want)
+	}
+	adm, err := newAdmin(c.Addrs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	md, err := adm.Metadata(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	td := md.Topics[topic]
+	if len(td.Partitions) != 3 {
+		t.Fatalf("metadata of %s: %d partitions, want 3", topic, len(td.Partitions))
+	}
+	for _, p := range td.Partitions {
+		if len(p.Replicas) != c.Replicas() {
+			t.Errorf("%s/%d has replicas %v, want %d", topic, p.Partition, p.Replicas, c.Replicas())
+		}
+	}
+	for p := range 3 {
+		if _, err := c.ProduceTo(ctx, topic, p, []byte("k"), []byte("v")); err != nil {
+			t.Errorf("ProduceTo(%s, %d) with acks=all = %v", topic, p, err)
+		}
+	}
+}
+
 func TestUnknownGroup(t *testing.T) {
 	realenv.Parallel(t)
 	ctx := testContext(t)

@@ -43,8 +43,11 @@
 // On the real backend the API is the same, over the wire:
 //
 //   - CreateTopic and WithTopic create exactly the names given, with
-//     replication factor 1, and return once every partition has a leader
-//     that answers ListOffsets; creating an existing topic fails, as
+//     one replica per broker up to three (Replicas: 1 on the single
+//     broker of `make real-up`, 3 on real.sh's cluster profile, whose
+//     brokers take an acks=all write only with two replicas in sync), and
+//     return once every partition has a leader that answers ListOffsets
+//     and enough replicas in sync; creating an existing topic fails, as
 //     in-process. Close deletes the topics the Cluster created (best
 //     effort) and closes its clients; groups and their offsets stay.
 //     Since the broker is shared and outlives every Cluster, tests name

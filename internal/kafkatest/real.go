@@ -28,9 +28,6 @@ const (
 	// topicPollInterval is how often CreateTopic looks at a new topic's
 	// metadata while waiting for its leaders.
 	topicPollInterval = 50 * time.Millisecond
-	// realReplicationFactor is the replication factor of every topic the
-	// Cluster creates: the real test broker is a single node.
-	realReplicationFactor = 1
 	// defaultBrokerMinSession is Kafka's default
 	// group.min.session.timeout.ms, assumed when the broker does not say.
 	defaultBrokerMinSession = 6 * time.Second
@@ -84,18 +81,20 @@ func (c *Cluster) retryAdmin(ctx context.Context, fn func(*kadm.Client) error) e
 	}
 }
 
-// brokerMinSession asks every broker for group.min.session.timeout.ms and
-// returns the largest, or Kafka's default when no broker answers with one.
-func brokerMinSession(ctx context.Context, adm *kadm.Client) (time.Duration, error) {
+// brokerSettings lists the brokers of the cluster (its metadata's, every
+// one registered, not only the addresses given) and asks each for
+// group.min.session.timeout.ms: it returns how many brokers there are and
+// the largest minimum session, or Kafka's default when no broker answers
+// with one.
+func brokerSettings(ctx context.Context, adm *kadm.Client) (brokerCount int, minSession time.Duration, err error) {
 	brokers, err := adm.ListBrokers(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("kafkatest: list brokers: %w", err)
+		return 0, 0, fmt.Errorf("kafkatest: list brokers: %w", err)
 	}
 	configs, err := adm.DescribeBrokerConfigs(ctx, brokers.NodeIDs()...)
 	if err != nil {
-		return 0, fmt.Errorf("kafkatest: describe broker configs: %w", err)
+		return 0, 0, fmt.Errorf("kafkatest: describe broker configs: %w", err)
 	}
-	var minSession time.Duration
 	for _, rc := range configs {
 		for _, cfg := range rc.Configs {
 			if cfg.Key != "group.min.session.timeout.ms" {
@@ -109,15 +108,17 @@ func brokerMinSession(ctx context.Context, adm *kadm.Client) (time.Duration, err
 	if minSession == 0 {
 		minSession = defaultBrokerMinSession
 	}
-	return minSession, nil
+	return len(brokers), minSession, nil
 }
 
-// createRealTopic creates topic on the real broker and waits until every
-// partition has a leader that answers ListOffsets. A topic that was created
-// is deleted by Close even when the wait fails.
+// createRealTopic creates topic on the real brokers, with c.replicas
+// replicas of each partition, and waits until every partition has a leader
+// that answers ListOffsets and enough replicas in sync for a write with
+// acks=all. A topic that was created is deleted by Close even when the wait
+// fails.
 func (c *Cluster) createRealTopic(ctx context.Context, topic string, partitions int) error {
 	err := c.withAdmin(func(adm *kadm.Client) error {
-		resp, err := adm.CreateTopic(ctx, int32(partitions), realReplicationFactor, nil, topic)
+		resp, err := adm.CreateTopic(ctx, int32(partitions), int16(c.replicas), nil, topic)
 		if err != nil {
 			if resp.ErrMessage != "" {
 				err = fmt.Errorf("%w (%s)", err, resp.ErrMessage)
@@ -136,9 +137,10 @@ func (c *Cluster) createRealTopic(ctx context.Context, topic string, partitions 
 }
 
 // waitTopicReady polls until topic's metadata shows partitions partitions,
-// each with a leader, and the leaders list their offsets. The second check
-// matters on a KRaft broker, whose metadata can name it leader a moment
-// before its log is ready to answer for the partition.
+// each with a leader and, on a cluster, at least two replicas in sync (the
+// brokers' min.insync.replicas), and the leaders list their offsets. The
+// last check matters on a KRaft broker, whose metadata can name it leader
+// a moment before its log is ready to answer for the partition.
 func (c *Cluster) waitTopicReady(ctx context.Context, topic string, partitions int) error {
 	ticker := time.NewTicker(topicPollInterval)
 	defer ticker.Stop()
@@ -158,9 +160,13 @@ func (c *Cluster) waitTopicReady(ctx context.Context, topic string, partitions i
 			case len(td.Partitions) != partitions:
 				return fmt.Errorf("metadata shows %d of %d partitions", len(td.Partitions), partitions)
 			}
+			inSync := min(c.replicas, 2)
 			for _, p := range td.Partitions {
 				if p.Err != nil || p.Leader < 0 {
 					return fmt.Errorf("partition %d: leader %d (%v)", p.Partition, p.Leader, p.Err)
+				}
+				if len(p.ISR) < inSync {
+					return fmt.Errorf("partition %d: %d of %d replicas in sync", p.Partition, len(p.ISR), len(p.Replicas))
 				}
 			}
 			ends, err := adm.ListEndOffsets(ctx, topic)
