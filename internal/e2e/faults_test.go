@@ -23,6 +23,7 @@ import (
 	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/internal/testenv"
 	"github.com/geoshard/geoshard/migrate"
+	"github.com/geoshard/geoshard/schema"
 )
 
 // The fault suite runs the real pipeline (and the reshard) on the cluster
@@ -566,4 +567,291 @@ func TestFaultNodeFrozen(t *testing.T) {
 	pr.end()
 	s.finish(t, "freeze", "thaw", "green")
 	fig.log(t, fmt.Sprintf("geoshard-%d frozen for %v", victim, faultFrozen))
+}
+
+// waitInSync waits until every partition of topic has its full replica
+// set in sync again: a broker started again has caught up.
+func waitInSync(t testing.TB, brokers []string, topic string, timeout time.Duration) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.MetadataMinAge(10*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	why := ""
+	for {
+		md, err := adm.Metadata(ctx, topic)
+		if err == nil {
+			why = ""
+			td, ok := md.Topics[topic]
+			if !ok || td.Err != nil {
+				why = fmt.Sprintf("topic %s not in metadata (%v)", topic, td.Err)
+			}
+			for _, p := range td.Partitions {
+				if p.Err != nil || p.Leader < 0 || len(p.ISR) < len(p.Replicas) {
+					why = fmt.Sprintf("%s/%d: leader %d, in sync %v of %v (%v)", topic, p.Partition, p.Leader, p.ISR, p.Replicas, p.Err)
+					break
+				}
+			}
+			if why == "" {
+				return
+			}
+		} else {
+			why = err.Error()
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("replicas of %s not in sync after %v: %s", topic, timeout, why)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestFaultBrokerKilled kills the broker leading the most partitions of
+// the event topic while events flow (the feed produces with acks=all, the
+// topic has three replicas, two in sync for a write), keeps it down for
+// GEOSHARD_FAULT_DOWN and starts it again. The leaders move, the group's
+// coordinator may move with them; ingest goes on, loses and duplicates
+// nothing that shows, and commits every offset.
+func TestFaultBrokerKilled(t *testing.T) {
+	c := faultCluster(t)
+	down := faultDown(t)
+	s := startFaultScenario(t, c, 33, 1500, 1000)
+	ctx := context.Background()
+	var fig figures
+	s.f.start(batchSize, batchEvery)
+	pr := s.watchProgress(t)
+	s.mark("steady")
+	s.waitTraffic(t, 30*time.Second)
+	time.Sleep(3 * time.Second)
+
+	victim, err := c.LeaderOfBusiestPartitions(ctx, s.e.topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("killing broker %d, leader of the most partitions of %s, for %v", victim, s.e.topic, down)
+	restoreOnFailure(t, c, cluster.Kafka, victim)
+	s.mark("kill")
+	hwKill := s.highWatermarks(t)
+	killed := time.Now()
+	if err := c.Kill(cluster.Kafka, victim); err != nil {
+		t.Fatal(err)
+	}
+	caught := s.waitCommittedPast(t, "events produced before the kill", hwKill, faultWait)
+	fig.add("events produced before the kill committed %s after it (broker still down)", since(killed, caught))
+	s.waitTraffic(t, time.Minute)
+	if rest := down - time.Since(killed); rest > 0 {
+		time.Sleep(rest)
+	}
+	s.mark("restart")
+	hwDown := s.highWatermarks(t)
+	started := time.Now()
+	if err := c.Start(cluster.Kafka, victim); err != nil {
+		t.Fatal(err)
+	}
+	waitInSync(t, c.Brokers, s.e.topic, faultWait)
+	synced := time.Now()
+	fig.add("every partition of the event topic fully in sync %s after the start", since(started, synced))
+	caught = s.waitCommittedPast(t, "events produced while the broker was down", hwDown, faultWait)
+	fig.add("events produced while down committed %s after the start", since(started, caught))
+	s.mark("in sync")
+	s.waitTraffic(t, time.Minute)
+	end := time.Now()
+	stall, at := pr.stall(killed, end)
+	fig.add("longest stall of ingest from the kill to in sync: %s, from %s after the kill", stall.Round(100*time.Millisecond), since(killed, at))
+	fig.add("peak consumer lag from the kill to in sync: %d (before: %d)", pr.peakLag(killed, end), pr.peakLag(killed.Add(-3*time.Second), killed))
+	pr.end()
+	s.finish(t, "kill", "restart", "in sync")
+	fig.log(t, fmt.Sprintf("broker %d killed for %v", victim, down))
+}
+
+// TestFaultNodeKilledMidBackfill runs the whole reshard (Run: create, dual
+// writes, backfill, verify, cutover) under live events and kills the node
+// holding the most primaries of menu-v1 when a third of the backfill is
+// done. The backfill's scans hold no search context (search_after on
+// doc_id), so it goes on from its position, retrying what failed; the
+// node is started again when the cutover begins, whose wait for green
+// then covers the recovery of the node's replicas. The migration ends cut
+// over, and both indexes equal the model.
+func TestFaultNodeKilledMidBackfill(t *testing.T) {
+	c := faultCluster(t)
+	s := startFaultScenario(t, c, 34, 1500, 3000)
+	e, in := s.e, s.in
+	ctx := context.Background()
+	var fig figures
+	s.f.start(batchSize, batchEvery)
+	pr := s.watchProgress(t)
+
+	victim, err := c.NodeWithMostPrimaries(ctx, sourceIdx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restoreOnFailure(t, c, cluster.OpenSearch, victim)
+	var (
+		once    sync.Once
+		mu      sync.Mutex
+		killed  time.Time
+		killErr error
+		started time.Time
+	)
+	var steps []string
+	cfg := migrate.RunConfig{
+		Create: migrate.CreateConfig{Map: e.m24, Target: targetIdx},
+		Ack:    migrate.AckConfig{Timeout: 2 * time.Minute},
+		Backfill: migrate.BackfillConfig{
+			Page: 50, MaxDocsPerSecond: 600, ProgressInterval: 20 * time.Millisecond,
+			Ack: migrate.AckConfig{Timeout: 2 * time.Minute},
+			Progress: func(p migrate.BackfillProgress) {
+				if p.Total > 0 && p.Docs >= p.Total/3 {
+					once.Do(func() {
+						mu.Lock()
+						defer mu.Unlock()
+						s.mark("backfill, node killed")
+						killed = time.Now()
+						killErr = c.Kill(cluster.OpenSearch, victim)
+						t.Logf("geoshard-%d killed after %d of %d documents copied", victim, p.Docs, p.Total)
+					})
+				}
+			},
+		},
+		Verify: migrate.VerifyConfig{IDs: true, Attempts: 100, Pause: 200 * time.Millisecond},
+		Switch: migrate.SwitchConfig{HealthTimeout: faultWait},
+		OnStep: func(step migrate.Step, _ schema.Phase) {
+			steps = append(steps, string(step))
+			s.mark(string(step))
+			if step == migrate.StepVerify {
+				s.waitTraffic(t, time.Minute)
+			}
+			if step == migrate.StepCutover {
+				mu.Lock()
+				defer mu.Unlock()
+				if !killed.IsZero() && started.IsZero() {
+					started = time.Now()
+					if err := c.Start(cluster.OpenSearch, victim); err != nil {
+						t.Errorf("start geoshard-%d: %v", victim, err)
+					}
+					t.Logf("geoshard-%d started as the cutover begins", victim)
+				}
+			}
+		},
+	}
+	m := e.migrator(nil, nil)
+	runStart := time.Now()
+	mig, err := m.Run(ctx, cfg)
+	runEnd := time.Now()
+	mu.Lock()
+	if killErr != nil {
+		t.Fatalf("kill geoshard-%d: %v", victim, killErr)
+	}
+	if killed.IsZero() {
+		t.Fatalf("the backfill ended (steps %v) before a third of it was copied: the node was never killed", steps)
+	}
+	mu.Unlock()
+	if err != nil {
+		if cur, lerr := m.Load(ctx); lerr == nil {
+			logVerification(t, cur.Verification)
+			t.Logf("migration after the failed Run: phase %s, %d documents checkpointed", cur.Phase, sliceDocs(cur.Backfill))
+		}
+		s.diagnose(t, fmt.Sprintf("Run with geoshard-%d killed mid-backfill (steps %v)", victim, steps), err)
+	}
+	if mig.Phase != schema.PhaseCutOver {
+		t.Fatalf("Run ended in phase %s after steps %v, want cut_over", mig.Phase, steps)
+	}
+	fig.add("Run took %s; the node was killed %s into it and started %s after the kill", since(runStart, runEnd), since(runStart, killed), since(killed, started))
+	fig.add("cutover (with its wait for green) ended %s after the node was started", since(started, runEnd))
+	wctx, cancel := context.WithTimeout(ctx, faultWait)
+	defer cancel()
+	if err := c.WaitGreen(wctx, 3); err != nil {
+		t.Fatalf("after the cutover: %v", err)
+	}
+	fig.add("green with three nodes %s after the start", since(started, time.Now()))
+	stall, at := pr.stall(killed, runEnd)
+	fig.add("longest stall of ingest from the kill to the end of Run: %s, from %s after the kill", stall.Round(100*time.Millisecond), since(killed, at))
+	e.waitApplied(t, in, mig.ID, schema.PhaseCutOver)
+	pr.end()
+	if mig.Verification == nil || !mig.Verification.OK || !mig.Verification.IDs {
+		t.Errorf("verification %+v, want a passed verification of ids", mig.Verification)
+	}
+	for _, sl := range mig.Backfill {
+		if !sl.Done {
+			t.Errorf("slice %d (source shard %d) not done", sl.Slice, sl.SourceShard)
+		}
+	}
+
+	s.f.waitProduced(s.f.count()+5*batchSize, 30*time.Second)
+	s.mark("stop")
+	s.f.stop()
+	e.waitDrained(t, in, 2*time.Minute)
+	s.checkTrafficDuring(t, "backfill, node killed", "verify", "cutover")
+	if got := e.aliasOn(t); got != targetIdx {
+		t.Errorf("alias %s is on %s, want %s", alias, got, targetIdx)
+	}
+	final := buildModel(t, e.settled(t, s.f.log()))
+	t.Logf("%d events produced; expected under the new map: %s", s.f.count(), summary(final.expected(e.m24)))
+	s.explain(t, targetIdx, e.checkIndex(t, targetIdx, e.m24, final.expected(e.m24)))
+	s.explain(t, sourceIdx, e.checkIndex(t, sourceIdx, e.m18, final.expected(e.m18)))
+	s.checkDeadLetters(t, buildModel(t, s.f.log()))
+	if ok, why := e.caughtUp(ctx); !ok {
+		t.Errorf("after draining, the group is not at the high watermarks: %s", why)
+	}
+	if ver, err := m.Verify(ctx, migrate.VerifyConfig{IDs: true, Attempts: 1}); err != nil || !ver.OK {
+		logVerification(t, ver)
+		t.Errorf("verification after the traffic stopped: %v", err)
+	}
+	fig.log(t, fmt.Sprintf("geoshard-%d killed mid-backfill", victim))
+}
+
+// TestFaultRollingRestart restarts the three nodes one at a time while
+// events flow — each killed (real.sh has no graceful stop of one node),
+// started again at once, and the cluster green again before the next —
+// and ingest finishes everything, the index equal to the model.
+func TestFaultRollingRestart(t *testing.T) {
+	c := faultCluster(t)
+	s := startFaultScenario(t, c, 35, 1500, 1000)
+	ctx := context.Background()
+	var fig figures
+	s.f.start(batchSize, batchEvery)
+	pr := s.watchProgress(t)
+	s.mark("steady")
+	s.waitTraffic(t, 30*time.Second)
+	began := time.Now()
+	var steps []string
+	for n := 1; n <= len(c.Nodes); n++ {
+		restoreOnFailure(t, c, cluster.OpenSearch, n)
+		step := fmt.Sprintf("restart geoshard-%d", n)
+		steps = append(steps, step)
+		s.mark(step)
+		hw := s.highWatermarks(t)
+		killed := time.Now()
+		if err := c.Kill(cluster.OpenSearch, n); err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, faultWait)
+		err := c.WaitStatus(wctx, "yellow", 2)
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: two nodes left: %v", step, err)
+		}
+		if err := c.Start(cluster.OpenSearch, n); err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel = context.WithTimeout(ctx, faultWait)
+		err = c.WaitGreen(wctx, 3)
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		green := time.Now()
+		caught := s.waitCommittedPast(t, step, hw, faultWait)
+		stall, _ := pr.stall(killed, green)
+		fig.add("%s: green %s after the kill; events produced before it committed %s after it; longest stall %s",
+			step, since(killed, green), since(killed, caught), stall.Round(100*time.Millisecond))
+		s.waitTraffic(t, time.Minute)
+	}
+	fig.add("the whole rolling restart took %s", since(began, time.Now()))
+	pr.end()
+	s.finish(t, steps...)
+	fig.log(t, "rolling restart")
 }
