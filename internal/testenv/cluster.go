@@ -17,10 +17,15 @@ import (
 const RequestTimeout = 30 * time.Second
 
 // Cluster is the OpenSearch cluster a test runs against: an emulator of
-// the test's own, or with -tags realcluster the real node at
-// realenv.OpenSearchURL().
+// the test's own, or with -tags realcluster the real node or nodes at
+// realenv.OpenSearchURLs().
 type Cluster struct {
+	// URL is one node's address (the first), for what takes one: a
+	// command's flag, a request built by hand.
 	URL string
+	// URLs are every node's addresses, which Client is given: the
+	// emulator's one, the single real node, or each node of a cluster.
+	URLs []string
 	// Server is the emulator, nil on the real node: a test that injects
 	// faults or reads the emulator's state says so with
 	// realenv.EmulatorOnly before it touches Server.
@@ -64,14 +69,14 @@ func StartCluster(t testing.TB, o ClusterOptions) *Cluster {
 		if o.Emulator.Clock != nil || o.Emulator.ClusterName != "" {
 			t.Fatal("emulator options on the real node: the test should call realenv.EmulatorOnly")
 		}
-		c.URL = realenv.OpenSearchURL()
+		c.URL, c.URLs = realenv.OpenSearchURL(), realenv.OpenSearchURLs()
 	} else {
 		c.Server = osfake.NewTestServer(o.Emulator)
 		t.Cleanup(c.Server.Close)
-		c.URL = c.Server.URL
+		c.URL, c.URLs = c.Server.URL, []string{c.Server.URL}
 	}
 	var err error
-	c.Client, err = bulk.NewClient(bulk.ClientConfig{Addresses: []string{c.URL}, RequestTimeout: o.RequestTimeout})
+	c.Client, err = bulk.NewClient(bulk.ClientConfig{Addresses: c.URLs, RequestTimeout: o.RequestTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,12 +3,14 @@ package testenv_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/internal/testenv"
 	"github.com/geoshard/geoshard/schema"
 )
@@ -92,6 +94,28 @@ func TestScanDocsAndShardCounts(t *testing.T) {
 	}
 	if found, err := testenv.ReadDoc(ctx, c.Admin, index, "nope", &got); err != nil || found {
 		t.Errorf("ReadDoc(nope) = %v, %v; want not found", found, err)
+	}
+}
+
+// The cluster's client is given every node: the emulator's one, or each
+// real node realenv names, all of them members of one cluster.
+func TestStartClusterNamesEveryNode(t *testing.T) {
+	c := testenv.StartCluster(t, testenv.ClusterOptions{RequestTimeout: testenv.RequestTimeout})
+	want := []string{c.URL}
+	if realenv.Enabled() {
+		want = realenv.OpenSearchURLs()
+	}
+	if !reflect.DeepEqual(c.URLs, want) || c.URL != c.URLs[0] {
+		t.Errorf("URL, URLs = %s, %v; want %s first of %v", c.URL, c.URLs, want[0], want)
+	}
+	var health struct {
+		Nodes int `json:"number_of_nodes"`
+	}
+	if err := c.Admin.Send(context.Background(), bulk.Request{Method: http.MethodGet, Path: "/_cluster/health"}, &health); err != nil {
+		t.Fatal(err)
+	}
+	if health.Nodes < len(c.URLs) {
+		t.Errorf("the cluster has %d nodes, fewer than the %d addresses given", health.Nodes, len(c.URLs))
 	}
 }
 
