@@ -25,13 +25,13 @@ type adminEnv struct {
 
 func newAdminEnv(t *testing.T) *adminEnv {
 	t.Helper()
-	url := realenv.OpenSearchURL()
+	urls := realenv.OpenSearchURLs() // every node of a cluster
 	if !realenv.Enabled() {
 		srv := osfake.NewTestServer(osfake.Options{})
 		t.Cleanup(srv.Close)
-		url = srv.URL
+		urls = []string{srv.URL}
 	}
-	client, err := NewClient(ClientConfig{Addresses: []string{url}})
+	client, err := NewClient(ClientConfig{Addresses: urls})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,7 +75,11 @@ func newGatedFixture(t *testing.T, shards int, mapping string, cfg Config, gate 
 	if f.srv == nil {
 		t.Cleanup(func() { f.http("DELETE", "/"+f.index, "", 200) })
 	}
-	client, err := NewClient(ClientConfig{Addresses: []string{f.url}})
+	addrs := []string{f.url}
+	if f.srv == nil {
+		addrs = realenv.OpenSearchURLs() // every node of a cluster
+	}
+	client, err := NewClient(ClientConfig{Addresses: addrs})
 	if err != nil {
 		t.Fatal(err)
 	}
