@@ -13,8 +13,8 @@
 // more.
 //
 // With --partitions N it first creates the restaurant, dish and dead-letter
-// topics (N partitions each, one replica) where they are missing; brokers
-// with automatic topic creation off need that. Messages are placed by the
+// topics (N partitions each, a replica on each broker up to three) where
+// they are missing; brokers with automatic topic creation off need that. Messages are placed by the
 // murmur2 hash of their key, as Kafka's own producers place them, so a
 // restaurant's events and its dishes' land on the same partition number.
 package main
@@ -50,7 +50,8 @@ var produceHelp = cli.Help{
 process — to a Kafka broker: restaurants and dishes with updates, deletes, moves, replays,
 out-of-order versions and a few poison events, keyed by restaurant id and placed by the murmur2
 hash of the key, as Kafka's own producers place them. With --partitions N it first creates the
-restaurant, dish and dead-letter topics where they are missing (N partitions, one replica).
+restaurant, dish and dead-letter topics where they are missing (N partitions, a replica on
+each broker up to three).
 It reads the same GEOSHARD_* variables as ingest, so one set of exports points both at a broker.`,
 	Examples: []string{
 		"produce --events 40000 --partitions 6                    # to 127.0.0.1:9092, creating the topics",
@@ -126,12 +127,16 @@ func createTopics(ctx context.Context, brokers []string, partitions int, topics 
 		return fmt.Errorf("dial the controller: %w", err)
 	}
 	defer cc.Close()
+	rf, err := replicationFactor(conn)
+	if err != nil {
+		return err
+	}
 	seen := map[string]bool{}
 	var cfgs []kafka.TopicConfig
 	for _, t := range topics {
 		if !seen[t] {
 			seen[t] = true
-			cfgs = append(cfgs, kafka.TopicConfig{Topic: t, NumPartitions: partitions, ReplicationFactor: 1})
+			cfgs = append(cfgs, kafka.TopicConfig{Topic: t, NumPartitions: partitions, ReplicationFactor: rf})
 		}
 	}
 	for _, c := range cfgs {
@@ -141,6 +146,19 @@ func createTopics(ctx context.Context, brokers []string, partitions int, topics 
 		}
 	}
 	return nil
+}
+
+// replicationFactor is the replication factor of the topics produce
+// creates: a replica on each broker the cluster's metadata lists, up to
+// three. A single broker takes one; a cluster's brokers that require two
+// replicas in sync (min.insync.replicas=2) refuse every acks=all write to
+// a topic of one replica (NOT_ENOUGH_REPLICAS).
+func replicationFactor(conn *kafka.Conn) (int, error) {
+	brokers, err := conn.Brokers()
+	if err != nil {
+		return 0, fmt.Errorf("list the brokers: %w", err)
+	}
+	return max(1, min(3, len(brokers))), nil
 }
 
 func produce(ctx context.Context, brokers []string, restaurants, dishes string, events int, seed uint64) (int, error) {
