@@ -263,6 +263,36 @@ func (s *scenario) highWatermarks(t testing.TB) map[int]int64 {
 // broker may be failing over meanwhile: errors are retried until timeout.
 func (s *scenario) waitCommittedPast(t testing.TB, what string, hw map[int]int64, timeout time.Duration) time.Time {
 	t.Helper()
+	at, err := s.committedPast(what, hw, timeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return at
+}
+
+// watchCommittedPast is waitCommittedPast in the background, so that the
+// figure runs beside another wait; the function it returns waits for it.
+func (s *scenario) watchCommittedPast(t testing.TB, what string, hw map[int]int64, timeout time.Duration) func() time.Time {
+	type result struct {
+		at  time.Time
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		at, err := s.committedPast(what, hw, timeout)
+		ch <- result{at, err}
+	}()
+	return func() time.Time {
+		t.Helper()
+		r := <-ch
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		return r.at
+	}
+}
+
+func (s *scenario) committedPast(what string, hw map[int]int64, timeout time.Duration) (time.Time, error) {
 	ctx := context.Background()
 	deadline := time.Now().Add(timeout)
 	why := ""
@@ -277,17 +307,17 @@ func (s *scenario) waitCommittedPast(t testing.TB, what string, hw map[int]int64
 				}
 			}
 			if why == "" {
-				return time.Now()
+				return time.Now(), nil
 			}
 		} else {
 			why = err.Error()
 		}
 		if err, done := s.in.Exited(); done {
-			t.Fatalf("%s: pipeline %s stopped (%s): %v", what, s.in.instance, why, err)
+			return time.Time{}, fmt.Errorf("%s: pipeline %s stopped (%s): %v", what, s.in.instance, why, err)
 		}
 		if time.Now().After(deadline) {
 			st := s.in.p.Stats()
-			t.Fatalf("%s: not committed after %v: %s; fetched %d, finished %d, pending %d, lag %d", what, timeout, why, st.Fetched, st.Finished, st.Pending, st.Lag)
+			return time.Time{}, fmt.Errorf("%s: not committed after %v: %s; fetched %d, finished %d, pending %d, lag %d", what, timeout, why, st.Fetched, st.Finished, st.Pending, st.Lag)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -495,6 +525,7 @@ func TestFaultNodeKilled(t *testing.T) {
 	if err := c.Start(cluster.OpenSearch, victim); err != nil {
 		t.Fatal(err)
 	}
+	downCommitted := s.watchCommittedPast(t, "events produced while the node was down", hwDown, faultWait)
 	wctx2, cancel2 := context.WithTimeout(ctx, faultWait)
 	defer cancel2()
 	if err := c.WaitGreen(wctx2, 3); err != nil {
@@ -502,7 +533,7 @@ func TestFaultNodeKilled(t *testing.T) {
 	}
 	green := time.Now()
 	fig.add("green with three nodes %s after the start", since(started, green))
-	caught = s.waitCommittedPast(t, "events produced while the node was down", hwDown, faultWait)
+	caught = downCommitted()
 	fig.add("events produced while down committed %s after the start", since(started, caught))
 	s.mark("green")
 	s.waitTraffic(t, time.Minute)
@@ -548,6 +579,7 @@ func TestFaultNodeFrozen(t *testing.T) {
 	if err := c.Cont(cluster.OpenSearch, victim); err != nil {
 		t.Fatal(err)
 	}
+	frozenCommitted := s.watchCommittedPast(t, "events produced while frozen", hwThaw, faultWait)
 	caught := s.waitCommittedPast(t, "events produced before the freeze", hwFreeze, faultWait)
 	fig.add("events produced before the freeze committed %s after it (%s after the thaw)", since(frozen, caught), since(thawed, caught))
 	wctx, cancel := context.WithTimeout(ctx, faultWait)
@@ -557,7 +589,7 @@ func TestFaultNodeFrozen(t *testing.T) {
 	}
 	green := time.Now()
 	fig.add("green with three nodes %s after the thaw", since(thawed, green))
-	caught = s.waitCommittedPast(t, "events produced while frozen", hwThaw, faultWait)
+	caught = frozenCommitted()
 	fig.add("events produced while frozen committed %s after the thaw", since(thawed, caught))
 	s.mark("green")
 	s.waitTraffic(t, time.Minute)
@@ -651,10 +683,11 @@ func TestFaultBrokerKilled(t *testing.T) {
 	if err := c.Start(cluster.Kafka, victim); err != nil {
 		t.Fatal(err)
 	}
+	downCommitted := s.watchCommittedPast(t, "events produced while the broker was down", hwDown, faultWait)
 	waitInSync(t, c.Brokers, s.e.topic, faultWait)
 	synced := time.Now()
 	fig.add("every partition of the event topic fully in sync %s after the start", since(started, synced))
-	caught = s.waitCommittedPast(t, "events produced while the broker was down", hwDown, faultWait)
+	caught = downCommitted()
 	fig.add("events produced while down committed %s after the start", since(started, caught))
 	s.mark("in sync")
 	s.waitTraffic(t, time.Minute)
@@ -828,6 +861,7 @@ func TestFaultRollingRestart(t *testing.T) {
 		if err := c.Kill(cluster.OpenSearch, n); err != nil {
 			t.Fatal(err)
 		}
+		committed := s.watchCommittedPast(t, step, hw, faultWait)
 		wctx, cancel := context.WithTimeout(ctx, faultWait)
 		err := c.WaitStatus(wctx, "yellow", 2)
 		cancel()
@@ -844,7 +878,7 @@ func TestFaultRollingRestart(t *testing.T) {
 			t.Fatalf("%s: %v", step, err)
 		}
 		green := time.Now()
-		caught := s.waitCommittedPast(t, step, hw, faultWait)
+		caught := committed()
 		stall, _ := pr.stall(killed, green)
 		fig.add("%s: green %s after the kill; events produced before it committed %s after it; longest stall %s",
 			step, since(killed, green), since(killed, caught), stall.Round(100*time.Millisecond))
