@@ -794,6 +794,22 @@ func TestFaultNodeKilledMidBackfill(t *testing.T) {
 		if cur, lerr := m.Load(ctx); lerr == nil {
 			t.Logf("migration after the failed Run: phase %s, %d documents checkpointed", cur.Phase, sliceDocs(cur.Backfill))
 		}
+		// The target is loaded without replicas: the node's copies of it
+		// come back only with the node, which the operator starts first.
+		mu.Lock()
+		if started.IsZero() {
+			started = time.Now()
+			if err := c.Start(cluster.OpenSearch, victim); err != nil {
+				t.Fatalf("start geoshard-%d: %v", victim, err)
+			}
+		}
+		mu.Unlock()
+		wctx, cancel := context.WithTimeout(ctx, faultWait)
+		werr := c.WaitStatus(wctx, "yellow", 3)
+		cancel()
+		if werr != nil {
+			t.Fatalf("geoshard-%d back: %v", victim, werr)
+		}
 		s.mark("resumed")
 		m = e.migrator(nil, nil)
 		mig, err = m.Run(ctx, cfg)
