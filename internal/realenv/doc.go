@@ -24,7 +24,8 @@
 // worker with Debezium's Postgres connector, named by two more variables
 // (GEOSHARD_POSTGRES_DSN, GEOSHARD_CONNECT_URL). They are optional under
 // the tag: the suites that need them ask through CDC, which skips without
-// them, or fails with GEOSHARD_REQUIRE_REAL=1 (CI).
+// them, or fails with GEOSHARD_REQUIRE_REAL=1 (CI) — except against a
+// cluster, where real.sh starts none and CDC skips.
 //
 // The real engines are shared by every test of a run, so a test that uses
 // them runs alone (Parallel is a no-op there) and names what it creates so

@@ -104,6 +104,10 @@ func TestCDC(t *testing.T) {
 		{name: "both set", tagged: true, vars: map[string]string{PostgresDSNVar: " postgres://a ", ConnectURLVar: "http://c/"}, wantDSN: "postgres://a", wantConnect: "http://c"},
 		{name: "missing skips", tagged: true, vars: map[string]string{PostgresDSNVar: "postgres://a"}, wantSkip: true},
 		{name: "missing fails when required", tagged: true, vars: map[string]string{ConnectURLVar: "http://c", RequireVar: "1"}, wantFail: PostgresDSNVar},
+		{name: "missing skips on a cluster even when required", tagged: true, vars: map[string]string{
+			OpenSearchURLVar: "http://127.0.0.1:29200,http://127.0.0.1:29201", KafkaBrokersVar: "127.0.0.1:29092,127.0.0.1:29094", RequireVar: "1"}, wantSkip: true},
+		{name: "set on a cluster", tagged: true, vars: map[string]string{
+			KafkaBrokersVar: "127.0.0.1:29092,127.0.0.1:29094", PostgresDSNVar: "postgres://a", ConnectURLVar: "http://c", RequireVar: "1"}, wantDSN: "postgres://a", wantConnect: "http://c"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tagged, kafkaBrokers = tc.tagged, nil
