@@ -2,7 +2,7 @@
 GO ?= go
 REAL := deploy/local/real.sh
 
-.PHONY: build test test-fast test-stress test-real bench bench-real real-up real-exports real-down lint fixtures fuzz image bench-soak bench-peer
+.PHONY: build test test-fast test-stress test-real test-cluster bench bench-real real-up real-exports real-down lint fixtures fuzz image bench-soak bench-peer
 
 build:
 	$(GO) build ./...
@@ -32,6 +32,20 @@ REAL_PKGS = $(shell $(GO) list -tags realcluster -f '{{.ImportPath}} {{join .Imp
 # One package at a time (-p 1): the suites share one node and one broker.
 test-real:
 	@$(REAL) run $(GO) test -tags realcluster -p 1 -count=1 -timeout 30m $(REAL_PKGS)
+
+# The fault suite on a three-node OpenSearch cluster and three Kafka brokers
+# (real.sh's cluster profile, in a directory and on ports of its own):
+# nodes killed, frozen and restarted one by one, the busiest broker killed,
+# a node lost in the middle of a reshard's backfill; each judged against
+# the event log and the group's commits. FAULT_DOWN is how long a killed
+# process stays down. Not part of test.
+CLUSTER_DIR ?= .real-cluster
+FAULT_DOWN ?= 60s
+test-cluster:
+	@GEOSHARD_REAL_DIR=$(CLUSTER_DIR) REAL_CLUSTER=3 OPENSEARCH_PORT=29200 KAFKA_PORT=29092 \
+		GEOSHARD_CLUSTER=3 GEOSHARD_REQUIRE_REAL=1 GEOSHARD_FAULT_DOWN=$(FAULT_DOWN) \
+		$(REAL) run sh -c "$(GO) test -tags realcluster -count=1 -v ./internal/cluster && \
+			$(GO) test -tags realcluster -count=1 -timeout 60m -run 'TestFault' -v ./internal/e2e"
 
 # A real single-node OpenSearch 2.19 and a real KRaft Kafka 4.1 broker on
 # loopback, from Maven Central jars (deploy/local/); OPENSEARCH_PORT and
