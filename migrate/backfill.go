@@ -226,6 +226,7 @@ type BackfillReport struct {
 // Backfill copies the source into the target, resuming from the
 // checkpoints. Phase backfilling while it runs, backfilled at the end.
 func (m *Migrator) Backfill(ctx context.Context, cfg BackfillConfig) (*BackfillReport, error) {
+	ctx = m.withStep(ctx, StepBackfill)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -355,10 +356,14 @@ func (b *backfill) prepare(ctx context.Context) error {
 	b.slices = append([]schema.SliceState(nil), b.mig.Backfill...)
 	b.startDocs = sliceDocs(b.slices)
 	src := b.mig.Source.Index
-	if err := b.searcher.Refresh(ctx, src); err != nil {
+	if err := retryRead(ctx, "refresh "+src, func() error { return b.searcher.Refresh(ctx, src) }); err != nil {
 		return fmt.Errorf("migrate: backfill: refresh %s: %w", src, err)
 	}
-	total, err := b.searcher.Count(ctx, src, nil, bulk.SearchParams{})
+	var total int64
+	err := retryRead(ctx, "count "+src, func() (err error) {
+		total, err = b.searcher.Count(ctx, src, nil, bulk.SearchParams{})
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("migrate: backfill: count %s: %w", src, err)
 	}

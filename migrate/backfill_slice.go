@@ -157,7 +157,7 @@ func (b *backfill) readPages(ctx context.Context, st schema.SliceState, out chan
 	for {
 		var p page
 		var pg *bulk.Page
-		p.err = retryRead(ctx, func() error {
+		p.err = retryRead(ctx, "read a page of slice "+strconv.Itoa(st.Slice), func() error {
 			var err error
 			pg, err = b.searcher.Search(ctx, b.mig.Source.Index, pageRequest(size, after), params)
 			return err
@@ -214,10 +214,4 @@ func (b *backfill) item(h bulk.Hit) (bulk.Item, error) {
 		Action: bulk.Index, Index: b.mig.Target.Index, ID: h.ID, Routing: s.Routing,
 		Version: *f.Version, VersionType: bulk.External, Body: h.Source, Shard: s.Name,
 	}, nil
-}
-
-// retryRead runs a read, retrying what a busy or restarting cluster
-// answers (429, 5xx, transport errors) up to 5 times with backoff.
-func retryRead(ctx context.Context, read func() error) error {
-	return bulk.Retry(ctx, bulk.Backoff{Initial: 200 * time.Millisecond, Max: 5 * time.Second, MaxRetries: 4}, bulk.Transient, nil, read)
 }

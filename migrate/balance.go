@@ -80,7 +80,7 @@ func Balance(ctx context.Context, src BalanceSource, alias string) (*BalanceRepo
 	var planned int64
 	for i, s := range m.Shards() {
 		var n int64
-		err := retryRead(ctx, func() error {
+		err := retryRead(ctx, "count shard "+strconv.Itoa(i), func() error {
 			var err error
 			n, err = src.Count(ctx, index, nil, bulk.SearchParams{Preference: "_shards:" + strconv.Itoa(i)})
 			return err

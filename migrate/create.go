@@ -59,6 +59,7 @@ const (
 // end. Run again, it finishes what a killed run left. It refuses while
 // another migration of the alias is not finished.
 func (m *Migrator) Create(ctx context.Context, cfg CreateConfig) (*schema.Migration, error) {
+	ctx = m.withStep(ctx, StepCreate)
 	if cfg.Map == nil {
 		return nil, errors.New("migrate: create: no map")
 	}
@@ -128,7 +129,11 @@ func (m *Migrator) resumeCreate(ctx context.Context, rec *record, cfg CreateConf
 // index to a new target under cfg.Map.
 func (m *Migrator) newMigration(ctx context.Context, prev *record, cfg CreateConfig) (*schema.Migration, error) {
 	alias := m.cfg.Alias
-	targets, err := m.admin.Alias(ctx, alias)
+	var targets []bulk.AliasTarget
+	err := m.do(ctx, "read alias "+alias, func() (err error) {
+		targets, err = m.admin.Alias(ctx, alias)
+		return err
+	})
 	if bulk.IsNotFound(err) {
 		return nil, fmt.Errorf("migrate: create: alias %q does not exist (reshard init creates it)", alias)
 	}
@@ -138,7 +143,12 @@ func (m *Migrator) newMigration(ctx context.Context, prev *record, cfg CreateCon
 	if len(targets) != 1 {
 		return nil, fmt.Errorf("migrate: create: %w: alias %q points to %d indices; a migration starts from exactly one", ErrAliasState, alias, len(targets))
 	}
-	srcMap, source, err := schema.LoadMap(ctx, m.admin, alias)
+	var srcMap *router.Map
+	var source string
+	err = m.do(ctx, "read the map of "+alias, func() (err error) {
+		srcMap, source, err = schema.LoadMap(ctx, m.admin, alias)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("migrate: create: %w", err)
 	}
@@ -157,12 +167,21 @@ func (m *Migrator) newMigration(ctx context.Context, prev *record, cfg CreateCon
 	if target == source || target == alias {
 		return nil, fmt.Errorf("migrate: create: target %q must differ from the source and the alias", target)
 	}
-	if ok, err := m.admin.IndexExists(ctx, target); err != nil {
+	var ok bool
+	err = m.do(ctx, "check "+target, func() (err error) {
+		ok, err = m.admin.IndexExists(ctx, target)
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("migrate: create: %w", err)
 	} else if ok {
 		return nil, fmt.Errorf("migrate: create: index %q already exists; name another target or delete it", target)
 	}
-	set, err := m.admin.Settings(ctx, source)
+	var set map[string]string
+	err = m.do(ctx, "read the settings of "+source, func() (err error) {
+		set, err = m.admin.Settings(ctx, source)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("migrate: create: settings of %s: %w", source, err)
 	}
@@ -214,7 +233,11 @@ func settingOr(set map[string]string, key, def string) string {
 // deleted by a cancel, and a name is better not reused).
 func (m *Migrator) nextTarget(ctx context.Context, prev *record) (string, error) {
 	prefix := m.cfg.Alias + "-v"
-	names, err := m.admin.IndexNames(ctx, prefix+"*")
+	var names []string
+	err := m.do(ctx, "list "+prefix+"*", func() (err error) {
+		names, err = m.admin.IndexNames(ctx, prefix+"*")
+		return err
+	})
 	if err != nil {
 		return "", fmt.Errorf("migrate: create: list %s*: %w", prefix, err)
 	}
@@ -239,7 +262,11 @@ func (m *Migrator) finishCreate(ctx context.Context, rec *record, cfg CreateConf
 	if err != nil {
 		return nil, err
 	}
-	exists, err := m.admin.IndexExists(ctx, mig.Target.Index)
+	var exists bool
+	err = m.do(ctx, "check "+mig.Target.Index, func() (err error) {
+		exists, err = m.admin.IndexExists(ctx, mig.Target.Index)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("migrate: create: %w", err)
 	}
@@ -248,7 +275,9 @@ func (m *Migrator) finishCreate(ctx context.Context, rec *record, cfg CreateConf
 		if err != nil {
 			return nil, err
 		}
-		err = m.admin.CreateIndex(ctx, mig.Target.Index, body)
+		// A retried create whose first answer was lost finds the index
+		// made: resource_already_exists, as when another job made it.
+		err = m.do(ctx, "create "+mig.Target.Index, func() error { return m.admin.CreateIndex(ctx, mig.Target.Index, body) })
 		if err != nil && !bulk.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("migrate: create index %s: %w", mig.Target.Index, err)
 		}
@@ -261,7 +290,10 @@ func (m *Migrator) finishCreate(ctx context.Context, rec *record, cfg CreateConf
 	}
 	gc := raisedGC(mig.Restore.SourceGCDeletes, cfg.GCDeletes)
 	for _, index := range []string{mig.Target.Index, mig.Source.Index} {
-		if err := m.admin.PutSettings(ctx, index, map[string]any{"gc_deletes": gc}); err != nil {
+		err := m.do(ctx, "raise gc_deletes of "+index, func() error {
+			return m.admin.PutSettings(ctx, index, map[string]any{"gc_deletes": gc})
+		})
+		if err != nil {
 			return nil, fmt.Errorf("migrate: create: raise gc_deletes of %s: %w", index, err)
 		}
 	}

@@ -99,7 +99,11 @@ func planSwitch(mig *schema.Migration, dir Direction) switchPlan {
 // made), on to only as its write index (made), or elsewhere
 // (ErrAliasState).
 func (m *Migrator) aliasAt(ctx context.Context, from, to string) (switched bool, err error) {
-	ts, err := m.admin.Alias(ctx, m.cfg.Alias)
+	var ts []bulk.AliasTarget
+	err = m.do(ctx, "read alias "+m.cfg.Alias, func() (err error) {
+		ts, err = m.admin.Alias(ctx, m.cfg.Alias)
+		return err
+	})
 	if err != nil && !bulk.IsNotFound(err) {
 		return false, err
 	}
@@ -120,6 +124,11 @@ func (m *Migrator) aliasAt(ctx context.Context, from, to string) (switched bool,
 // the direction choosing which index is left and which is joined.
 func (m *Migrator) switchAlias(ctx context.Context, dir Direction, cfg SwitchConfig) error {
 	cfg = cfg.withDefaults()
+	if dir == Reverse {
+		ctx = m.withStep(ctx, StepRollback)
+	} else {
+		ctx = m.withStep(ctx, StepCutover)
+	}
 	rec, err := m.store.Load(ctx)
 	if err != nil {
 		return err
@@ -261,7 +270,8 @@ func (m *Migrator) buildSwitchRequests(rec *record, p switchPlan, healthTimeout 
 // restoreSettings puts back the settings the target was loaded without
 // (its replicas and refresh interval).
 func (m *Migrator) restoreSettings(ctx context.Context, p switchPlan, settings bulk.Request) error {
-	if err := m.admin.Send(ctx, settings, nil); err != nil {
+	err := m.do(ctx, "restore the settings of "+p.to, func() error { return m.admin.Send(ctx, settings, nil) })
+	if err != nil {
 		return fmt.Errorf("migrate: %s: restore the settings of %s: %w", p.rule.step, p.to, err)
 	}
 	m.log.Info("settings restored", "step", p.rule.step, "index", p.to, "replicas", p.settings["number_of_replicas"], "refresh_interval", p.settings["refresh_interval"])
@@ -302,7 +312,24 @@ func (m *Migrator) moveAlias(ctx context.Context, p switchPlan, swap *bulk.Reque
 		m.log.Info("alias already on the index; phase recorded", "step", p.rule.step, "index", p.to, "phase", p.rule.to)
 		return nil
 	}
-	if err := m.admin.Send(ctx, *swap, nil); err != nil {
+	// A swap that failed transiently is sent again; the failed attempt
+	// may have been applied, its answer lost, and then the next one fails
+	// (must_exist: the alias has left p.from). So a failure after such an
+	// attempt asks where the alias is: on p.to, the swap is made.
+	unknown := false
+	err := m.do(ctx, "move alias "+m.cfg.Alias, func() error {
+		err := m.admin.Send(ctx, *swap, nil)
+		if bulk.Transient(err) {
+			unknown = true
+		}
+		return err
+	})
+	if err != nil && unknown && ctx.Err() == nil {
+		if switched, aerr := m.aliasAt(ctx, p.from, p.to); aerr == nil && switched {
+			err = nil
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("migrate: %s: move alias %s from %s to %s: %w", p.rule.step, m.cfg.Alias, p.from, p.to, err)
 	}
 	m.met.setPhase(p.rule.to)
@@ -316,7 +343,7 @@ func (m *Migrator) waitGreen(ctx context.Context, health bulk.Request, index str
 		Status   string `json:"status"`
 		TimedOut bool   `json:"timed_out"`
 	}
-	err := m.admin.Send(ctx, health, &out)
+	err := m.do(ctx, "health of "+index, func() error { return m.admin.Send(ctx, health, &out) })
 	var ae *bulk.APIError
 	if errors.As(err, &ae) && ae.Status == http.StatusRequestTimeout {
 		return fmt.Errorf("index %s did not turn green within %v", index, timeout)
@@ -386,6 +413,7 @@ type CompleteConfig struct {
 // writing the source), gc_deletes restored on the remaining indexes, and
 // with DeleteOld the source deleted. Run again, it finishes the cleanup.
 func (m *Migrator) Complete(ctx context.Context, cfg CompleteConfig) error {
+	ctx = m.withStep(ctx, StepComplete)
 	rec, err := m.store.Load(ctx)
 	if err != nil {
 		return err
@@ -429,6 +457,7 @@ func (m *Migrator) Complete(ctx context.Context, cfg CompleteConfig) error {
 // once no live instance writes it, and the source's gc_deletes restored.
 // Run again, it finishes the cleanup.
 func (m *Migrator) Cancel(ctx context.Context, ack AckConfig) error {
+	ctx = m.withStep(ctx, StepCancel)
 	rec, err := m.store.Load(ctx)
 	if err != nil {
 		return err
@@ -477,11 +506,19 @@ func (m *Migrator) IndexExists(ctx context.Context, index string) (bool, error) 
 // would create it again, with default settings). It never deletes an
 // index the alias points to.
 func (m *Migrator) retire(ctx context.Context, mig *schema.Migration, index string, ack AckConfig) error {
-	ok, err := m.admin.IndexExists(ctx, index)
+	var ok bool
+	err := m.do(ctx, "check "+index, func() (err error) {
+		ok, err = m.admin.IndexExists(ctx, index)
+		return err
+	})
 	if err != nil || !ok {
 		return err
 	}
-	ts, err := m.admin.Alias(ctx, m.cfg.Alias)
+	var ts []bulk.AliasTarget
+	err = m.do(ctx, "read alias "+m.cfg.Alias, func() (err error) {
+		ts, err = m.admin.Alias(ctx, m.cfg.Alias)
+		return err
+	})
 	if err != nil && !bulk.IsNotFound(err) {
 		return err
 	}
@@ -494,7 +531,8 @@ func (m *Migrator) retire(ctx context.Context, mig *schema.Migration, index stri
 	if _, err := m.awaitAcks(ctx, "the end of dual writes", func(hb schema.Heartbeat) bool { return !both(hb) }, ack); err != nil {
 		return err
 	}
-	if err := m.admin.Send(ctx, bulk.DeleteIndexRequest(index), nil); err != nil && !bulk.IsNotFound(err) {
+	err = m.do(ctx, "delete "+index, func() error { return m.admin.Send(ctx, bulk.DeleteIndexRequest(index), nil) })
+	if err != nil && !bulk.IsNotFound(err) {
 		return fmt.Errorf("delete %s: %w", index, err)
 	}
 	m.log.Info("index deleted", "step", StepRetire, "index", index)
@@ -510,7 +548,9 @@ func (m *Migrator) restoreGC(ctx context.Context, mig *schema.Migration, step St
 		if s.value == "" {
 			s.value = defaultGCDeletes
 		}
-		err := m.admin.PutSettings(ctx, s.index, map[string]any{"gc_deletes": s.value})
+		err := m.do(ctx, "restore gc_deletes of "+s.index, func() error {
+			return m.admin.PutSettings(ctx, s.index, map[string]any{"gc_deletes": s.value})
+		})
 		if bulk.IsNotFound(err) {
 			continue // deleted
 		}

@@ -92,7 +92,7 @@ func (r *AckReport) Laggards() []string {
 // Heartbeats reads the heartbeats of the alias's ingest instances, by
 // instance name.
 func (m *Migrator) Heartbeats(ctx context.Context) ([]schema.Heartbeat, error) {
-	if err := m.admin.Refresh(ctx, schema.MigrationsIndex); bulk.IsNotFound(err) {
+	if err := m.do(ctx, "refresh "+schema.MigrationsIndex, func() error { return m.admin.Refresh(ctx, schema.MigrationsIndex) }); bulk.IsNotFound(err) {
 		return nil, nil
 	} else if err != nil {
 		return nil, fmt.Errorf("migrate: refresh %s: %w", schema.MigrationsIndex, err)
@@ -104,7 +104,11 @@ func (m *Migrator) Heartbeats(ctx context.Context) ([]schema.Heartbeat, error) {
 			map[string]any{"exists": map[string]any{"field": "instance"}},
 		}}},
 	})
-	page, err := m.admin.Search(ctx, schema.MigrationsIndex, q, bulk.SearchParams{})
+	var page *bulk.Page
+	err := m.do(ctx, "read heartbeats", func() (err error) {
+		page, err = m.admin.Search(ctx, schema.MigrationsIndex, q, bulk.SearchParams{})
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("migrate: read heartbeats: %w", err)
 	}
@@ -190,6 +194,7 @@ func writesBoth(mig *schema.Migration) func(schema.Heartbeat) bool {
 // running the step again waits again. Run in a later phase, it only
 // checks the instances again.
 func (m *Migrator) DualWrites(ctx context.Context, cfg AckConfig) (*AckReport, error) {
+	ctx = m.withStep(ctx, StepDualWrites)
 	rec, err := m.store.Load(ctx)
 	if err != nil {
 		return nil, err

@@ -31,6 +31,9 @@ var (
 	// ErrAliasState: the alias points somewhere a step does not expect (for
 	// example at both indexes); it needs a person to look.
 	ErrAliasState = errors.New("the alias is not where the migration expects it")
+	// ErrRetryBudget: a request to OpenSearch kept failing transiently
+	// (no answer, 429, 5xx) for longer than Config.RetryBudget.
+	ErrRetryBudget = errors.New("transient failures outlasted the retry budget")
 )
 
 // errNoDocID reports a document that cannot be scanned.

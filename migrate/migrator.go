@@ -34,6 +34,12 @@ type Config struct {
 	// PollInterval is how often a wait for ingest instances re-reads their
 	// heartbeats. Default 1s.
 	PollInterval time.Duration
+	// RetryBudget is how long one request to OpenSearch (a read or write
+	// of the migration, a page, a count, an alias or health call) is
+	// retried while it fails transiently — a node that died, 429, 5xx —
+	// before its step fails with ErrRetryBudget. Default
+	// DefaultRetryBudget.
+	RetryBudget time.Duration
 }
 
 // DefaultPollInterval is Config.PollInterval's default.
@@ -50,6 +56,9 @@ func (c Config) withDefaults() Config {
 	if c.PollInterval == 0 {
 		c.PollInterval = DefaultPollInterval
 	}
+	if c.RetryBudget == 0 {
+		c.RetryBudget = DefaultRetryBudget
+	}
 	return c
 }
 
@@ -61,6 +70,9 @@ func (c Config) Validate() error {
 	}
 	if c.PollInterval < 0 {
 		p = append(p, fmt.Sprintf("poll interval %v: must not be negative", c.PollInterval))
+	}
+	if c.RetryBudget < 0 {
+		p = append(p, fmt.Sprintf("retry budget %v: must not be negative", c.RetryBudget))
 	}
 	if len(p) > 0 {
 		return fmt.Errorf("migrate: config: %v", joinProblems(p))
@@ -122,10 +134,13 @@ func New(client *opensearch.Client, cfg Config) (*Migrator, error) {
 		return nil, fmt.Errorf("migrate: register metrics: %w", err)
 	}
 	admin := bulk.NewAdmin(client)
+	log := cfg.Logger.With("alias", cfg.Alias)
+	store := newStore(admin, cfg.Alias, cfg.Now)
+	store.retry = retryPolicy{budget: cfg.RetryBudget, log: log}
 	return &Migrator{
 		cfg: cfg, admin: admin, client: client,
-		store: newStore(admin, cfg.Alias, cfg.Now),
-		log:   cfg.Logger.With("alias", cfg.Alias),
+		store: store,
+		log:   log,
 		met:   met,
 		clock: wallClock{},
 	}, nil
@@ -188,14 +203,22 @@ func mapJSON(mp *router.Map) (json.RawMessage, error) {
 // checkIndexMap checks that index exists and records the map hash want in
 // its _meta.
 func (m *Migrator) checkIndexMap(ctx context.Context, index, want string) error {
-	ok, err := m.admin.IndexExists(ctx, index)
+	var ok bool
+	err := m.do(ctx, "check "+index, func() (err error) {
+		ok, err = m.admin.IndexExists(ctx, index)
+		return err
+	})
 	if err != nil {
 		return err
 	}
 	if !ok {
 		return fmt.Errorf("migrate: index %s does not exist", index)
 	}
-	meta, err := m.admin.Meta(ctx, index)
+	var meta json.RawMessage
+	err = m.do(ctx, "read the _meta of "+index, func() (err error) {
+		meta, err = m.admin.Meta(ctx, index)
+		return err
+	})
 	if err != nil {
 		return err
 	}

@@ -35,7 +35,7 @@ func CellLoads(ctx context.Context, admin *bulk.Admin, index string, level int) 
 			"aggs": map[string]any{name: map[string]any{"composite": comp}},
 		})
 		var pg *bulk.CompositePage
-		err := retryRead(ctx, func() error {
+		err := retryRead(ctx, "read cell loads", func() error {
 			var err error
 			pg, err = admin.Composite(ctx, index, name, body, bulk.SearchParams{})
 			return err

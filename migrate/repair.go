@@ -72,6 +72,7 @@ type RepairReport struct {
 // copies, then those of superseded copies (bulk.Admin.Bulk); a dry run
 // prints those very requests instead of sending them.
 func (m *Migrator) Repair(ctx context.Context, cfg RepairConfig) (*RepairReport, error) {
+	ctx = m.withStep(ctx, StepRepair)
 	rec, err := m.store.Load(ctx)
 	if err != nil {
 		return nil, err
@@ -429,7 +430,7 @@ func (m *Migrator) readCopies(ctx context.Context, index string, shards int, ids
 			return nil, err
 		}
 		var pg *bulk.Page
-		err = retryRead(ctx, func() error {
+		err = retryRead(ctx, "read "+index, func() error {
 			var err error
 			pg, err = m.searcher().Search(ctx, index, body, bulk.SearchParams{})
 			return err

@@ -29,6 +29,7 @@ type RunConfig struct {
 // completes a migration: that is the point of no return, and an
 // operator's decision. It returns the migration as it left it.
 func (m *Migrator) Run(ctx context.Context, cfg RunConfig) (*schema.Migration, error) {
+	ctx = m.withStep(ctx, StepRun)
 	if cfg.Create.Map == nil {
 		return nil, errors.New("migrate: run: no map")
 	}

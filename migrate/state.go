@@ -1,6 +1,7 @@
 package migrate
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,6 +36,9 @@ type stateStore struct {
 	admin *bulk.Admin
 	alias string
 	now   func() time.Time
+	// retry is the policy of requests made outside a step (one carried by
+	// the context wins: it names the step).
+	retry retryPolicy
 
 	// mu serialises this process's read-change-write cycles (the backfill
 	// slices checkpoint concurrently), so that conflicts come only from
@@ -45,7 +49,7 @@ type stateStore struct {
 }
 
 func newStore(admin *bulk.Admin, alias string, now func() time.Time) *stateStore {
-	return &stateStore{admin: admin, alias: alias, now: now}
+	return &stateStore{admin: admin, alias: alias, now: now, retry: defaultPolicy}
 }
 
 // maxConflicts bounds the re-reads of one change.
@@ -63,12 +67,20 @@ func (s *stateStore) ensureIndex(ctx context.Context) error {
 	if s.ensured {
 		return nil
 	}
-	ok, err := s.admin.IndexExists(ctx, schema.MigrationsIndex)
+	var ok bool
+	err := s.do(ctx, "check "+schema.MigrationsIndex, func() (err error) {
+		ok, err = s.admin.IndexExists(ctx, schema.MigrationsIndex)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("migrate: %s: %w", schema.MigrationsIndex, err)
 	}
 	if !ok {
-		err := s.admin.CreateIndex(ctx, schema.MigrationsIndex, schema.MigrationsIndexBody())
+		// A retried create whose first answer was lost finds the index
+		// there: resource_already_exists, as when another process made it.
+		err := s.do(ctx, "create "+schema.MigrationsIndex, func() error {
+			return s.admin.CreateIndex(ctx, schema.MigrationsIndex, schema.MigrationsIndexBody())
+		})
 		if err != nil && !bulk.IsAlreadyExists(err) {
 			return fmt.Errorf("migrate: create %s: %w", schema.MigrationsIndex, err)
 		}
@@ -76,7 +88,10 @@ func (s *stateStore) ensureIndex(ctx context.Context) error {
 	// An index that another process (an ingest instance, a second
 	// operator) has just created is yellow before its primary has
 	// started, and reads fail until then: wait for the primary.
-	if err := s.admin.Send(ctx, bulk.Request{Method: http.MethodGet, Path: schema.MigrationsIndexActive}, nil); err != nil {
+	err = s.do(ctx, "wait for "+schema.MigrationsIndex, func() error {
+		return s.admin.Send(ctx, bulk.Request{Method: http.MethodGet, Path: schema.MigrationsIndexActive}, nil)
+	})
+	if err != nil {
 		return fmt.Errorf("migrate: wait for the primary of %s: %w", schema.MigrationsIndex, err)
 	}
 	s.ensured = true
@@ -85,9 +100,19 @@ func (s *stateStore) ensureIndex(ctx context.Context) error {
 
 func (s *stateStore) docID() string { return schema.MigrationDocID(s.alias) }
 
+// do runs one request of the store, retrying transient failures under
+// ctx's retry policy (the store's own outside a step).
+func (s *stateStore) do(ctx context.Context, op string, f func() error) error {
+	return retryWith(ctx, policyFrom(ctx, s.retry), op, f)
+}
+
 // Load reads the migration document: ErrNoMigration if there is none.
 func (s *stateStore) Load(ctx context.Context) (*record, error) {
-	d, err := s.admin.GetDoc(ctx, schema.MigrationsIndex, s.docID())
+	var d *bulk.Doc
+	err := s.do(ctx, "read the migration", func() (err error) {
+		d, err = s.admin.GetDoc(ctx, schema.MigrationsIndex, s.docID())
+		return err
+	})
 	if bulk.IsNotFound(err) || (err == nil && !d.Found) {
 		return nil, fmt.Errorf("migrate: alias %q: %w", s.alias, ErrNoMigration)
 	}
@@ -120,16 +145,61 @@ func (s *stateStore) writeRequest(rec *record, m *schema.Migration) (bulk.Reques
 
 // put writes m conditionally over rec. A conflict is returned as is
 // (bulk.IsConflict). Callers hold mu.
+//
+// A write that failed transiently is sent again as it was. The failed
+// attempt may have been applied all the same, its answer lost (the
+// connection reset after the node wrote): the next attempt then gets a
+// version conflict against our own write. So a conflict after such a
+// failure re-reads the document, and if it is what this write stores, the
+// write is done: its record is returned, not the conflict (which Update
+// would re-apply its change on, and a phase move re-applied to the moved
+// phase would read as a refusal).
 func (s *stateStore) put(ctx context.Context, rec *record, m *schema.Migration) (*record, error) {
 	req, err := s.writeRequest(rec, m)
 	if err != nil {
 		return nil, err
 	}
 	var w bulk.DocWrite
-	if err := s.admin.Send(ctx, req, &w); err != nil {
+	unknown := false // an attempt failed in a way that may have been applied
+	err = s.do(ctx, "write the migration", func() error {
+		err := s.admin.Send(ctx, req, &w)
+		if bulk.Transient(err) {
+			unknown = true
+		}
+		return err
+	})
+	if bulk.IsConflict(err) && unknown {
+		if cur, lerr := s.Load(ctx); lerr == nil && sameMigration(&cur.Migration, m) {
+			return cur, nil
+		}
+	}
+	if err != nil {
 		return nil, err
 	}
 	return &record{Migration: *m, SeqNo: w.SeqNo, PrimaryTerm: w.PrimaryTerm}, nil
+}
+
+// sameMigration reports whether stored (as read back) is the document
+// written from m: both as they read from JSON, which is all a stored
+// document keeps (m.Updated, set at each write to the clock's time, tells
+// this write from others).
+func sameMigration(stored, m *schema.Migration) bool {
+	a, err := json.Marshal(stored)
+	if err != nil {
+		return false
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return false
+	}
+	var rt schema.Migration
+	if json.Unmarshal(b, &rt) != nil {
+		return false
+	}
+	if b, err = json.Marshal(&rt); err != nil {
+		return false
+	}
+	return bytes.Equal(a, b)
 }
 
 // Update applies change to the stored migration and writes it back

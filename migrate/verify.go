@@ -99,6 +99,7 @@ func (c VerifyConfig) withDefaults() VerifyConfig {
 // verified migration goes back to backfilled: cutover needs the last
 // verification to have passed). After cutover it only reports.
 func (m *Migrator) Verify(ctx context.Context, cfg VerifyConfig) (*schema.Verification, error) {
+	ctx = m.withStep(ctx, StepVerify)
 	cfg = cfg.withDefaults()
 	rec, err := m.store.Load(ctx)
 	if err != nil {
@@ -229,7 +230,7 @@ func shardsByRouting(m *router.Map) map[string]string {
 
 func (v *verifier) refresh(ctx context.Context) error {
 	for _, index := range []string{v.mig.Source.Index, v.mig.Target.Index} {
-		if err := retryRead(ctx, func() error { return v.s.Refresh(ctx, index) }); err != nil {
+		if err := retryRead(ctx, "refresh "+index, func() error { return v.s.Refresh(ctx, index) }); err != nil {
 			return fmt.Errorf("migrate: verify: refresh %s: %w", index, err)
 		}
 	}
@@ -313,7 +314,7 @@ func (v *verifier) counts(ctx context.Context, i int) (schema.ShardReport, error
 		cs = append(cs, count{v.mig.Source.Index, inRange, bulk.SearchParams{}, &r.Source}, count{v.mig.Target.Index, nil, onShard(i), &r.Target})
 	}
 	for _, c := range cs {
-		err := retryRead(ctx, func() error {
+		err := retryRead(ctx, "count "+c.index, func() error {
 			n, err := v.s.Count(ctx, c.index, c.query, c.p)
 			*c.out = n
 			return err

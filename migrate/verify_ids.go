@@ -332,7 +332,7 @@ func (st *idStream) read(ctx context.Context, after string) idPageResult {
 	}
 	req, _ := json.Marshal(body)
 	var pg *bulk.Page
-	err := retryRead(ctx, func() error {
+	err := retryRead(ctx, "read ids of "+st.index, func() error {
 		var err error
 		pg, err = st.s.Search(ctx, st.index, req, st.p)
 		return err
