@@ -18,6 +18,7 @@ import (
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/internal/osfake"
 	"github.com/geoshard/geoshard/internal/realenv"
+	"github.com/geoshard/geoshard/internal/testenv"
 	"github.com/geoshard/geoshard/router"
 	"github.com/geoshard/geoshard/schema"
 )
@@ -194,7 +195,7 @@ func TestBalanceWatchRun(t *testing.T) {
 	alias := realenv.Unique("menu")
 	skewedMenu(t, client, alias, alias+"-v1", []int64{5, 5, 20}, []int64{300, 300, 600})
 
-	var logs syncBuffer
+	var logs testenv.LogBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	regs := []*prometheus.Registry{prometheus.NewRegistry(), prometheus.NewRegistry()}
 	good, err := NewBalanceWatch(client, BalanceWatchConfig{Alias: alias, Registerer: regs[0], Logger: logger, Interval: time.Second})
@@ -237,22 +238,4 @@ func TestBalanceWatchConfigValidate(t *testing.T) {
 	if err := (BalanceWatchConfig{Alias: "menu", Registerer: prometheus.NewRegistry()}).Validate(); err != nil {
 		t.Errorf("Validate() of a good config = %v", err)
 	}
-}
-
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

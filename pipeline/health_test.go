@@ -23,7 +23,7 @@ import (
 )
 
 // lines are the log lines of message msg.
-func (s *syncBuffer) lines(msg string) []string {
+func logLines(s *testenv.LogBuffer, msg string) []string {
 	var out []string
 	for _, l := range strings.Split(s.String(), "\n") {
 		if strings.Contains(l, "msg="+msg) || strings.Contains(l, `msg="`+msg) {
@@ -34,7 +34,7 @@ func (s *syncBuffer) lines(msg string) []string {
 }
 
 func TestHealthStates(t *testing.T) {
-	var logs syncBuffer
+	var logs testenv.LogBuffer
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	h := newHealth([]string{"k1:9092", "k2:9092"}, "http://os:9200", slog.New(slog.NewTextHandler(&logs, nil)), func() time.Time { return now })
 	if got := h.state(false); got.State != schema.InstanceStarting || got.Waiting != "" {
@@ -69,10 +69,10 @@ func TestHealthStates(t *testing.T) {
 	if got := h.state(true); got.State != schema.InstanceConsuming || got.Waiting != "" {
 		t.Errorf("both back: %+v, want consuming", got)
 	}
-	if n := len(logs.lines("waiting: cannot reach the Kafka brokers")); n != 1 {
+	if n := len(logLines(&logs, "waiting: cannot reach the Kafka brokers")); n != 1 {
 		t.Errorf("%d lines for one wait for the brokers, want 1:\n%s", n, logs.String())
 	}
-	if n := len(logs.lines("the Kafka brokers answer again")); n != 1 {
+	if n := len(logLines(&logs, "the Kafka brokers answer again")); n != 1 {
 		t.Errorf("%d lines for the brokers' return, want 1:\n%s", n, logs.String())
 	}
 	var nilHealth *health

@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/geoshard/geoshard/internal/realenv"
+	"github.com/geoshard/geoshard/internal/testenv"
 )
 
 // librdkafkaFNV1a ports librdkafka's rd_kafka_msg_partitioner_fnv1a as
@@ -110,25 +109,6 @@ func keysOf(from, to int, key func(i int) string) []string {
 		out = append(out, key(i))
 	}
 	return out
-}
-
-// syncBuffer is a log sink the pipeline's goroutines may write to while
-// the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // placeOf runs the start-time detection against the environment's
@@ -270,7 +250,7 @@ func TestEmptyRestaurantTopicIsAssumedThenChecked(t *testing.T) {
 	realenv.Parallel(t)
 	const n = 4
 	e := newEnv(t, envOptions{partitions: n, twoTopics: true, dishKeyDish: true})
-	var logs syncBuffer
+	var logs testenv.LogBuffer
 	cfg := e.config()
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	r := e.start(cfg)

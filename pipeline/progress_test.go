@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/internal/testenv"
 )
 
 func TestPendingOldest(t *testing.T) {
@@ -40,7 +41,7 @@ func TestPendingOldest(t *testing.T) {
 // quiet while nothing does, and a line about the waiting dishes says how
 // many, the oldest's wait and when it is dead-lettered.
 func TestProgressLines(t *testing.T) {
-	var logs syncBuffer
+	var logs testenv.LogBuffer
 	client, err := bulk.NewClient(bulk.ClientConfig{Addresses: []string{"http://127.0.0.1:1"}})
 	if err != nil {
 		t.Fatal(err)
@@ -59,14 +60,14 @@ func TestProgressLines(t *testing.T) {
 	l.last.at, l.next = t0, t0.Add(10*time.Second)
 
 	l.tick(t0.Add(5 * time.Second)) // not due
-	if n := len(logs.lines("progress")); n != 0 {
+	if n := len(logLines(&logs, "progress")); n != 0 {
 		t.Fatalf("%d lines before the interval, want 0", n)
 	}
 	p.out.finished.Add(2000)
 	p.loop.fetched.Add(2000)
 	p.out.deadLetters.Add(3)
 	l.tick(t0.Add(10 * time.Second))
-	lines := logs.lines("progress")
+	lines := logLines(&logs, "progress")
 	if len(lines) != 1 {
 		t.Fatalf("%d lines at the interval, want 1:\n%s", len(lines), logs.String())
 	}
@@ -76,17 +77,17 @@ func TestProgressLines(t *testing.T) {
 		}
 	}
 	l.tick(t0.Add(20 * time.Second)) // nothing happened
-	if n := len(logs.lines("progress")); n != 1 {
+	if n := len(logLines(&logs, "progress")); n != 1 {
 		t.Errorf("%d lines after an idle interval, want still 1:\n%s", n, logs.String())
 	}
 	// A dish waits for its restaurant, since 12:00:25.
 	p.ix.pend.add(pendingEvent("r-never", "d1", OpUpsert, 1), t0.Add(25*time.Second))
 	clock = t0.Add(85 * time.Second)
 	l.tick(t0.Add(30 * time.Second))
-	if n := len(logs.lines("progress")); n != 2 {
+	if n := len(logLines(&logs, "progress")); n != 2 {
 		t.Errorf("%d lines once a dish waits, want 2:\n%s", n, logs.String())
 	}
-	waits := logs.lines("dishes wait for their restaurant")
+	waits := logLines(&logs, "dishes wait for their restaurant")
 	if len(waits) != 1 {
 		t.Fatalf("%d lines about waiting dishes, want 1:\n%s", len(waits), logs.String())
 	}
@@ -99,7 +100,7 @@ func TestProgressLines(t *testing.T) {
 	// line is left out and the dish's is not.
 	clock = t0.Add(95 * time.Second)
 	l.tick(t0.Add(40 * time.Second))
-	if n, w := len(logs.lines("progress")), len(logs.lines("dishes wait for their restaurant")); n != 2 || w != 2 {
+	if n, w := len(logLines(&logs, "progress")), len(logLines(&logs, "dishes wait for their restaurant")); n != 2 || w != 2 {
 		t.Errorf("%d progress lines and %d about the waiting dish after an idle interval, want 2 and 2:\n%s", n, w, logs.String())
 	}
 	// Waiting for an engine is worth a line even with nothing else
@@ -108,7 +109,7 @@ func TestProgressLines(t *testing.T) {
 	l.tick(t0.Add(50 * time.Second))
 	p.health.failed(engineSearch, "POST /_bulk", osfakeDown)
 	l.tick(t0.Add(60 * time.Second))
-	lines = logs.lines("progress")
+	lines = logLines(&logs, "progress")
 	if last := lines[len(lines)-1]; !strings.Contains(last, "state=cannot_reach_opensearch") || !strings.Contains(last, "waiting=") {
 		t.Errorf("progress line while OpenSearch fails = %q, want its state and what it waits for", last)
 	}

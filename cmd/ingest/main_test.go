@@ -8,10 +8,10 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/geoshard/geoshard/internal/testenv"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 )
@@ -129,7 +129,7 @@ func TestHealthEndpoints(t *testing.T) {
 	// pipeline's series among them. The listener takes a free port, which
 	// the log names. Each is awaited, not timed: the embedded stack takes
 	// as long as the machine lets it to start.
-	var out, errb syncBuffer
+	var out, errb testenv.LogBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan int, 1)
@@ -176,7 +176,7 @@ func TestHealthEndpoints(t *testing.T) {
 // awaitRun polls cond until it holds, failing the test if the command
 // exits first or if cond still fails after far longer than any machine
 // needs (the deadline only stops a hang). cond says what it saw last.
-func awaitRun(t *testing.T, done <-chan int, out, errb *syncBuffer, what string, cond func() (bool, string)) {
+func awaitRun(t *testing.T, done <-chan int, out, errb *testenv.LogBuffer, what string, cond func() (bool, string)) {
 	t.Helper()
 	const limit = 3 * time.Minute
 	deadline := time.Now().Add(limit)
@@ -199,31 +199,13 @@ func awaitRun(t *testing.T, done <-chan int, out, errb *syncBuffer, what string,
 
 func sprint(v any) string { return fmt.Sprintf("%+v %#v", v, v) }
 
-// syncBuffer is a bytes.Buffer safe for one writer and one reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // With --serve the whole job keeps running after the summary: an event
 // produced afterwards is indexed.
 func TestEmbeddedServeKeepsIngesting(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the whole embedded job")
 	}
-	var out, errb syncBuffer
+	var out, errb testenv.LogBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan int, 1)
