@@ -39,7 +39,7 @@ test-real:
 # a node lost in the middle of a reshard's backfill; each judged against
 # the event log and the group's commits. FAULT_DOWN is how long a killed
 # process stays down. Not part of test.
-CLUSTER_DIR ?= .real-cluster
+CLUSTER_DIR ?= $(CURDIR)/.real-cluster
 FAULT_DOWN ?= 60s
 test-cluster:
 	@GEOSHARD_REAL_DIR=$(CLUSTER_DIR) REAL_CLUSTER=3 OPENSEARCH_PORT=29200 KAFKA_PORT=29092 \

@@ -64,6 +64,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 dir=${GEOSHARD_REAL_DIR:-$repo/.real}
 case $dir in /*) ;; *) dir=$PWD/$dir ;; esac # the steps below change directory
+export GEOSHARD_REAL_DIR=$dir                   # and so may what run runs
 
 # The cluster profile's sizes: OPENSEARCH_NODES and KAFKA_BROKERS, else
 # REAL_CLUSTER for both, else what up recorded in $dir (for its ports and
