@@ -704,11 +704,13 @@ func TestFaultBrokerKilled(t *testing.T) {
 // TestFaultNodeKilledMidBackfill runs the whole reshard (Run: create, dual
 // writes, backfill, verify, cutover) under live events and kills the node
 // holding the most primaries of menu-v1 when a third of the backfill is
-// done. The backfill's scans hold no search context (search_after on
-// doc_id), so it goes on from its position, retrying what failed; the
-// node is started again when the cutover begins, whose wait for green
-// then covers the recovery of the node's replicas. The migration ends cut
-// over, and both indexes equal the model.
+// done, and starts it again GEOSHARD_FAULT_DOWN later. The backfill's
+// scans hold no search context (search_after on doc_id), and the
+// migration's requests retry on the other nodes, so it goes on from its
+// position, waiting meanwhile for the node's primaries of the target
+// (loaded without replicas); the cutover's wait for green covers the
+// recovery of the node's replicas. The migration ends cut over, and both
+// indexes equal the model.
 func TestFaultNodeKilledMidBackfill(t *testing.T) {
 	c := faultCluster(t)
 	s := startFaultScenario(t, c, 34, 1500, 3000)
@@ -723,12 +725,14 @@ func TestFaultNodeKilledMidBackfill(t *testing.T) {
 		t.Fatal(err)
 	}
 	restoreOnFailure(t, c, cluster.OpenSearch, victim)
+	down := faultDown(t)
 	var (
-		once    sync.Once
-		mu      sync.Mutex
-		killed  time.Time
-		killErr error
-		started time.Time
+		once     sync.Once
+		mu       sync.Mutex
+		killed   time.Time
+		killErr  error
+		started  time.Time
+		startErr error
 	)
 	var steps []string
 	cfg := migrate.RunConfig{
@@ -746,6 +750,17 @@ func TestFaultNodeKilledMidBackfill(t *testing.T) {
 						killed = time.Now()
 						killErr = c.Kill(cluster.OpenSearch, victim)
 						t.Logf("geoshard-%d killed after %d of %d documents copied", victim, p.Docs, p.Total)
+						if killErr == nil {
+							time.AfterFunc(down, func() {
+								mu.Lock()
+								defer mu.Unlock()
+								if started.IsZero() {
+									started = time.Now()
+									startErr = c.Start(cluster.OpenSearch, victim)
+									t.Logf("geoshard-%d started %s after the kill", victim, since(killed, started))
+								}
+							})
+						}
 					})
 				}
 			},
@@ -781,6 +796,9 @@ func TestFaultNodeKilledMidBackfill(t *testing.T) {
 	}
 	if killed.IsZero() {
 		t.Fatalf("the backfill ended (steps %v) before a third of it was copied: the node was never killed", steps)
+	}
+	if startErr != nil {
+		t.Fatalf("start geoshard-%d: %v", victim, startErr)
 	}
 	mu.Unlock()
 	var se *migrate.StepError
