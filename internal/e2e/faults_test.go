@@ -476,6 +476,19 @@ func primariesOn(t testing.TB, c *cluster.Cluster, e *env, index string) string 
 	return strings.Join(parts, " ")
 }
 
+// steady starts the feed and the progress watch, and returns once events
+// flow and a few seconds of them are on record: the "before" beside which
+// a fault's figures (peak lag, stalls) are read.
+func (s *scenario) steady(t *testing.T) *progress {
+	t.Helper()
+	s.f.start(batchSize, batchEvery)
+	pr := s.watchProgress(t)
+	s.mark("steady")
+	s.waitTraffic(t, 30*time.Second)
+	time.Sleep(3 * time.Second) // the figures' "before" window, not a wait for an event
+	return pr
+}
+
 // TestFaultNodeKilled kills the node holding the most primaries of
 // menu-v1 while events flow, keeps it down for GEOSHARD_FAULT_DOWN (60s),
 // starts it again and waits for green. Ingest goes on through the two
@@ -487,11 +500,7 @@ func TestFaultNodeKilled(t *testing.T) {
 	s := startFaultScenario(t, c, 31, 1500, 1000)
 	ctx := context.Background()
 	var fig figures
-	s.f.start(batchSize, batchEvery)
-	pr := s.watchProgress(t)
-	s.mark("steady")
-	s.waitTraffic(t, 30*time.Second)
-	time.Sleep(3 * time.Second)
+	pr := s.steady(t)
 
 	victim, err := c.NodeWithMostPrimaries(ctx, sourceIdx)
 	if err != nil {
@@ -555,11 +564,7 @@ func TestFaultNodeFrozen(t *testing.T) {
 	s := startFaultScenario(t, c, 32, 1500, 1000)
 	ctx := context.Background()
 	var fig figures
-	s.f.start(batchSize, batchEvery)
-	pr := s.watchProgress(t)
-	s.mark("steady")
-	s.waitTraffic(t, 30*time.Second)
-	time.Sleep(3 * time.Second)
+	pr := s.steady(t)
 
 	victim, err := c.NodeWithMostPrimaries(ctx, sourceIdx)
 	if err != nil {
@@ -654,11 +659,7 @@ func TestFaultBrokerKilled(t *testing.T) {
 	s := startFaultScenario(t, c, 33, 1500, 1000)
 	ctx := context.Background()
 	var fig figures
-	s.f.start(batchSize, batchEvery)
-	pr := s.watchProgress(t)
-	s.mark("steady")
-	s.waitTraffic(t, 30*time.Second)
-	time.Sleep(3 * time.Second)
+	pr := s.steady(t)
 
 	victim, err := c.LeaderOfBusiestPartitions(ctx, s.e.topic)
 	if err != nil {
