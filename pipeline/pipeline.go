@@ -105,7 +105,7 @@ func New(cfg Config, client *opensearch.Client) (*Pipeline, error) {
 	p.dec = &decoder{cfg: cfg, log: p.log, format: newEventFormat(cfg), fail: p.fail}
 	p.parking = newParker(cfg, p.log, p.track, m)
 	p.modes = newModes(cfg, p.log, p.admin, m, p.fail)
-	p.modes.health = func() Health { return p.health.state(p.running.Load()) }
+	p.modes.health = p.Health
 	p.out = &outcomes{
 		log: p.log, met: m, track: p.track, now: now, parking: p.parking, fail: p.fail,
 		counts: make(map[EventKey]int64), deadCount: make(map[Reason]int64),

@@ -57,7 +57,7 @@ func (l *progressLines) tick(now time.Time) {
 		lag:      p.track.totalLag(),
 		pending:  p.ix.pend.len(),
 	}
-	h := p.health.state(p.running.Load())
+	h := p.Health()
 	cur.waiting = h.Waiting != ""
 	idle := cur.fetched == l.last.fetched && cur.finished == l.last.finished && cur.dead == l.last.dead &&
 		cur.lag == l.last.lag && cur.pending == l.last.pending && !cur.waiting && !l.last.waiting

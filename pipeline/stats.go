@@ -141,7 +141,7 @@ func (p *Pipeline) Stats() Stats {
 		Misplaced:     p.dec.misplaced.Load(),
 		Unowned:       p.loop.unowned.Load(),
 		Tracked:       p.track.size(),
-		Health:        p.health.state(p.running.Load()),
+		Health:        p.Health(),
 		OldestPending: p.ix.pend.oldest(),
 		TrackedPeak:   p.track.peak.Load(),
 		Partitions:    byName(p.track.snapshot()),
@@ -185,6 +185,10 @@ func unixNanoTime(n int64) time.Time {
 	return time.Unix(0, n)
 }
 
+// Health is what the instance is doing: starting, consuming, or what it
+// waits for. It is Stats().Health without the rest of the snapshot.
+func (p *Pipeline) Health() Health { return p.health.state(p.running.Load()) }
+
 // Ready reports whether the pipeline is serving, and if not, why: it is
 // ready once the directory is warm and the consumer has joined its group
 // or fetched, and stops being ready when no event has finished for
@@ -194,7 +198,7 @@ func unixNanoTime(n int64) time.Time {
 // (to join the consumer group); nothing is read until they answer; for
 // 35s, since …: dial tcp …: connection refused".
 func (p *Pipeline) Ready() (bool, string) {
-	if h := p.health.state(p.running.Load()); h.Waiting != "" {
+	if h := p.Health(); h.Waiting != "" {
 		return false, h.Waiting
 	}
 	if !p.ix.warmStats.done.Load() {

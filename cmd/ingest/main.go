@@ -310,7 +310,7 @@ func serveHTTP(addr string, withPprof bool, reg *prometheus.Registry, p *pipelin
 		"/healthz": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			// Alive whatever it waits for: a restart would not bring the
 			// brokers or OpenSearch back.
-			fmt.Fprintf(w, "ok: %s\n", p.Stats().Health)
+			fmt.Fprintf(w, "ok: %s\n", p.Health())
 		}),
 		"/readyz": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			ready, why := p.Ready()
