@@ -108,7 +108,8 @@ const (
 //   - 2xx: success.
 //   - 404 on a delete: success (the document is already gone).
 //   - 409 version_conflict_engine_exception under external versioning:
-//     success — a newer version is stored (Stale).
+//     success — the same or a newer version is stored (Stale): a newer
+//     write, or on a retry the item's own earlier attempt.
 //   - 429 (rejected_execution_exception, circuit_breaking_exception, a
 //     flood-stage cluster_block_exception): retry; the server is shedding
 //     load.

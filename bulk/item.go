@@ -110,8 +110,10 @@ type Outcome uint8
 const (
 	// OK: the server applied the item.
 	OK Outcome = iota
-	// Stale: 409 under external versioning — the stored version is newer.
-	// The item's effect is already superseded; success.
+	// Stale: 409 under external versioning — the shard holds the item's
+	// version or a newer one: a newer write superseded the item, or an
+	// earlier attempt of this very item was applied though its answer was
+	// lost (Result.Stored equal to Item.Version). Success either way.
 	Stale
 	// NotFound: a delete of a document that was not there; success.
 	NotFound
@@ -155,7 +157,8 @@ type Result struct {
 	Status int
 	// Stored is, for a Stale item, the version the shard holds (a
 	// document's or a delete's tombstone), read from the conflict's reason;
-	// 0 when it does not say.
+	// 0 when it does not say. Equal to Item.Version, it is the item's own
+	// write, landed by an attempt whose answer was lost.
 	Stored int64
 	// Attempts is the number of requests that carried the item (or the
 	// newer version that superseded it).
