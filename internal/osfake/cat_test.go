@@ -122,6 +122,13 @@ func TestCatShards(t *testing.T) {
 	tg := newTarget(t)
 	name := tg.name("cs")
 	tg.mustDo(200, "PUT", "/"+name, `{"settings":{"number_of_shards":3,"number_of_replicas":1}}`)
+	// A replica is started where there is a second node, else unassigned;
+	// on a real cluster it is INITIALIZING for a while after the create.
+	replica := "STARTED"
+	if tg.dataNodes() < 2 {
+		replica = "UNASSIGNED"
+	}
+	tg.settled(name)
 	resp, err := tg.client.Cat.Shards(context.Background(), &opensearchapi.CatShardsReq{Indices: []string{name}})
 	if err != nil {
 		t.Fatalf("Cat.Shards = %v", err)
@@ -136,6 +143,11 @@ func TestCatShards(t *testing.T) {
 		}
 		if r.Prirep == "p" {
 			prim[r.Shard] = true
+			if r.State != "STARTED" {
+				t.Errorf("primary row %d state = %q, want STARTED", i, r.State)
+			}
+		} else if r.State != replica {
+			t.Errorf("replica row %d state = %q, want %s on %d data nodes", i, r.State, replica, tg.dataNodes())
 		}
 		switch r.State {
 		case "STARTED":

@@ -316,6 +316,7 @@ func (tg *target) getRaw(path string) []byte {
 // JSON by its opening brace, and the update parser names the token it
 // found instead of an object.
 func TestBodiesThatAreNotObjects(t *testing.T) {
+	const notXContent = "Compressor detection can only be called on some xcontent bytes or compressed xcontent bytes"
 	tg := newTarget(t)
 	name := tg.name("notobj")
 	tg.mustDo(200, "PUT", "/"+name, `{"settings":{"number_of_replicas":0}}`)
@@ -331,8 +332,17 @@ func TestBodiesThatAreNotObjects(t *testing.T) {
 	}
 	for _, tc := range cases {
 		status, out := tg.do(tc.method, "/"+name+tc.path, tc.body)
-		if status != 400 || firstRootCause(out) != tc.want {
-			t.Errorf("%s %s %s = %d %v, want 400 %s", tc.method, tc.path, tc.body, status, out, tc.want)
+		want := tc.want
+		if strings.HasPrefix(want, "mapper") && tg.primaryElsewhere(name) {
+			// From another node's primary the cause, which is neither
+			// OpenSearch's nor a class the transport protocol knows,
+			// arrives wrapped (NotSerializableExceptionWrapper): an
+			// OpenSearch exception of the same name whose message starts
+			// with it, and so the root cause.
+			want = "not_x_content_exception: not_x_content_exception: " + notXContent
+		}
+		if status != 400 || firstRootCause(out) != want {
+			t.Errorf("%s %s %s = %d %v, want 400 %s", tc.method, tc.path, tc.body, status, out, want)
 		}
 		if strings.HasPrefix(tc.want, "mapper") && str(dig(out, "error", "caused_by", "type")) != "not_x_content_exception" {
 			t.Errorf("%s %s: caused_by = %v, want not_x_content_exception", tc.path, tc.body, dig(out, "error", "caused_by"))
@@ -388,7 +398,7 @@ func TestNumericRangeChecks(t *testing.T) {
 		if i := strings.Index(cause, "\n at [Source"); i > 0 {
 			cause = cause[:i] // the server adds the number's position
 		}
-		if status != 400 || firstRootCause(out) != "mapper_parsing_exception: "+want || cause != tc.cause {
+		if status != 400 || firstRootCause(out) != "mapper_parsing_exception: "+want || cause != tg.failureOf(name, tc.cause) {
 			t.Errorf("PUT %s = %d %v\nwant 400 %s\ncaused by %s", tc.doc, status, out, want, tc.cause)
 		}
 	}

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/opensearch-project/opensearch-go/v4"
 	"github.com/opensearch-project/opensearch-go/v4/opensearchapi"
 )
@@ -32,6 +34,8 @@ type target struct {
 	fake   *TestServer  // nil against a real cluster
 	clock  *ManualClock // nil against a real cluster
 	prefix string       // prefix of every index the test creates
+
+	elsewhere map[string]bool // primaryElsewhere's answers by index
 }
 
 var targetSeq atomic.Int64
@@ -153,4 +157,95 @@ func str(v any) string {
 		return n.String()
 	}
 	return fmt.Sprint(v)
+}
+
+// dataNodes is the number of data nodes the target reports: the
+// emulator's pretend nodes, or the real cluster's. A test about replicas
+// derives what it expects from it, so that it holds on a single node and
+// on a cluster alike.
+func (tg *target) dataNodes() int {
+	tg.t.Helper()
+	n, err := strconv.Atoi(str(dig(tg.mustDo(200, "GET", "/_cluster/health", ""), "number_of_data_nodes")))
+	if err != nil || n < 1 {
+		tg.t.Fatalf("number_of_data_nodes = %v, %v", n, err)
+	}
+	return n
+}
+
+// settled waits until every copy of index that can be assigned has
+// started: a real cluster answers a create once the primaries are active,
+// before the replicas it can assign have started, or even been assigned.
+// The pending reroutes run first (wait_for_events), then the recoveries
+// they began end (wait_for_no_initializing_shards). The emulator starts
+// every copy at once, and a single node has none to start.
+func (tg *target) settled(index string) {
+	tg.t.Helper()
+	tg.mustDo(200, "GET", "/_cluster/health/"+index+"?wait_for_events=languid&wait_for_no_initializing_shards=true&wait_for_status=yellow&timeout=60s", "")
+}
+
+// mappingSettled waits until the cluster manager has applied every
+// pending change of state: a write that maps a new field is answered once
+// the mapping update is committed, which can be before the cluster
+// manager, which answers GET _mapping, has applied it. The emulator and a
+// single node have nothing pending.
+func (tg *target) mappingSettled() {
+	tg.t.Helper()
+	tg.mustDo(200, "GET", "/_cluster/health?wait_for_events=languid&timeout=60s", "")
+}
+
+// primaryElsewhere reports whether the primary of shard 0 of index is on
+// another node than the one the test talks to: never with the emulator or
+// a single node. A write fails on the primary, and when that is another
+// node the failure comes back over the transport protocol, which changes
+// how it reads (see overTransport).
+func (tg *target) primaryElsewhere(index string) bool {
+	tg.t.Helper()
+	if tg.fake != nil || realenv.Nodes() < 2 {
+		return false
+	}
+	if elsewhere, ok := tg.elsewhere[index]; ok {
+		return elsewhere
+	}
+	tg.settled(index)
+	nodes, _ := dig(tg.mustDo(200, "GET", "/_nodes/_local?filter_path=nodes.*.name", ""), "nodes").(map[string]any)
+	var self string
+	for _, n := range nodes {
+		self = str(dig(n, "name"))
+	}
+	for _, row := range catRows(tg, "/_cat/shards/"+index+"?h=shard,prirep,state,node") {
+		if str(row["shard"]) == "0" && row["prirep"] == "p" && row["state"] == "STARTED" && self != "" {
+			if tg.elsewhere == nil {
+				tg.elsewhere = map[string]bool{}
+			}
+			tg.elsewhere[index] = str(row["node"]) != self
+			return tg.elsewhere[index]
+		}
+	}
+	tg.t.Fatalf("no started primary of %s[0] on a node named %q", index, self)
+	return false
+}
+
+// overTransport rewrites an error chain ("type: reason / type: reason",
+// as errorChain writes it) the way a node reads a failure that another
+// node sent it: an exception that is not OpenSearch's own travels as its
+// nearest class the transport protocol knows, and Jackson's parse
+// failures are IOExceptions (StreamOutput.writeException), so
+// json_parse_exception and input_coercion_exception arrive as
+// i_o_exception with the same message.
+func overTransport(chain string) string {
+	for _, typ := range []string{"json_parse_exception: ", "input_coercion_exception: "} {
+		chain = strings.ReplaceAll(chain, typ, "i_o_exception: ")
+	}
+	return chain
+}
+
+// failureOf is want as the test reads a write failure on index: as
+// written, or over the transport protocol when the primary is on another
+// node.
+func (tg *target) failureOf(index, want string) string {
+	tg.t.Helper()
+	if tg.primaryElsewhere(index) {
+		return overTransport(want)
+	}
+	return want
 }
