@@ -54,6 +54,11 @@ func (s *Server) handleBulk(w http.ResponseWriter, q *request) {
 		writeError(w, err)
 		return
 	}
+	wait, err := parseWriteWait(q)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	def := bulkDefaults{index: q.vars["index"], routing: q.param("routing"), pipeline: q.param("pipeline")}
 	if def.requireAlias, err = requireAliasParam(q); err != nil {
 		writeError(w, err)
@@ -82,9 +87,11 @@ func (s *Server) handleBulk(w http.ResponseWriter, q *request) {
 	if d := s.bulkLatency(ops); d > 0 {
 		time.Sleep(d)
 	}
+	s.awaitWrites(q.r.Context(), ops, wait)
 
 	s.mu.Lock()
 	wc := s.newWriteCtx(true)
+	wc.wait = wait
 	results := make([]itemResult, len(ops))
 	for i := range ops {
 		results[i] = s.apply(&ops[i], wc)

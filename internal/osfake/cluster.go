@@ -47,8 +47,8 @@ func parseHealthRequest(q *request) (*healthRequest, *osError) {
 		hr.level = v
 	}
 	if v := q.param("wait_for_active_shards"); v != "" && v != "0" {
-		if _, err := strconv.Atoi(v); err != nil && v != "all" {
-			return nil, illegalArgument("cannot parse ActiveShardCount[" + v + "]")
+		if _, err := parseActiveShardCount(v); err != nil {
+			return nil, err
 		}
 		hr.waitActive = v
 	}
@@ -142,9 +142,19 @@ func (s *Server) clusterHealth(hr *healthRequest) (map[string]any, bool) {
 	if missing {
 		status = "red"
 	}
+	// The percentage is ClusterStateHealth's: 100 when what was asked
+	// about is green, else over every shard copy of the cluster, whatever
+	// indices the request names.
 	percent := 100.0
-	if total := active + unassigned; total > 0 {
-		percent = 100 * float64(active) / float64(total)
+	if status != "green" {
+		var allActive, all int
+		for _, ix := range s.indices {
+			allActive += ix.numShards * (1 + ix.assignedReplicas())
+			all += ix.numShards * (1 + ix.replicas)
+		}
+		if all > 0 {
+			percent = 100 * float64(allActive) / float64(all)
+		}
 	}
 	body := map[string]any{
 		"cluster_name":                     s.opts.ClusterName,

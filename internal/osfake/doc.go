@@ -56,7 +56,7 @@
 //
 // Indices, settings and mappings:
 //
-//	PUT  /{index}                               settings, mappings, aliases
+//	PUT  /{index}                               settings, mappings, aliases; wait_for_active_shards, timeout
 //	GET  /{index}   HEAD /{index}   DELETE /{index}
 //	GET  /_settings   GET /{index}/_settings    flat_settings
 //	PUT  /{index}/_settings                     dynamic settings only
@@ -79,6 +79,7 @@
 //	PUT|POST /{index}/_create/{id}
 //	GET|HEAD|DELETE /{index}/_doc/{id}
 //	POST /{index}/_update/{id}
+//	                                            (writes: wait_for_active_shards, timeout)
 //	GET|HEAD /{index}/_source/{id}
 //
 // Search:
@@ -137,8 +138,17 @@
 // need the emulator itself — its clock, its faults, its 501 answers, its
 // replica placement or white-box checks of its state — are skipped there.
 // A test whose answer depends on the number of nodes (a one-node cluster
-// cannot place replicas; the emulator pretends three data nodes) accepts
-// either answer or is emulator-only. No test asserts a duration.
+// cannot place replicas; the emulator pretends three data nodes) derives
+// what it expects from the number_of_data_nodes the target reports, or
+// is emulator-only. On a real cluster of several nodes a write fails on
+// a primary that may be on another node, and its cause then reads as the
+// transport protocol carries it (target_test.go's overTransport); the
+// tests expect that shape exactly when the primary is elsewhere. A test
+// asserts no duration, except that an answer came no earlier than the
+// timeout it waited for.
+//
+// Run them against a cluster of three with deploy/local/real.sh
+// (OPENSEARCH_NODES=3) as well as against a single node.
 //
 // # Known differences from OpenSearch
 //
@@ -151,7 +161,12 @@
 //   - One node's worth of state, but three pretend data nodes: replicas are
 //     not stored separately. Up to two replicas per shard count as assigned
 //     (STARTED); more stay UNASSIGNED and make the index yellow
-//     (TestClusterHealthFollowsReplicas, emulator-only). Health is never
+//     (TestClusterHealthFollowsReplicas, emulator-only; and against the
+//     number of nodes any engine reports, TestReplicaCopiesAndHealth,
+//     TestHealthFollowsNumberOfReplicas). As the copies never change but
+//     by number_of_replicas, a wait_for_active_shards that they do not
+//     meet is met only if that setting changes while the request waits
+//     (activeshards.go). Health is never
 //     red, except for an index that does not exist; no shard is ever
 //     initializing or relocating, so an index is green as soon as it
 //     exists, where a real node reports a new index yellow while its
@@ -472,6 +487,18 @@
 //     (murmur3 with seed 7919), so each slice reads the documents it reads
 //     on the server; a sliced search asks, and _shards counts, every shard
 //     of its point in time (TestPITSliceMembership).
+//   - wait_for_active_shards on index creation, index, create, update,
+//     delete and _bulk was ignored. Now a count above the copies refuses
+//     a create (400, the index not created), a create whose count is not
+//     met in time answers shards_acknowledged false, and a write whose
+//     shard has too few active copies fails at the request's timeout
+//     (default 1m) with 503 unavailable_shards_exception, per item in a
+//     _bulk; a count is parsed as ActiveShardCount parses it
+//     (TestWaitForActiveShards).
+//   - active_shards_percent_as_number of a health that names indices was
+//     computed over them; the server's is over every copy of the cluster,
+//     or 100 when what was asked about is green
+//     (TestHealthFollowsNumberOfReplicas).
 //
 // Three behaviours the documentation used to list as not yet checked were
 // checked against the node: a sliced search's _shards.total counts every

@@ -84,6 +84,7 @@ type writeCtx struct {
 	bulk    bool // per-item fault injection applies
 	touched map[*index]bool
 	shards  map[*shard]bool // shards written to, for refresh=true
+	wait    writeWait       // wait_for_active_shards, awaited before apply
 }
 
 func (s *Server) newWriteCtx(bulk bool) *writeCtx {
@@ -171,6 +172,9 @@ func (s *Server) apply(o *op, wc *writeCtx) itemResult {
 	}
 	shardNum := ix.shardFor(routing, id)
 	sh := ix.shards[shardNum]
+	if !wc.wait.count.metBy(ix) {
+		return fail(wc.wait.count.unavailable(ix, shardNum, wc.wait.timeout))
+	}
 	// _shards.total counts every copy, unassigned replicas too
 	// (ReplicationOperation adds the skipped shards to the total);
 	// successful counts the copies the emulated nodes can hold.
@@ -257,6 +261,10 @@ func (s *Server) writeOne(w http.ResponseWriter, q *request, o *op) {
 	if err == nil {
 		err = o.setParams(q)
 	}
+	var wait writeWait
+	if err == nil {
+		wait, err = parseWriteWait(q)
+	}
 	if err != nil {
 		writeError(w, err)
 		return
@@ -265,8 +273,10 @@ func (s *Server) writeOne(w http.ResponseWriter, q *request, o *op) {
 		writeError(w, validationError(msgs))
 		return
 	}
+	s.awaitWrites(q.r.Context(), []op{*o}, wait)
 	s.mu.Lock()
 	wc := s.newWriteCtx(false)
+	wc.wait = wait
 	res := s.apply(o, wc)
 	wc.finishWrites(refresh)
 	s.mu.Unlock()

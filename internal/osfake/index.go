@@ -123,8 +123,10 @@ func validIndexName(name string) *osError {
 	return nil
 }
 
-// createIndex creates an index from a create-index body. Callers hold mu.
-func (s *Server) createIndex(name string, body map[string]any) (*index, *osError) {
+// createIndex creates an index from a create-index body, unless wait, the
+// request's wait_for_active_shards, could never be met by its copies.
+// Callers hold mu.
+func (s *Server) createIndex(name string, body map[string]any, wait activeShardCount) (*index, *osError) {
 	if err := validIndexName(name); err != nil {
 		return nil, err
 	}
@@ -203,6 +205,9 @@ func (s *Server) createIndex(name string, body map[string]any) (*index, *osError
 			ix.aliases[aname] = meta
 		}
 	}
+	if err := wait.validateFor(ix); err != nil {
+		return nil, err
+	}
 	ix.shards = make([]*shard, ix.numShards)
 	for i := range ix.shards {
 		ix.shards[i] = newShard(i)
@@ -217,14 +222,29 @@ func (s *Server) handleCreateIndex(w http.ResponseWriter, q *request) {
 		writeError(w, err)
 		return
 	}
+	wait, err := parseActiveShardCount(q.param("wait_for_active_shards"))
+	timeout := 30 * time.Second // the ack timeout, which the wait shares
+	if v := q.param("timeout"); v != "" && err == nil {
+		timeout, err = parseTimeValue("timeout", v)
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	s.mu.Lock()
-	ix, err := s.createIndex(q.vars["index"], body)
+	ix, err := s.createIndex(q.vars["index"], body, wait)
 	s.mu.Unlock()
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, 200, map[string]any{"acknowledged": true, "shards_acknowledged": true, "index": ix.name})
+	// The index exists whatever the wait's outcome; shards_acknowledged
+	// says whether its copies became active in time.
+	active := s.pollUntil(q.r.Context(), max(timeout, 0), func() bool {
+		cur := s.indices[ix.name]
+		return cur == ix && wait.metBy(ix)
+	})
+	writeJSON(w, 200, map[string]any{"acknowledged": true, "shards_acknowledged": active, "index": ix.name})
 }
 
 func (s *Server) handleDeleteIndex(w http.ResponseWriter, q *request) {

@@ -132,7 +132,7 @@ func (s *Server) resolveWrite(name string, requireAlias bool) (*index, *aliasMet
 			return nil, nil, &osError{Status: 404, Type: "index_not_found_exception", Index: name,
 				Reason: "no such index [" + name + "] and [require_alias] request flag is [true] and [" + name + "] is not an alias"}
 		}
-		ix, err := s.createIndex(name, nil)
+		ix, err := s.createIndex(name, nil, defaultActiveShards)
 		return ix, nil, err
 	}
 	var write []*index
