@@ -255,6 +255,13 @@ func (ix *indexer) dishUpsert(ctx context.Context, ev *event) error {
 	c := ev.change
 	cell, ok := ix.dir.lookup(c.RestaurantID)
 	if !ok {
+		if ix.pend.holds(ev) {
+			// A copy of this very event waits already, parked: this one
+			// changes nothing, and waiting twice would decide the dish
+			// twice (two dead letters for one orphan).
+			ix.host.finish(ev, resultNoop)
+			return nil
+		}
 		now := ix.now()
 		at := ev.parkedAt
 		if at.IsZero() {

@@ -313,3 +313,57 @@ func TestRedeliveryRemovesParkingRecords(t *testing.T) {
 		t.Errorf("%d dishes pending, want the one before the redelivery", n)
 	}
 }
+
+// TestRedeliveredParkedDishWaitsOnce: a kept partition read again from a
+// committed offset behind a parked dish (the handover's commit refused
+// when the coordinator failed over) delivers the dish again. Its copy
+// changes nothing and finishes at once; the dish waits once, so that an
+// orphan is dead-lettered once, not twice.
+func TestRedeliveredParkedDishWaitsOnce(t *testing.T) {
+	p := offlinePipeline(t)
+	p.parking.out = newOutbox[*parkRecord](nil, p.log, "parking", p.parking.written, nil)
+	ctx := context.Background()
+	k := partKey{"events", 0}
+	dish := func(offset int64) *event {
+		e, dropped := p.track.track(k, offset, 10)
+		p.loop.redelivered(k, offset, dropped)
+		return &event{part: k, offset: offset, entry: e, rid: "ghost",
+			change: &Change{Type: TypeDish, Op: OpUpsert, ID: "d1", RestaurantID: "ghost", Version: 1}}
+	}
+	if err := p.ix.dishUpsert(ctx, dish(1)); err != nil {
+		t.Fatal(err)
+	}
+	q := p.parking.out.queue
+	if len(q) != 1 || q[0].tombstone {
+		t.Fatalf("parking queue %+v, want the dish's record", q)
+	}
+	p.parking.written(q[0]) // the broker has the record: offset 1 may be committed
+	if due := p.track.due(); len(due) != 1 || due[0].offset != 2 {
+		t.Fatalf("commit points %+v, want %s at 2 once the dish is parked", due, k)
+	}
+	p.track.committed(nil) // the commit is refused: the group stays behind
+
+	again := dish(1)
+	if err := p.ix.dishUpsert(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	if n := p.ix.pend.len(); n != 1 {
+		t.Errorf("%d dishes pending, want 1: the copy read again is the dish that waits", n)
+	}
+	if len(p.parking.out.queue) != 1 {
+		t.Errorf("parking queue %+v, want only the first record", p.parking.out.queue)
+	}
+	if due := p.track.due(); len(due) != 1 || due[0].offset != 2 {
+		t.Errorf("commit points %+v, want %s at 2: the copy is finished", due, k)
+	}
+
+	// Another version of the dish at another offset is no copy: it waits too.
+	other := dish(2)
+	other.change = &Change{Type: TypeDish, Op: OpUpsert, ID: "d1", RestaurantID: "ghost", Version: 2}
+	if err := p.ix.dishUpsert(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if n := p.ix.pend.len(); n != 2 {
+		t.Errorf("%d dishes pending, want 2 after a newer version", n)
+	}
+}

@@ -19,6 +19,9 @@ type pendingSet struct {
 	maxAge time.Duration
 
 	byRest map[string][]*pendingItem
+	// byPlace finds a held event by where it was read, so that a copy of
+	// it read again (holds) is known for one.
+	byPlace map[eventPlace]*pendingItem
 	// queue is every item in arrival order, oldest first, from head on.
 	// A removed item lets go of its event at once and stays, empty, until
 	// it reaches the head or a sweep (add) drops it: behind a dish whose
@@ -32,6 +35,12 @@ type pendingSet struct {
 	oldestAt atomic.Int64
 }
 
+// eventPlace is where an event was read: its partition and offset.
+type eventPlace struct {
+	part   partKey
+	offset int64
+}
+
 type pendingItem struct {
 	ev      *event // nil once removed
 	at      time.Time
@@ -39,7 +48,7 @@ type pendingItem struct {
 }
 
 func newPendingSet(max int, maxAge time.Duration) *pendingSet {
-	return &pendingSet{max: max, maxAge: maxAge, byRest: make(map[string][]*pendingItem)}
+	return &pendingSet{max: max, maxAge: maxAge, byRest: make(map[string][]*pendingItem), byPlace: make(map[eventPlace]*pendingItem)}
 }
 
 // len is the number of events held.
@@ -78,6 +87,7 @@ func (s *pendingSet) add(ev *event, now time.Time) []*event {
 	it := &pendingItem{ev: ev, at: now}
 	rid := ev.change.RestaurantID
 	s.byRest[rid] = append(s.byRest[rid], it)
+	s.byPlace[eventPlace{ev.part, ev.offset}] = it
 	s.queue = append(s.queue, it)
 	s.n.Add(1)
 	s.sweep()
@@ -87,6 +97,29 @@ func (s *pendingSet) add(ev *event, now time.Time) []*event {
 	}
 	s.noteOldest()
 	return out
+}
+
+// holds reports whether a copy of ev waits here: the same change read
+// from the same place. A partition read again from a committed offset
+// behind what was finished (a commit the coordinator refused at a
+// rebalance, a failover of the coordinator) delivers again dishes that
+// still wait, parked; and a gained partition may deliver one that was
+// also read back from the parking topic.
+func (s *pendingSet) holds(ev *event) bool {
+	it := s.byPlace[eventPlace{ev.part, ev.offset}]
+	if it == nil || it.ev == nil {
+		return false
+	}
+	a, b := it.ev.change, ev.change
+	return a.ID == b.ID && a.Version == b.Version && a.RestaurantID == b.RestaurantID && a.Op == b.Op
+}
+
+// forget drops it from the index by place.
+func (s *pendingSet) forget(it *pendingItem) {
+	k := eventPlace{it.ev.part, it.ev.offset}
+	if s.byPlace[k] == it {
+		delete(s.byPlace, k)
+	}
 }
 
 // popOldest removes and returns the oldest event. The set is not empty.
@@ -135,6 +168,7 @@ func (s *pendingSet) take(rid string) []*event {
 	out := make([]*event, len(items))
 	for i, it := range items {
 		out[i] = it.ev
+		s.forget(it)
 		it.removed, it.ev = true, nil
 	}
 	s.n.Add(-int64(len(items)))
@@ -168,6 +202,7 @@ func (s *pendingSet) removeIf(rid string, drop func(*event) bool) []*event {
 	for _, it := range items {
 		if drop(it.ev) {
 			out = append(out, it.ev)
+			s.forget(it)
 			it.removed, it.ev = true, nil
 			continue
 		}
@@ -191,6 +226,7 @@ func (s *pendingSet) removeIf(rid string, drop func(*event) bool) []*event {
 // unlink removes it from its restaurant's list.
 func (s *pendingSet) unlink(it *pendingItem) {
 	rid := it.ev.change.RestaurantID
+	s.forget(it)
 	it.removed, it.ev = true, nil
 	items := s.byRest[rid]
 	for i, x := range items {
