@@ -168,8 +168,8 @@ func TestBulkPerItemErrors(t *testing.T) {
 				if strings.Contains(tc.cause, ": ") {
 					cause += ": " + it.Error.Cause.Reason
 				}
-				if cause != tc.cause {
-					t.Errorf("Bulk(%s) caused_by = %+v, want %s", tc.name, it.Error, tc.cause)
+				if want := tg.failureOf(tc.index, tc.cause); cause != want {
+					t.Errorf("Bulk(%s) caused_by = %+v, want %s", tc.name, it.Error, want)
 				}
 			}
 		})

@@ -334,12 +334,10 @@ func TestBodiesThatAreNotObjects(t *testing.T) {
 		status, out := tg.do(tc.method, "/"+name+tc.path, tc.body)
 		want := tc.want
 		if strings.HasPrefix(want, "mapper") && tg.primaryElsewhere(name) {
-			// From another node's primary the cause, which is neither
-			// OpenSearch's nor a class the transport protocol knows,
-			// arrives wrapped (NotSerializableExceptionWrapper): an
-			// OpenSearch exception of the same name whose message starts
-			// with it, and so the root cause.
-			want = "not_x_content_exception: not_x_content_exception: " + notXContent
+			// From another node's primary the cause arrives wrapped
+			// (overTransport), an OpenSearch exception, and so the root
+			// cause.
+			want = overTransport("not_x_content_exception: " + notXContent)
 		}
 		if status != 400 || firstRootCause(out) != want {
 			t.Errorf("%s %s %s = %d %v, want 400 %s", tc.method, tc.path, tc.body, status, out, want)

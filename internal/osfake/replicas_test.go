@@ -139,7 +139,7 @@ func TestWaitForActiveShards(t *testing.T) {
 	// not all active.
 	start := time.Now()
 	out := tg.mustDo(200, "PUT", "/"+short+"?wait_for_active_shards=all&timeout=1s", settings)
-	if elapsed := time.Since(start); out["acknowledged"] != true || out["shards_acknowledged"] != false || elapsed < time.Second {
+	if elapsed := time.Since(start); out["acknowledged"] != true || out["shards_acknowledged"] != false || tg.early(elapsed) {
 		t.Errorf("create with all of %d copies on %d data nodes = %v after %v, want acknowledged, shards not, after the 1s timeout",
 			copies, nodes, out, elapsed)
 	}
@@ -178,7 +178,7 @@ func TestWaitForActiveShards(t *testing.T) {
 		wantStatus := 503
 		if w.want[0] == 'i' {
 			wantStatus = 400
-		} else if elapsed := time.Since(start); elapsed < time.Second {
+		} else if elapsed := time.Since(start); tg.early(elapsed) {
 			t.Errorf("%s %s answered after %v, before its 1s timeout", w.method, w.path, elapsed)
 		}
 		if status != wantStatus || got != w.want {
@@ -195,7 +195,7 @@ func TestWaitForActiveShards(t *testing.T) {
 		`{"index":{"_index":"` + full + `","_id":"2"}}` + "\n{}\n"
 	start = time.Now()
 	out = tg.mustDo(200, "POST", "/_bulk?wait_for_active_shards=all&timeout=1s", body)
-	if elapsed := time.Since(start); elapsed < time.Second {
+	if elapsed := time.Since(start); tg.early(elapsed) {
 		t.Errorf("_bulk answered after %v, before its 1s timeout", elapsed)
 	}
 	var got []string
@@ -215,6 +215,17 @@ func TestWaitForActiveShards(t *testing.T) {
 		errorChain(dig(out, "error")) != "illegal_argument_exception: shard count cannot be a negative value" {
 		t.Errorf("_bulk with -1 = %d %v, want 400 shard count cannot be a negative value", status, out)
 	}
+}
+
+// early reports whether the emulator answered a request that waits for
+// active shards before its timeout of 1s: it waits the whole timeout, as
+// the server does. The server's reason names the timeout it waited
+// ("Timeout: [1s]"), which the tests check on both; its clock is not
+// checked: a real cluster was seen to answer a _bulk after 0.82s (its
+// wait starts on the node that holds the shard, and may end on a change
+// of the cluster's state).
+func (tg *target) early(elapsed time.Duration) bool {
+	return tg.fake != nil && elapsed < time.Second
 }
 
 // atoi is strconv.Atoi that reads what is not a number as 0.

@@ -226,17 +226,32 @@ func (tg *target) primaryElsewhere(index string) bool {
 }
 
 // overTransport rewrites an error chain ("type: reason / type: reason",
-// as errorChain writes it) the way a node reads a failure that another
-// node sent it: an exception that is not OpenSearch's own travels as its
-// nearest class the transport protocol knows, and Jackson's parse
-// failures are IOExceptions (StreamOutput.writeException), so
-// json_parse_exception and input_coercion_exception arrive as
-// i_o_exception with the same message.
+// as errorChain writes it; a part may be a bare type) the way a node
+// reads a failure that another node sent it. An exception that is not
+// OpenSearch's own travels as the nearest class the transport protocol
+// knows (StreamOutput.writeException): Jackson's parse failures are
+// IOExceptions, so json_parse_exception, json_e_o_f_exception and
+// input_coercion_exception arrive as i_o_exception with the same
+// message; one it knows nothing of, such as not_x_content_exception,
+// arrives wrapped (NotSerializableExceptionWrapper), named as before and
+// with its name before its message.
 func overTransport(chain string) string {
-	for _, typ := range []string{"json_parse_exception: ", "input_coercion_exception: "} {
-		chain = strings.ReplaceAll(chain, typ, "i_o_exception: ")
+	parts := strings.Split(chain, " / ")
+	for i, p := range parts {
+		typ, reason, hasReason := strings.Cut(p, ": ")
+		switch typ {
+		case "json_parse_exception", "json_e_o_f_exception", "input_coercion_exception":
+			typ = "i_o_exception"
+		case "not_x_content_exception":
+			if hasReason {
+				reason = typ + ": " + reason
+			}
+		}
+		if parts[i] = typ; hasReason {
+			parts[i] += ": " + reason
+		}
 	}
-	return chain
+	return strings.Join(parts, " / ")
 }
 
 // failureOf is want as the test reads a write failure on index: as
