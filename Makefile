@@ -9,21 +9,12 @@ build:
 
 # Every suite: the in-process engines, then — where Java 17+ and Maven are
 # present — the same suites against a real OpenSearch node and Kafka broker
-# that test-real brings up on loopback and down again.
+# that test-real brings up on loopback and down again, then the cluster
+# suite on three nodes and three brokers (test-cluster), whose killed
+# processes stay down TEST_FAULT_DOWN.
+TEST_FAULT_DOWN ?= 20s
 test: test-fast test-real
-
-test-fast:
-	$(GO) test -race -count=1 -timeout 30m ./...
-
-# The fast suites ROUNDS times while a busy loop holds every core, so that
-# a test that passes only on an idle machine (a sleep to prove something
-# did not happen, a wall-clock bound) fails here; STRESS_PKGS narrows the
-# packages. It names each failing round's packages and tests. Not part of
-# test.
-ROUNDS ?= 3
-STRESS_PKGS ?= ./...
-test-stress:
-	@deploy/local/stress.sh '$(ROUNDS)' $(GO) test -race -count=1 -timeout 30m $(STRESS_PKGS)
+	@$(MAKE) --no-print-directory test-cluster FAULT_DOWN=$(TEST_FAULT_DOWN)
 
 # The packages whose tests can run against the real engines: those that
 # import internal/realenv.
@@ -33,19 +24,24 @@ REAL_PKGS = $(shell $(GO) list -tags realcluster -f '{{.ImportPath}} {{join .Imp
 test-real:
 	@$(REAL) run $(GO) test -tags realcluster -p 1 -count=1 -timeout 30m $(REAL_PKGS)
 
-# The fault suite on a three-node OpenSearch cluster and three Kafka brokers
-# (real.sh's cluster profile, in a directory and on ports of its own):
-# nodes killed, frozen and restarted one by one, the busiest broker killed,
-# a node lost in the middle of a reshard's backfill; each judged against
-# the event log and the group's commits. FAULT_DOWN is how long a killed
-# process stays down. Not part of test.
+# The cluster suite, on a three-node OpenSearch cluster (one replica) and
+# three Kafka brokers (three replicas, two in sync) — real.sh's cluster
+# profile, in a directory and on ports of its own, brought up and down
+# again: the cluster handle's own tests, the emulator's conformance tests
+# (where a cluster answers otherwise than one node), the bulk writer's
+# answers lost after the cluster applied them, and the fault suite: nodes
+# killed, frozen and restarted one by one, the busiest broker killed, a
+# node lost in the middle of a reshard's backfill, each judged against the
+# event log and the group's commits. FAULT_DOWN is how long a killed
+# process stays down (make test: TEST_FAULT_DOWN).
 CLUSTER_DIR ?= $(CURDIR)/.real-cluster
 FAULT_DOWN ?= 60s
 test-cluster:
 	@GEOSHARD_REAL_DIR=$(CLUSTER_DIR) REAL_CLUSTER=3 OPENSEARCH_PORT=29200 KAFKA_PORT=29092 \
-		GEOSHARD_CLUSTER=3 GEOSHARD_REQUIRE_REAL=1 GEOSHARD_FAULT_DOWN=$(FAULT_DOWN) \
-		$(REAL) run sh -c "$(GO) test -tags realcluster -count=1 -v ./internal/cluster && \
-			$(GO) test -tags realcluster -count=1 -timeout 60m -run 'TestFault' -v ./internal/e2e"
+		GEOSHARD_CLUSTER=3 GEOSHARD_FAULT_DOWN=$(FAULT_DOWN) \
+		$(REAL) run sh -c "$(GO) test -tags realcluster -p 1 -count=1 -timeout 20m ./internal/cluster ./internal/osfake/... && \
+			$(GO) test -tags realcluster -count=1 -timeout 10m -run 'TestLost' ./bulk && \
+			$(GO) test -tags realcluster -count=1 -timeout 40m -run 'TestFault' -v ./internal/e2e"
 
 # A real single-node OpenSearch 2.19 and a real KRaft Kafka 4.1 broker on
 # loopback, from Maven Central jars (deploy/local/); OPENSEARCH_PORT and

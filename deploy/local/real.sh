@@ -620,7 +620,10 @@ start_member() {
 # and ready once the nodes form a green cluster of all of them and every
 # broker is registered under a quorum leader.
 up_cluster() {
-	if alive opensearch || alive kafka; then
+	# A profile of one broker (or one node) names it as the single-node
+	# profile does: only a single node beside a cluster's brokers, or a
+	# single broker beside a cluster's nodes, is another profile's.
+	if { ((os_nodes > 1)) && alive opensearch; } || { ((kafka_brokers > 1)) && alive kafka; }; then
 		log "the single-node engines run in $dir; \`real.sh down\` them first, or set GEOSHARD_REAL_DIR"
 		exit 1
 	fi
