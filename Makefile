@@ -14,7 +14,7 @@ build:
 # processes stay down TEST_FAULT_DOWN.
 TEST_FAULT_DOWN ?= 20s
 test: test-fast test-real
-	@$(MAKE) --no-print-directory test-cluster FAULT_DOWN=$(TEST_FAULT_DOWN)
+	@$(MAKE) --no-print-directory test-cluster FAULT_DOWN=$(TEST_FAULT_DOWN) FAULT_RUN=TestFault
 
 # The packages whose tests can run against the real engines: those that
 # import internal/realenv.
@@ -32,16 +32,19 @@ test-real:
 # answers lost after the cluster applied them, and the fault suite: nodes
 # killed, frozen and restarted one by one, the busiest broker killed, a
 # node lost in the middle of a reshard's backfill, each judged against the
-# event log and the group's commits. FAULT_DOWN is how long a killed
-# process stays down (make test: TEST_FAULT_DOWN).
+# event log and the group's commits; and the same reshard with no fault,
+# for its duration beside the fault's. FAULT_DOWN is how long a killed
+# process stays down (make test: TEST_FAULT_DOWN), FAULT_RUN which of
+# internal/e2e's tests run (make test: the faults only).
 CLUSTER_DIR ?= $(CURDIR)/.real-cluster
 FAULT_DOWN ?= 60s
+FAULT_RUN ?= TestFault|TestClusterReshard
 test-cluster:
 	@GEOSHARD_REAL_DIR=$(CLUSTER_DIR) REAL_CLUSTER=3 OPENSEARCH_PORT=29200 KAFKA_PORT=29092 \
 		GEOSHARD_CLUSTER=3 GEOSHARD_FAULT_DOWN=$(FAULT_DOWN) \
 		$(REAL) run sh -c "$(GO) test -tags realcluster -p 1 -count=1 -timeout 20m ./internal/cluster ./internal/osfake/... && \
 			$(GO) test -tags realcluster -count=1 -timeout 10m -run 'TestLost' ./bulk && \
-			$(GO) test -tags realcluster -count=1 -timeout 40m -run 'TestFault' -v ./internal/e2e"
+			$(GO) test -tags realcluster -count=1 -timeout 40m -run '$(FAULT_RUN)' -v ./internal/e2e"
 
 # A real single-node OpenSearch 2.19 and a real KRaft Kafka 4.1 broker on
 # loopback, from Maven Central jars (deploy/local/); OPENSEARCH_PORT and

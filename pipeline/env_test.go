@@ -96,7 +96,8 @@ func newEnv(t testing.TB, o envOptions) *testEnv {
 }
 
 // openSearch connects the environment to its cluster and creates the
-// test index behind its alias. The real node is first cleared of what an
+// test index behind its alias (with one replica on a real cluster of
+// several nodes, none elsewhere). The real node is first cleared of what an
 // earlier test left: the menu indexes, and the migration state, whose
 // index has one fixed name (tests against it run one at a time).
 func (e *testEnv) openSearch(t testing.TB, real bool) {
@@ -104,6 +105,9 @@ func (e *testEnv) openSearch(t testing.TB, real bool) {
 	c := testenv.StartCluster(t, testenv.ClusterOptions{InProcess: !real, RequestTimeout: testenv.RequestTimeout})
 	e.os, e.url, e.client, e.admin = c.Server, c.URL, c.Client, c.Admin
 	replicas := 0
+	if real {
+		replicas = realenv.IndexReplicas() // one on a cluster, as in production
+	}
 	if err := migrate.Init(context.Background(), e.admin, migrate.InitConfig{Map: e.m, Index: testIndex, Alias: testAlias, Replicas: &replicas}); err != nil {
 		t.Fatal(err)
 	}
