@@ -93,11 +93,11 @@ type member struct {
 	deciding func() bool
 	settles  chan chan struct{} // the loop closes the channel it is sent once settled
 	// commit commits the finished offsets of gen's partitions through gen
-	// (the committer's).
-	commit func(ctx context.Context, gen *generation)
+	// (the committer's), and says why when it could not.
+	commit func(ctx context.Context, gen *generation) error
 }
 
-func newMember(cfg Config, log *slog.Logger, commit func(context.Context, *generation)) *member {
+func newMember(cfg Config, log *slog.Logger, commit func(context.Context, *generation) error) *member {
 	return &member{cfg: cfg, log: log, settles: make(chan chan struct{}), commit: commit}
 }
 
@@ -295,8 +295,15 @@ func (m *member) handOver(stop context.Context, gen *generation) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.Kafka.RebalanceTimeout/2)
-	m.commit(ctx, gen)
+	err := m.commit(ctx, gen)
 	cancel()
+	if err != nil {
+		// The coordinator moved or forgot the member: the partitions'
+		// next owners, this member for those it keeps, read again from
+		// the group's older commits, and decide those events again.
+		m.log.Warn("consumer group rebalancing: what was in flight landed, but its commit was refused; the next owners read it again", "generation", gen.id, "paused", time.Since(start).Round(time.Millisecond), "error", err)
+		return
+	}
 	m.log.Info("consumer group rebalancing: what was in flight landed and is committed", "generation", gen.id, "paused", time.Since(start).Round(time.Millisecond))
 }
 

@@ -353,7 +353,7 @@ func (c *committer) run(ctx context.Context, latest func() *generation) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			c.commit(ctx, latest())
+			_ = c.commit(ctx, latest()) // a refused commit is logged; the next tick tries again
 		}
 	}
 }
@@ -363,9 +363,12 @@ func (c *committer) run(ctx context.Context, latest func() *generation) {
 // has ended, and gen names only its own partitions, so a partition this
 // member lost is never committed behind its new owner. A refused commit
 // is tried again at the next tick, through the next generation.
-func (c *committer) commit(ctx context.Context, gen *generation) {
-	if gen == nil || gen.group == nil || ctx.Err() != nil {
-		return
+func (c *committer) commit(ctx context.Context, gen *generation) error {
+	if gen == nil || gen.group == nil {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	due := c.track.due()
 	offsets := map[string]map[int]int64{}
@@ -381,7 +384,7 @@ func (c *committer) commit(ctx context.Context, gen *generation) {
 		offsets[cp.key.topic][cp.key.partition] = cp.offset
 	}
 	if len(mine) == 0 {
-		return
+		return nil
 	}
 	if err := gen.group.CommitOffsets(offsets); err != nil {
 		level := slog.LevelWarn
@@ -389,7 +392,7 @@ func (c *committer) commit(ctx context.Context, gen *generation) {
 			level = slog.LevelDebug // the generation has ended: the next one commits
 		}
 		c.log.Log(ctx, level, "commit failed; will retry", "generation", gen.id, "partitions", len(mine), "error", err)
-		return
+		return err
 	}
 	c.track.committed(mine)
 	for _, cp := range mine {
@@ -397,6 +400,7 @@ func (c *committer) commit(ctx context.Context, gen *generation) {
 			c.gauge.WithLabelValues(cp.key.topic, strconv.Itoa(cp.key.partition)).Set(float64(cp.offset))
 		}
 	}
+	return nil
 }
 
 // groupOffsets reads the group's committed offsets with an OffsetFetch

@@ -386,6 +386,30 @@ func (c *Cluster) LeaderOfBusiestPartitions(ctx context.Context, topic string) (
 	return 0, fmt.Errorf("cluster: metadata of %s: %w", topic, errors.Join(errs...))
 }
 
+// GroupCoordinator is the number (from 1) of the broker that coordinates
+// consumer group group: the one whose death makes the group's members
+// rejoin, and refuses their commits of the generation it knew.
+func (c *Cluster) GroupCoordinator(ctx context.Context, group string) (int, error) {
+	var errs []error
+	for _, addr := range c.Brokers {
+		client := &kafka.Client{Addr: kafka.TCP(addr), Timeout: 10 * time.Second}
+		resp, err := client.FindCoordinator(ctx, &kafka.FindCoordinatorRequest{Key: group, KeyType: kafka.CoordinatorKeyTypeConsumer})
+		if err == nil && resp.Error != nil {
+			err = resp.Error
+		}
+		if err == nil && resp.Coordinator == nil {
+			err = errors.New("no coordinator in the answer")
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+			continue
+		}
+		co := resp.Coordinator
+		return c.brokerNumber(kafka.Broker{ID: co.NodeID, Host: co.Host, Port: co.Port})
+	}
+	return 0, fmt.Errorf("cluster: coordinator of group %s: %w", group, errors.Join(errs...))
+}
+
 // busiestLeader maps each partition's leader to a broker number: the place
 // of its address in Brokers, else its node id.
 func (c *Cluster) busiestLeader(parts []kafka.Partition) (int, error) {

@@ -654,18 +654,40 @@ func waitInSync(t testing.TB, brokers []string, topic string, timeout time.Durat
 // coordinator may move with them; ingest goes on, loses and duplicates
 // nothing that shows, and commits every offset.
 func TestFaultBrokerKilled(t *testing.T) {
+	brokerKilled(t, 33, "leader of the most partitions of the event topic", func(c *cluster.Cluster, s *scenario) (int, error) {
+		return c.LeaderOfBusiestPartitions(context.Background(), s.e.topic)
+	})
+}
+
+// TestFaultCoordinatorKilled is TestFaultBrokerKilled with the broker that
+// coordinates the consumer group killed: the member's session and its
+// generation are lost with it, so the handover's commit may be refused
+// and the partitions it keeps read again from the group's older commits,
+// behind dishes it has parked while they wait for their restaurant: those
+// wait once (a copy read again finishes at once). The events after the
+// group's last commit are decided again, and a dead letter among them may
+// be written twice, which the dead-letter check allows here.
+func TestFaultCoordinatorKilled(t *testing.T) {
+	brokerKilled(t, 36, "coordinator of the consumer group", func(c *cluster.Cluster, s *scenario) (int, error) {
+		return c.GroupCoordinator(context.Background(), s.e.group)
+	})
+}
+
+// brokerKilled runs a broker fault: the broker pick names is killed while
+// events flow, kept down for GEOSHARD_FAULT_DOWN and started again.
+func brokerKilled(t *testing.T, seed uint64, what string, pick func(*cluster.Cluster, *scenario) (int, error)) {
 	c := faultCluster(t)
 	down := faultDown(t)
-	s := startFaultScenario(t, c, 33, 1500, 1000)
-	ctx := context.Background()
+	s := startFaultScenario(t, c, seed, 1500, 1000)
+	s.againDeadLetters = true
 	var fig figures
 	pr := s.steady(t)
 
-	victim, err := c.LeaderOfBusiestPartitions(ctx, s.e.topic)
+	victim, err := pick(c, s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("killing broker %d, leader of the most partitions of %s, for %v", victim, s.e.topic, down)
+	t.Logf("killing broker %d, %s, for %v", victim, what, down)
 	restoreOnFailure(t, c, cluster.Kafka, victim)
 	s.mark("kill")
 	hwKill := s.highWatermarks(t)
