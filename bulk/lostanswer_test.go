@@ -234,21 +234,8 @@ func newLossyFixture(t *testing.T, settings string, cfg Config, mode lossMode, l
 	p := newLossyProxy(t, f.url, mode, lose, prefix)
 	front := httptest.NewServer(p)
 	t.Cleanup(front.Close)
-	client, err := NewClient(ClientConfig{Addresses: []string{front.URL}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.OnResult = func(r Result) {
-		f.mu.Lock()
-		f.results[r.Item.ID] = append(f.results[r.Item.ID], r)
-		f.mu.Unlock()
-	}
-	cfg.Registerer = f.reg
 	cfg.RetryInitial, cfg.RetryMax = time.Millisecond, 20*time.Millisecond
-	if f.w, err = New(client, cfg); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.w.Close(context.Background()) })
+	f.startWriter([]string{front.URL}, cfg)
 	return f, p
 }
 

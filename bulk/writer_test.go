@@ -79,9 +79,18 @@ func newGatedFixture(t *testing.T, shards int, mapping string, cfg Config, gate 
 	if f.srv == nil {
 		addrs = realenv.OpenSearchURLs() // every node of a cluster
 	}
+	f.startWriter(addrs, cfg)
+	return f
+}
+
+// startWriter starts the fixture's writer on a client of addrs, with cfg
+// less its result hook and registry, which the fixture's are, and retries
+// from 1ms to 20ms unless cfg sets them; the test's cleanup closes it.
+func (f *fixture) startWriter(addrs []string, cfg Config) {
+	f.t.Helper()
 	client, err := NewClient(ClientConfig{Addresses: addrs})
 	if err != nil {
-		t.Fatal(err)
+		f.t.Fatal(err)
 	}
 	cfg.OnResult = func(r Result) {
 		f.mu.Lock()
@@ -92,12 +101,10 @@ func newGatedFixture(t *testing.T, shards int, mapping string, cfg Config, gate 
 	if cfg.RetryInitial == 0 {
 		cfg.RetryInitial, cfg.RetryMax = time.Millisecond, 20*time.Millisecond
 	}
-	f.w, err = New(client, cfg)
-	if err != nil {
-		t.Fatal(err)
+	if f.w, err = New(client, cfg); err != nil {
+		f.t.Fatal(err)
 	}
-	t.Cleanup(func() { f.w.Close(context.Background()) })
-	return f
+	f.t.Cleanup(func() { f.w.Close(context.Background()) })
 }
 
 func (f *fixture) http(method, path, body string, want int) map[string]any {
