@@ -2,7 +2,7 @@
 GO ?= go
 REAL := deploy/local/real.sh
 
-.PHONY: build test test-fast test-stress test-real test-cluster bench bench-real real-up real-exports real-down lint fixtures fuzz image bench-soak bench-peer
+.PHONY: build suites test test-fast test-stress test-real test-cluster bench bench-real real-up real-exports real-down lint fixtures fuzz image bench-soak bench-peer
 
 build:
 	$(GO) build ./...
@@ -12,17 +12,41 @@ build:
 # that test-real brings up on loopback and down again, then the cluster
 # suite on three nodes and three brokers (test-cluster), whose killed
 # processes stay down TEST_FAULT_DOWN.
+#
+# Each suite runs under bin/suites (internal/suites), which fails the run
+# unless every package with tests under its patterns ran at least one test
+# and passed: a package left out, a -run that matches nothing or a build
+# that failed is a failure, never a quiet pass. Each closes with a line
+# "suites: N passed, N failed, N skipped".
 TEST_FAULT_DOWN ?= 20s
 test: test-fast test-real
 	@$(MAKE) --no-print-directory test-cluster FAULT_DOWN=$(TEST_FAULT_DOWN) FAULT_RUN=TestFault
+
+SUITES := bin/suites
+suites:
+	@$(GO) build -o $(SUITES) ./internal/suites/cmd/suites
+
+# Every package against the in-process engines, with the race detector.
+test-fast: suites
+	@$(SUITES) -allow-skips -gotest '-race -count=1 -timeout 30m' ./...
+
+# The fast suites ROUNDS times while a busy loop holds every core, so that
+# a test that passes only on an idle machine (a sleep to prove something
+# did not happen, a wall-clock bound) fails here; STRESS_PKGS narrows the
+# packages. It names each failing round's packages and tests. Not part of
+# test.
+ROUNDS ?= 3
+STRESS_PKGS ?= ./...
+test-stress:
+	@deploy/local/stress.sh '$(ROUNDS)' $(GO) test -race -count=1 -timeout 30m $(STRESS_PKGS)
 
 # The packages whose tests can run against the real engines: those that
 # import internal/realenv.
 REAL_PKGS = $(shell $(GO) list -tags realcluster -f '{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | grep 'internal/realenv' | cut -d' ' -f1)
 
 # One package at a time (-p 1): the suites share one node and one broker.
-test-real:
-	@$(REAL) run $(GO) test -tags realcluster -p 1 -count=1 -timeout 30m $(REAL_PKGS)
+test-real: suites
+	@$(REAL) run $(SUITES) -tags realcluster -allow-skips -gotest '-p 1 -count=1 -timeout 30m' $(REAL_PKGS)
 
 # The cluster suite, on a three-node OpenSearch cluster (one replica) and
 # three Kafka brokers (three replicas, two in sync) — real.sh's cluster
@@ -39,12 +63,12 @@ test-real:
 CLUSTER_DIR ?= $(CURDIR)/.real-cluster
 FAULT_DOWN ?= 60s
 FAULT_RUN ?= TestFault|TestClusterReshard
-test-cluster:
+test-cluster: suites
 	@GEOSHARD_REAL_DIR=$(CLUSTER_DIR) REAL_CLUSTER=3 OPENSEARCH_PORT=29200 KAFKA_PORT=29092 \
 		GEOSHARD_CLUSTER=3 GEOSHARD_FAULT_DOWN=$(FAULT_DOWN) \
-		$(REAL) run sh -c "$(GO) test -tags realcluster -p 1 -count=1 -timeout 20m ./internal/cluster ./internal/osfake/... && \
-			$(GO) test -tags realcluster -count=1 -timeout 10m -run 'TestLost' ./bulk && \
-			$(GO) test -tags realcluster -count=1 -timeout 40m -run '$(FAULT_RUN)' -v ./internal/e2e"
+		$(REAL) run sh -c "$(SUITES) -tags realcluster -allow-skips -gotest '-p 1 -count=1 -timeout 20m' ./internal/cluster ./internal/osfake/... && \
+			$(SUITES) -tags realcluster -gotest '-count=1 -timeout 10m -run TestLost' ./bulk && \
+			$(SUITES) -tags realcluster -v -gotest '-count=1 -timeout 40m -run $(FAULT_RUN)' ./internal/e2e"
 
 # A real single-node OpenSearch 2.19 and a real KRaft Kafka 4.1 broker on
 # loopback, from Maven Central jars (deploy/local/); OPENSEARCH_PORT and
