@@ -17,6 +17,9 @@ import (
 type batch struct {
 	entries   []*entry
 	hasDelete bool
+	// withdrawn are the entries taken off the lane that Config.Withdraw
+	// withdrew: they end unsent (worker).
+	withdrawn []*entry
 }
 
 type docKey struct{ index, routing, id string }
@@ -40,11 +43,24 @@ func (w *Writer) cutBatch(l *lane) *batch {
 	l.pendingBytes -= size
 	l.inflight = true
 	// An entry back from a retry still carries the followers coalesced
-	// into it before; they move to in flight with it.
-	moved := 0
+	// into it before; they move to in flight with it, or end with it when
+	// it is withdrawn.
+	moved, withdrawn := 0, 0
 	for _, e := range taken {
 		moved += 1 + len(e.followers)
 		l.urgent -= e.urgency()
+	}
+	if w.cfg.Withdraw != nil {
+		kept := make([]*entry, 0, len(taken))
+		for _, e := range taken {
+			if w.cfg.Withdraw(e.item) {
+				b.withdrawn = append(b.withdrawn, e)
+				withdrawn += 1 + len(e.followers)
+				continue
+			}
+			kept = append(kept, e)
+		}
+		taken = kept
 	}
 
 	var byDoc map[docKey]int
@@ -78,9 +94,9 @@ func (w *Writer) cutBatch(l *lane) *batch {
 	}
 	sq := l.shard
 	sq.qstats.Queued -= moved
-	sq.qstats.InFlight += moved
+	sq.qstats.InFlight += moved - withdrawn
 	w.metrics.queued.WithLabelValues(sq.key).Sub(float64(moved))
-	w.metrics.inflight.WithLabelValues(sq.key).Add(float64(moved))
+	w.metrics.inflight.WithLabelValues(sq.key).Add(float64(moved - withdrawn))
 	return b
 }
 

@@ -168,6 +168,15 @@ type Config struct {
 	// OnResult receives every item's outcome, from worker goroutines,
 	// concurrently; it must be quick. Optional.
 	OnResult func(Result)
+	// Withdraw, asked of each item as its batch is cut (first attempt and
+	// every retry alike), withdraws the items it returns true for: they
+	// are never sent (again), and end Failed with ErrWithdrawn. A caller
+	// whose right to write has ended (a consumer whose partitions moved to
+	// another member) withdraws what it had queued, while the requests
+	// already on the wire end as they will. It is called with the
+	// writer's lock held: it must be quick and must not call the writer.
+	// Optional.
+	Withdraw func(*Item) bool
 	// Registerer registers the writer's Prometheus metrics. Optional.
 	Registerer prometheus.Registerer
 	// Logger receives warnings (retries, failures). Default: discard.

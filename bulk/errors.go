@@ -14,6 +14,9 @@ var (
 	// ErrRetryBudget is the error of an item whose retries ran past
 	// Config.RetryMaxElapsed; it wraps the last failure.
 	ErrRetryBudget = errors.New("bulk: retry budget exhausted")
+	// ErrWithdrawn is the error of an item Config.Withdraw withdrew before
+	// it was sent (again).
+	ErrWithdrawn = errors.New("bulk: withdrawn before it was sent")
 )
 
 // ItemError is the server's error for one item (or, for a request that

@@ -416,7 +416,11 @@ func (w *Writer) worker() error {
 		w.ready = w.ready[1:]
 		l.isReady = false
 		b := w.cutBatch(l)
+		withdrawn := w.finishLocked(b.withdrawn, func(*entry) Result {
+			return Result{Outcome: Failed, Err: ErrWithdrawn}
+		})
 		w.mu.Unlock()
+		w.deliver(withdrawn)
 		w.send(l, b)
 	}
 }

@@ -766,3 +766,68 @@ func TestDoContextEnds(t *testing.T) {
 		t.Errorf("x ended %v, want OK", r.Outcome)
 	}
 }
+
+// Withdraw keeps what was queued from being sent once the caller's right
+// to write has ended, while a request already on the wire ends as it will:
+// an item on the wire when withdrawing begins lands; the items queued
+// behind it, and an item whose first attempt was refused, end Failed with
+// ErrWithdrawn and never reach the index; items Withdraw keeps are sent.
+func TestWithdraw(t *testing.T) {
+	realenv.EmulatorOnly(t, "holds and refuses bulk requests in front of the emulator")
+	var withdrawing atomic.Bool
+	release := make(chan struct{})
+	var refused atomic.Bool
+	hold, held := holdBulk(`"a-held"`, release)
+	gate := func(next http.Handler) http.Handler {
+		return hold(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if bytes.Contains(body, []byte(`"d-refused"`)) && refused.CompareAndSwap(false, true) {
+				// The item's first attempt is refused whole, and the
+				// caller's right ends before its retry.
+				withdrawing.Store(true)
+				http.Error(w, `{"error":"busy","status":429}`, http.StatusTooManyRequests)
+				return
+			}
+			next.ServeHTTP(w, r)
+		}))
+	}
+	f := newGatedFixture(t, 1, "", Config{ShardConcurrency: 1, Withdraw: func(it *Item) bool {
+		return withdrawing.Load() && it.Ref == "old"
+	}}, gate)
+	done := releaseOnce(t, release)
+
+	f.add(Item{Action: Index, Index: f.index, ID: "a-held", Routing: "r", Body: doc(1), Ref: "old"})
+	waitUntil(t, "the first batch on the wire", func() bool { return held.Load() == 1 })
+	f.add(Item{Action: Index, Index: f.index, ID: "b-queued", Routing: "r", Body: doc(2), Ref: "old"})
+	f.add(Item{Action: Index, Index: f.index, ID: "c-kept", Routing: "r", Body: doc(3), Ref: "new"})
+	withdrawing.Store(true)
+	done()
+	f.flush()
+	withdrawing.Store(false)
+	f.add(Item{Action: Index, Index: f.index, ID: "d-refused", Routing: "r", Body: doc(4), Ref: "old"})
+	f.flush()
+
+	rs := f.each([]string{"a-held", "b-queued", "c-kept", "d-refused"})
+	for id, want := range map[string]Outcome{"a-held": OK, "b-queued": Failed, "c-kept": OK, "d-refused": Failed} {
+		r := rs[id]
+		if r.Outcome != want {
+			t.Errorf("%s: outcome %v (%v), want %v", id, r.Outcome, r.Err, want)
+		}
+		if want == Failed && !errors.Is(r.Err, ErrWithdrawn) {
+			t.Errorf("%s: error %v, want ErrWithdrawn", id, r.Err)
+		}
+		if _, _, found := f.stored(id, "r"); found != (want == OK) {
+			t.Errorf("%s: stored %v, want %v", id, found, want == OK)
+		}
+	}
+	st := f.w.Stats()
+	if st.Failed != 2 || st.OK != 2 {
+		t.Errorf("stats %+v, want 2 ok, 2 failed", st)
+	}
+	for k, q := range st.Shards {
+		if q.Queued != 0 || q.InFlight != 0 {
+			t.Errorf("shard %s: %d queued, %d in flight, want nothing held", k, q.Queued, q.InFlight)
+		}
+	}
+}
