@@ -252,6 +252,10 @@ func (ix *indexer) restaurantTask(ctx context.Context, ev *event, task func(cont
 // dishUpsert writes a dish under its restaurant's routing, or holds it
 // until the restaurant is known.
 func (ix *indexer) dishUpsert(ctx context.Context, ev *event) error {
+	// A waiting dish outlives the generation it came in when its
+	// partition stays with this member: it is decided in the one it is
+	// decided in (fence.go). Nothing of it flies meanwhile.
+	ev.gen = ix.gen
 	c := ev.change
 	cell, ok := ix.dir.lookup(c.RestaurantID)
 	if !ok {
@@ -362,6 +366,12 @@ func (ix *indexer) expirePending(ctx context.Context, maxAge time.Duration) erro
 	if err := ix.lookupRestaurants(ctx, rids); err != nil {
 		return err
 	}
+	if ix.fenced(ix.gen) {
+		// The generation ended during the lookup: the expired dishes are
+		// decided by the next generation, which reads them back.
+		ix.cut.any = true
+		return nil
+	}
 	var dead []*event
 	for _, x := range expired {
 		rid := x.change.RestaurantID
@@ -384,6 +394,10 @@ func (ix *indexer) expirePending(ctx context.Context, maxAge time.Duration) erro
 		var err error
 		if committed, err = ix.host.committedOffsets(ctx, parts); err != nil {
 			ix.log.Warn("reading the group's committed offsets failed; dead-lettering the expired dishes", "error", err)
+		}
+		if ix.fenced(ix.gen) {
+			ix.cut.any = true
+			return nil
 		}
 	}
 	for _, x := range dead {

@@ -396,3 +396,16 @@ func (a *idArena) bytes(ref idRef) []byte {
 func (a *idArena) equal(ref idRef, id string) bool { return string(a.bytes(ref)) == id }
 
 func (a *idArena) str(ref idRef) string { return string(a.bytes(ref)) }
+
+// forget makes restaurant id unknown, whatever the directory held of it:
+// a live restaurant, or a delete.
+func (d *directory) forget(id string) {
+	r := d.t.find(id)
+	if r == nil || !r.known() {
+		return
+	}
+	if !r.deleted() {
+		d.live.Add(-1)
+	}
+	r.forget()
+}

@@ -46,6 +46,9 @@ type coldState struct {
 	// one runs.
 	queue   []string
 	running bool
+	// rests are restaurants to look up at their next event whatever their
+	// partition: those a fence cut short (fence.go).
+	rests map[string]bool
 }
 
 // gain marks partitions cold and forgets those lost. It runs on the loop
@@ -83,6 +86,13 @@ func (ix *indexer) gain(ctx context.Context, gen int64, gained, lost []int) erro
 // needsLookup reports whether ev's restaurant must be looked up before
 // ev is decided, and if so marks it as looked up from now on.
 func (ix *indexer) needsLookup(ev *event) bool {
+	if ix.cold.rests[ev.rid] {
+		delete(ix.cold.rests, ev.rid)
+		if fresh := ix.cold.parts[ev.part.partition]; fresh != nil {
+			fresh[ev.rid] = true
+		}
+		return true
+	}
 	fresh, ok := ix.cold.parts[ev.part.partition]
 	if !ok || fresh[ev.rid] {
 		return false

@@ -92,6 +92,8 @@ type member struct {
 	// handover asks it through settles to land what it has in flight.
 	deciding func() bool
 	settles  chan chan struct{} // the loop closes the channel it is sent once settled
+	// wake wakes the processing loop (nil: nothing to wake).
+	wake func()
 	// commit commits the finished offsets of gen's partitions through gen
 	// (the committer's), and says why when it could not.
 	commit func(ctx context.Context, gen *generation) error
@@ -271,6 +273,9 @@ func fetchAll(ctx context.Context, log *slog.Logger, h *health, r messageFetcher
 // more of gen's messages from here on (ended).
 func (m *member) handOver(stop context.Context, gen *generation) {
 	m.ended.Store(gen.id)
+	if m.wake != nil {
+		m.wake() // a loop waiting for quiet learns that it will not come
+	}
 	if stop.Err() != nil || !m.deciding() {
 		return
 	}

@@ -98,6 +98,7 @@ type indexer struct {
 	queuedBehind int       // events waiting in the queues of held restaurants
 	dirGen       int64     // the consumer-group generation the directory follows
 	cold         coldState // partitions gained since the directory was read (gained.go)
+	cut          fenceCut  // what the last generation's fence cut short (fence.go)
 
 	getSlots chan struct{}
 	// searchSlots bounds the dish searches of moves and deletes in
@@ -268,6 +269,11 @@ func (ix *indexer) result(r bulk.Result) {
 // (reparent.go), and counts once its check is done.
 func (ix *indexer) eventResult(ev *event, r bulk.Result) {
 	if need, look := needsCheck(ev, r); need && !(look && ix.reparent.trustFirst) {
+		if !look && ix.fenced(ev.gen) {
+			// The spread is a decision of its own (fence.go).
+			ix.abandon(ev, r)
+			return
+		}
 		if t := ev.targetOf(r.Item.Index); t != nil {
 			ix.reparent.add(dishCheck{ev: ev, r: r, t: *t, look: look})
 			return
@@ -294,20 +300,27 @@ func (ix *indexer) answered(ev *event, r bulk.Result) {
 	}
 	ev.outstanding--
 	done := ev.outstanding == 0
-	failed, rejected, result := ev.failed, ev.rejected, ev.result
+	failed, rejected, result, cut := ev.failed, ev.rejected, ev.result, ev.cut
 	ev.mu.Unlock()
 	if !done {
 		return
 	}
+	fenced := ix.fenced(ev.gen)
 	if ev.settled != nil {
-		ix.inbox.post(ev.settled)
+		cut = cut || fenced
+		ix.inbox.post(ix.inGenOf(ev.gen, ev.settled))
 	}
 	switch {
 	case failed:
 		// An event is finished only when the writes to every target are
 		// answered. A failed write leaves it unfinished: its offset is
 		// never committed, so the next start writes it again. (A write
-		// fails only when the pipeline stops: onResult.)
+		// fails only when the pipeline stops, onResult, or when its
+		// generation ended before it was sent: fence.go.)
+	case fenced && (cut || rejected != nil):
+		// The generation ended before the event's decision was whole: the
+		// step that remains (its continuation, its spread, its dead
+		// letter) is its next owner's, which decides it again.
 	case rejected != nil:
 		ix.host.rejected(ev, rejected)
 	default:

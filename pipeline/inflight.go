@@ -15,6 +15,15 @@ import (
 // callbacks and tasks hand work back to the loop. It decides nothing: the
 // indexer's decisions use it.
 type inflight struct {
+	// gen is the consumer-group generation the loop decides in (0 before
+	// the first); ended is the member's latest ended generation (nil: none
+	// ends, as in tests that run no group). See fence.go.
+	gen   int64
+	ended *atomic.Int64
+	// genCtx ends when gen does: the tasks started in it run under it.
+	genCtx    context.Context
+	cancelGen context.CancelFunc
+
 	rests     map[string]*restState
 	flightMu  sync.Mutex
 	flights   map[string]int // per restaurant: events with writes not all answered
@@ -55,11 +64,13 @@ func (f *inflight) settle(rid string) {
 // whenQuiet holds restaurant rid and runs fn on the loop once every
 // write of rid added so far is answered: now, if none is in flight. fn
 // (or what it starts) ends the hold with unhold.
+//
+// A fn left waiting when the generation ends never runs (fence.go).
 func (f *inflight) whenQuiet(ctx context.Context, rid string, fn func(context.Context) error) error {
 	f.rest(rid).held = true
 	f.flightMu.Lock()
 	if f.flights[rid] > 0 {
-		f.quietFns[rid] = fn
+		f.quietFns[rid] = f.inGen(fn)
 		f.flightMu.Unlock()
 		return nil
 	}
@@ -82,11 +93,18 @@ func (f *inflight) fly(ev *event) {
 
 // land is fly's end, once every write of the event is answered: a
 // restaurant that falls quiet runs the function waiting for it.
+//
+// An event of an ended generation no longer counts: the fence dropped
+// the generation's accounting whole (fence.go).
 func (f *inflight) land(ev *event) {
 	if !ev.flying {
 		return
 	}
 	f.flightMu.Lock()
+	if f.fenced(ev.gen) {
+		f.flightMu.Unlock()
+		return
+	}
 	n := f.flights[ev.rid] - 1
 	var fn func(context.Context) error
 	if n == 0 {
@@ -108,15 +126,21 @@ func (f *inflight) land(ev *event) {
 }
 
 // goTask runs a task on its own goroutine; the function it returns is
-// run on the loop.
+// run on the loop. The task runs under the generation's context: when
+// the generation ends it is cancelled, and its end never runs (fence.go).
 func (f *inflight) goTask(ctx context.Context, task func(context.Context) func(context.Context) error) {
 	f.tasks.Add(1)
 	f.tasksOn.Add(1)
+	tctx, cancel := ctx, context.CancelFunc(func() {})
+	if f.genCtx != nil {
+		tctx, cancel = mergeDone(ctx, f.genCtx)
+	}
 	go func() {
 		defer f.tasks.Done()
-		end := task(ctx)
+		end := task(tctx)
+		cancel()
 		f.tasksOn.Add(-1)
-		f.inbox.post(end)
+		f.inbox.post(f.inGen(end))
 	}()
 }
 
@@ -147,10 +171,17 @@ func (f *inflight) idle() bool {
 // quiesce runs the inbox until nothing is in flight. The loop takes no
 // new event meanwhile; events queued behind held restaurants are decided
 // as their holds end.
+//
+// It returns errGenerationEnded once the generation has ended: what is in
+// flight then will never be idle (the fence drops the continuations that
+// would end it), and landing it is the fence's (indexer.quiesce).
 func (f *inflight) quiesce(ctx context.Context) error {
 	f.quiescing.Store(true)
 	defer f.quiescing.Store(false)
 	for {
+		if f.fenced(f.gen) {
+			return errGenerationEnded
+		}
 		if err := f.poll(ctx); err != nil {
 			return err
 		}

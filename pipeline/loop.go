@@ -169,6 +169,7 @@ func (l *loop) firstGeneration(ctx context.Context, msgs <-chan fetched) error {
 	// The assignment before the read: the directory then holds every
 	// acknowledged write of the partitions it names.
 	l.assigned, l.gen = gen.owned, gen
+	l.ix.enterGen(gen.id)
 	if err := l.ix.warm(ctx, &l.ix.targets[0], l.ix.dir); err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -193,8 +194,24 @@ func (l *loop) firstGeneration(ctx context.Context, msgs <-chan fetched) error {
 // (gen more than one past the directory's) may have given a kept
 // partition to another member and back: every partition then counts as
 // gained. Then the parked dishes of the partitions gained are read back.
+//
+// Where the fence of the generation before cut decisions short
+// (fence.go), the restaurants cut are looked up at their next event, and
+// every waiting dish is forgotten and read back from the parking topic,
+// whose records stand for them, as after a restart: a dish taken from
+// the waiting set by a decision that was cut is neither waiting nor
+// written, and its offset is committed.
 func (l *loop) enterGeneration(ctx context.Context, gen *generation) error {
 	l.gen = gen
+	if l.ix.enterGen(gen.id) {
+		dropped := len(l.ix.pend.purge(func(*event) bool { return true }))
+		l.ix.met.pending.Set(float64(l.ix.pend.len()))
+		l.parking.forgetRead()
+		l.log.Info("consumer group rebalanced after decisions were cut short: their restaurants are looked up, the waiting dishes read back", "generation", gen.id, "pending_dropped", dropped)
+		if err := l.ix.refresh(ctx, l.ix.targets[0].index); err != nil {
+			return err
+		}
+	}
 	if err := l.followAssignment(ctx, gen.id, gen.owned); err != nil {
 		return err
 	}
@@ -311,7 +328,7 @@ func (l *loop) handle(ctx context.Context, m kafka.Message, d decoded) error {
 	}
 	l.fetched.Add(1)
 	c := d.change
-	ev := &event{part: k, offset: m.Offset, key: m.Key, value: m.Value, ts: m.Time, entry: entry, change: c, members: d.members, origin: d.origin}
+	ev := &event{part: k, offset: m.Offset, key: m.Key, value: m.Value, ts: m.Time, entry: entry, change: c, members: d.members, origin: d.origin, gen: l.ix.gen}
 	if d.reason != "" {
 		return l.out.deadLetter(ctx, ev, d.reason, d.detail, resultDeadLetter)
 	}
@@ -355,7 +372,7 @@ func (l *loop) decideUnparked(ctx context.Context, u unparked) error {
 	ev := &event{
 		part: k, offset: u.msg.Offset, key: u.msg.Key, value: u.msg.Value, ts: u.msg.Time,
 		entry: parkedEntry(), change: d.change, members: d.members, origin: d.origin,
-		rid: d.change.RestaurantID, parkedAt: u.parkedAt,
+		rid: d.change.RestaurantID, parkedAt: u.parkedAt, gen: l.ix.gen,
 	}
 	return l.ix.submit(ctx, ev)
 }

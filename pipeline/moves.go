@@ -123,7 +123,13 @@ func (ix *indexer) step(ctx context.Context, ev *event, name moveStep, items []b
 }
 
 // stepResults is step, with the items' results.
+//
+// The items belong to ev's generation: once it ends, what is not sent yet
+// is withdrawn (fence.go).
 func (ix *indexer) stepResults(ctx context.Context, ev *event, name moveStep, items []bulk.Item) (rs []bulk.Result, rej, err error) {
+	for i := range items {
+		items[i].Ref = genTag(ev.gen)
+	}
 	rs, err = ix.writer.Do(ctx, items...)
 	if err != nil {
 		return nil, nil, err

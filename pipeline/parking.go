@@ -266,6 +266,10 @@ func (pk *parker) readBackOwned(ctx context.Context, owned map[partKey]bool, dec
 	return nil
 }
 
+// forgetRead makes the next readBackOwned read every partition it is
+// given, as at the start.
+func (pk *parker) forgetRead() { clear(pk.read) }
+
 // readPartition reads partition n of the parking topic from its start to
 // its end as it is now, and returns the records that stand: the last of
 // each key, unless it is a tombstone, in offset order.

@@ -120,6 +120,8 @@ func New(cfg Config, client *opensearch.Client) (*Pipeline, error) {
 		parking: p.parking, out: p.out, dec: p.dec, maxTracked: maxTracked,
 	}
 	p.grp.deciding = p.loop.deciding.Load
+	p.ix.ended = &p.grp.ended
+	p.grp.wake = func() { p.ix.inbox.post(nil) }
 	p.newProducer = func(t *kafka.Transport) producer { return dlqWriter(cfg, t) }
 	p.newParkingProducer = func(t *kafka.Transport) producer { return parkingWriter(cfg, t) }
 	return p, nil
@@ -219,6 +221,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	lt := p.newLifetimes(ctx)
 	defer lt.release()
+	p.ix.refresher.base = lt.work
 	w, err := p.startWriter()
 	if err != nil {
 		return err
@@ -302,6 +305,7 @@ func (p *Pipeline) startWriter() (*bulk.Writer, error) {
 		bcfg.MaxBufferedItems = max(DefaultMaxBufferedItems, shard)
 	}
 	bcfg.OnResult = p.out.onResult
+	bcfg.Withdraw = p.ix.withdrawn
 	bcfg.Registerer = p.cfg.Registerer
 	if bcfg.Logger == nil {
 		bcfg.Logger = p.log

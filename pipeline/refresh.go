@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"sync/atomic"
@@ -25,13 +26,18 @@ import (
 // A round's refresh is retried with the pipeline's backoff (retry); its
 // error, if it fails for good, is every waiter's. A round runs on a
 // goroutine of its own, counted in tasks (the indexer's, which Run waits
-// for), under the context of the caller that started it: every caller is
-// the pipeline's run or one of its tasks, whose contexts end together.
+// for), under base, the pipeline's work: not under the context of the
+// caller that started it, since a task ends with its generation (fence.go)
+// while the callers that joined its round go on (without base, as in
+// tests, it is the starting caller's).
 type refresher struct {
 	// refresh refreshes one index, retrying what is transient.
 	refresh func(ctx context.Context, index string) error
 	gap     time.Duration
 	tasks   *sync.WaitGroup
+	// base is the context rounds run under (nil: the caller's). Set
+	// before the first wait.
+	base context.Context
 
 	mu      sync.Mutex
 	byIndex map[string]*refreshQueue
@@ -79,7 +85,7 @@ func (r *refresher) wait(ctx context.Context, index string) error {
 	if !q.running {
 		q.running = true
 		r.tasks.Add(1)
-		go r.run(ctx, index, q)
+		go r.run(cmp.Or(r.base, ctx), index, q)
 	}
 	r.mu.Unlock()
 	select {

@@ -46,6 +46,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -242,9 +243,31 @@ func (rp *reparenter) run(ctx context.Context) {
 	}
 }
 
-// checkBatch runs one batch of checks and counts their writes.
+// checkBatch runs one batch of checks and counts their writes. The
+// checks of an ended generation are not made (fence.go): their events
+// stay unfinished, for their next owner to spread.
 func (rp *reparenter) checkBatch(ctx context.Context, batch []dishCheck) {
+	live := batch[:0:0]
+	for _, c := range batch {
+		if rp.ix.fenced(c.ev.gen) {
+			rp.ix.abandon(c.ev, c.r)
+			continue
+		}
+		live = append(live, c)
+	}
+	batch = live
+	if len(batch) == 0 {
+		return
+	}
 	err := rp.spread(ctx, batch)
+	if errors.Is(err, errGenerationEnded) {
+		// Cut short by the fence: the checks' events are their next
+		// owner's.
+		for _, c := range batch {
+			rp.ix.abandon(c.ev, c.r)
+		}
+		return
+	}
 	if err != nil && ctx.Err() == nil && rp.fail != nil {
 		rp.fail(fmt.Errorf("pipeline: delete the other copies of changed dishes: %w", err))
 	}
@@ -277,13 +300,29 @@ func (rp *reparenter) failAll(err error) {
 // write is superseded: its own copy is deleted in turn, at its version
 // plus one (no version of the dish between its and the newer one can be
 // written there: it would be under another restaurant).
+//
+// A delete refused at exactly the write's version meets either the
+// tombstone of an earlier spread of this very write (the event delivered
+// again, or a delete whose answer was lost) or a live copy of the same
+// version under another routing: the same change written where another
+// decision put it, which only a member deciding with a directory that no
+// longer followed the restaurant makes (a write of an ended generation
+// landing late: fence.go). Likewise a write answered stale at exactly its
+// own version meets its own copy (delivered again) or the tombstone that
+// such a copy's spread left here. A realtime read tells which (sameVersion):
+// the write is made again over a tombstone, then the other live copy is
+// deleted, both with external_gte at the write's version, so that the
+// dish is never nowhere. The current owner's decision is the one that
+// stands: the directory it decided with follows the restaurant.
 func (rp *reparenter) spread(ctx context.Context, cs []dishCheck) error {
 	type del struct{ index, id, routing string }
 	dels := make(map[del]int64)
 	labels := make(map[del]string)
 	askers := make(map[del][]int) // the checks whose spread asks for the delete
+	var gen int64                 // the newest generation of the checks (genTag)
 	for n, c := range cs {
 		it := c.r.Item
+		gen = max(gen, c.ev.gen)
 		for i := range c.t.m.NumShards() {
 			r := c.t.m.Shard(i).Routing
 			if r == it.Routing {
@@ -306,7 +345,7 @@ func (rp *reparenter) spread(ctx context.Context, cs []dishCheck) error {
 	for k, v := range dels {
 		items = append(items, bulk.Item{
 			Action: bulk.Delete, Index: k.index, ID: k.id, Routing: k.routing,
-			Version: v, VersionType: bulk.External, Shard: labels[k],
+			Version: v, VersionType: bulk.External, Shard: labels[k], Ref: genTag(gen),
 		})
 	}
 	rs, err := rp.deleteAll(ctx, items)
@@ -315,37 +354,98 @@ func (rp *reparenter) spread(ctx context.Context, cs []dishCheck) error {
 	}
 	own := make(map[del]int64)
 	ownLabel := make(map[del]string)
+	var same []sameVersion
+	for n := range cs {
+		if c := &cs[n]; c.r.Item.Action == bulk.Index && c.r.Outcome == bulk.Stale && c.r.Stored == c.r.Item.Version {
+			same = append(same, sameVersion{item: *c.r.Item, own: true})
+		}
+	}
 	for _, r := range rs {
 		if r.Outcome != bulk.Stale {
 			continue
 		}
 		for _, n := range askers[del{r.Item.Index, r.Item.ID, r.Item.Routing}] {
 			c := &cs[n]
-			if c.r.Item.Action != bulk.Index || r.Stored <= c.r.Item.Version {
-				// A delete's own place holds nothing; a version equal to
-				// the write's is its own (an earlier spread's tombstone,
-				// or a move's copy), and one the conflict does not name
-				// proves nothing.
-				continue
+			if c.r.Item.Action != bulk.Index {
+				continue // a delete's own place holds nothing
 			}
-			k := del{c.r.Item.Index, c.r.Item.ID, c.r.Item.Routing}
-			if v := c.r.Item.Version + 1; v > own[k] {
-				own[k], ownLabel[k] = v, c.r.Item.Shard
+			switch {
+			case r.Stored == c.r.Item.Version:
+				same = append(same, sameVersion{item: *r.Item})
+			case r.Stored > c.r.Item.Version:
+				k := del{c.r.Item.Index, c.r.Item.ID, c.r.Item.Routing}
+				if v := c.r.Item.Version + 1; v > own[k] {
+					own[k], ownLabel[k] = v, c.r.Item.Shard
+				}
 			}
+			// A version the conflict does not name proves nothing.
 		}
+	}
+	if err := rp.sameVersion(ctx, same, gen); err != nil {
+		return err
 	}
 	items = items[:0]
 	for k, v := range own {
 		items = append(items, bulk.Item{
 			Action: bulk.Delete, Index: k.index, ID: k.id, Routing: k.routing,
-			Version: v, VersionType: bulk.External, Shard: ownLabel[k],
+			Version: v, VersionType: bulk.External, Shard: ownLabel[k], Ref: genTag(gen),
 		})
 	}
 	_, err = rp.deleteAll(ctx, items)
 	return err
 }
 
-// deleteAll sends items and waits for their answers.
+// sameVersion is a place a spread found holding its write's version: the
+// write's own (own), or another routing's.
+type sameVersion struct {
+	item bulk.Item // the write, or the spread's delete there
+	own  bool
+}
+
+// sameVersion reads each place realtime: the write's own place holding
+// only a tombstone is written again, then another place holding a live
+// copy has it deleted, each with external_gte at the write's version (see
+// spread). The reads and writes are made only while the checks'
+// generation lasts (fence.go).
+func (rp *reparenter) sameVersion(ctx context.Context, places []sameVersion, gen int64) error {
+	ix := rp.ix
+	var rewrite, remove []bulk.Item
+	for _, p := range places {
+		if ix.fenced(gen) {
+			return fmt.Errorf("%w: a spread's reads", errGenerationEnded)
+		}
+		it := p.item
+		var version int64
+		var found bool
+		err := retry(ctx, ix.log, "read "+it.ID+" under routing "+it.Routing, func() error {
+			var err error
+			_, version, found, err = ix.admin.Get(ctx, it.Index, it.ID, it.Routing)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		switch {
+		case p.own && !found:
+			it.VersionType, it.Ref = bulk.ExternalGTE, genTag(gen)
+			rewrite = append(rewrite, it)
+		case !p.own && found && version == it.Version:
+			it.VersionType, it.Ref = bulk.ExternalGTE, genTag(gen)
+			remove = append(remove, it)
+		}
+	}
+	if _, err := rp.deleteAll(ctx, rewrite); err != nil {
+		return err
+	}
+	if len(rewrite)+len(remove) > 0 {
+		ix.log.Info("a dish stored at one version under two routings: the copy its restaurant's routing holds stands", "rewritten", len(rewrite), "removed", len(remove))
+	}
+	_, err := rp.deleteAll(ctx, remove)
+	return err
+}
+
+// deleteAll sends items (the spread's deletes, and the writes again of
+// sameVersion) and waits for their answers.
 func (rp *reparenter) deleteAll(ctx context.Context, items []bulk.Item) ([]bulk.Result, error) {
 	ix := rp.ix
 	if len(items) == 0 {
@@ -361,7 +461,10 @@ func (rp *reparenter) deleteAll(ctx context.Context, items []bulk.Item) ([]bulk.
 			rp.removed.Add(1)
 			ix.met.reparented.Inc()
 		case bulk.Failed:
-			return nil, fmt.Errorf("%w: delete %s/%s (routing %s): %w", ErrWriteFailed, r.Item.Index, r.Item.ID, r.Item.Routing, r.Err)
+			if errors.Is(r.Err, bulk.ErrWithdrawn) {
+				return nil, fmt.Errorf("%w: %s/%s (routing %s) withdrawn", errGenerationEnded, r.Item.Index, r.Item.ID, r.Item.Routing)
+			}
+			return nil, fmt.Errorf("%w: %s %s/%s (routing %s): %w", ErrWriteFailed, r.Item.Action, r.Item.Index, r.Item.ID, r.Item.Routing, r.Err)
 		case bulk.Permanent:
 			// Refused for good (a reason of the index's own): an older
 			// copy may stay, and verify reports it.

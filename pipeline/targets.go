@@ -207,10 +207,10 @@ type sourceWrite struct {
 // one of the event's writes, and the loop releases the chain.
 func (ix *indexer) sourceAnswered(sw *sourceWrite, r bulk.Result) {
 	ix.eventResult(sw.ev, r)
-	ix.inbox.post(func(ctx context.Context) error {
+	ix.inbox.post(ix.inGenOf(sw.ev.gen, func(ctx context.Context) error {
 		sw.answered, sw.r = true, r
 		return ix.releaseChain(ctx, sw.ev.rid)
-	})
+	}))
 }
 
 // releaseChain adds the other writes of the answered source writes at the

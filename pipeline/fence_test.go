@@ -1,0 +1,230 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"testing"
+
+	"github.com/golang/geo/s2"
+
+	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/internal/realenv"
+	"github.com/geoshard/geoshard/schema"
+)
+
+// A member driven by hand, as its processing loop would drive it: the
+// test's goroutine is the loop. It writes to e's index through a writer
+// of its own, and takes part in no consumer group: the generations are
+// entered and ended by the test.
+func handMember(t *testing.T, e *testEnv) *Pipeline {
+	t.Helper()
+	p, err := New(Config{Brokers: []string{"127.0.0.1:9"}, Bulk: e.config().Bulk, Logger: testLogger()}, e.client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.ix.targets = []target{newTarget(testIndex, e.m, true)}
+	w, err := p.startWriter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close(context.Background()) })
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go p.ix.reparent.run(ctx)
+	return p
+}
+
+// put stores a document as another member's write would have left it:
+// at version v (external) under the routing of cell, deleted at once
+// with del (a tombstone at v).
+func (e *testEnv) put(t *testing.T, id string, v int64, cell s2.CellID, body []byte, del bool) {
+	t.Helper()
+	tg := newTarget(testIndex, e.m, true)
+	_, routing := tg.routing(cell)
+	do := func(method, query string, body []byte) {
+		u := fmt.Sprintf("%s/%s/_doc/%s?routing=%s&version_type=external&refresh=true&%s", e.url, testIndex, url.PathEscape(id), url.QueryEscape(routing), query)
+		req, _ := http.NewRequest(method, u, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			t.Fatalf("%s %s: %s", method, id, resp.Status)
+		}
+	}
+	if !del {
+		do(http.MethodPut, fmt.Sprintf("version=%d", v), body)
+		return
+	}
+	do(http.MethodPut, fmt.Sprintf("version=%d", v-1), body)
+	do(http.MethodDelete, fmt.Sprintf("version=%d", v), nil)
+}
+
+var (
+	fenceSF = s2.CellIDFromLatLng(s2.LatLngFromDegrees(37.7749, -122.4194))
+	fenceNY = s2.CellIDFromLatLng(s2.LatLngFromDegrees(40.7128, -74.006))
+)
+
+func fenceDish(p *Pipeline, offset int64, id, rid string, v int64) *event {
+	k := partKey{"events", 0}
+	entry, _ := p.track.track(k, offset, 100)
+	return &event{part: k, offset: offset, entry: entry, rid: rid, gen: p.ix.gen,
+		change: &Change{Type: TypeDish, Op: OpUpsert, ID: id, RestaurantID: rid, Version: v}}
+}
+
+// TestEndedGenerationDecidesNothing: a member whose generation ends while
+// one of its restaurants is held (by a move, a lookup) and a dish event
+// of that restaurant waits behind the hold decides nothing more of that
+// generation. When the hold's task comes back after the end, the member
+// does not apply the waiting dish with its directory of before the end —
+// which would write the dish under the restaurant's old routing after the
+// partition's next owner moved the restaurant, and spread a delete of it
+// under every other routing, the new one included. The task is
+// cancelled, its end is not run, the dish stays unwritten and unfinished
+// (its offset is not committed: the next owner decides it), and at the
+// next generation the restaurant is forgotten and looked up again.
+func TestEndedGenerationDecidesNothing(t *testing.T) {
+	realenv.EmulatorOnly(t, "a member driven by hand against the emulator")
+	e := newEnv(t, envOptions{partitions: 1})
+	p := handMember(t, e)
+	ix := p.ix
+	ctx := context.Background()
+	ix.enterGen(1)
+	ix.dir.set("Y", fenceSF, 1)
+	e.put(t, schema.RestaurantID("Y"), 1, fenceSF, restaurantBody(nil, "Y", 1, fenceSF, 37.7749, -122.4194, e.m.Level()), false)
+
+	// A task holds Y (a move, a lookup), and comes back only once let go.
+	letGo := make(chan struct{})
+	ix.rest("Y").held = true
+	ix.goTask(ctx, func(ctx context.Context) func(context.Context) error {
+		select {
+		case <-letGo:
+		case <-ctx.Done():
+		}
+		return func(ctx context.Context) error { return ix.unhold(ctx, "Y") }
+	})
+	dish := fenceDish(p, 5, "d1", "Y", 2)
+	if err := ix.submit(ctx, dish); err != nil {
+		t.Fatal(err)
+	}
+	if ix.queuedBehind != 1 {
+		t.Fatalf("%d events queued behind held restaurants, want the dish", ix.queuedBehind)
+	}
+
+	// The generation ends (the coordinator's word reaches the member),
+	// then the task comes back, then the handover asks the loop to settle.
+	p.grp.ended.Store(1)
+	close(letGo)
+	settled := make(chan struct{})
+	if err := p.loop.settle(ctx, settled); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-settled:
+	default:
+		t.Fatal("settle returned without closing settled")
+	}
+
+	if docs := e.scanIndex(t); len(docs) != 1 {
+		t.Errorf("index holds %v, want only the restaurant: the dish was decided after its generation ended", docs)
+	}
+	if st := ix.writer.Stats(); st.Added != 0 {
+		t.Errorf("the writer took %d items after the generation ended, want none", st.Added)
+	}
+	if due := p.track.due(); len(due) != 0 {
+		t.Errorf("commit points %v, want none: the dish is not finished", due)
+	}
+	if len(ix.rests) != 0 || ix.queuedBehind != 0 || ix.idle() != true {
+		t.Errorf("after the fence: %d restaurants with work, %d queued, idle %v; want nothing", len(ix.rests), ix.queuedBehind, ix.idle())
+	}
+
+	// The next generation: Y, whose decisions were cut, is forgotten, and
+	// looked up at its next event.
+	if !ix.enterGen(2) {
+		t.Error("enterGen reports nothing to read back after a cut")
+	}
+	if _, ok := ix.dir.get("Y"); ok {
+		t.Error("Y is still in the directory after its decisions were cut")
+	}
+	if !ix.needsLookup(fenceDish(p, 5, "d1", "Y", 2)) {
+		t.Error("Y's next event does not look it up")
+	}
+}
+
+// TestSpreadTakesNoSameVersionCopyForItsOwn: the state a late write of
+// an ended generation leaves when it lands after the partition's next
+// owner moved the dish's restaurant: the dish live at version 1 under its
+// restaurant's old routing (San Francisco), and that write's spread's
+// tombstone at version 1 under the new one (New York). The owner, deciding
+// the dish event again, is answered Stale at the event's own version
+// twice: under New York by the tombstone, under San Francisco by the
+// copy. Neither is its own copy: the dish ends stored once, under New
+// York, at version 1.
+func TestSpreadTakesNoSameVersionCopyForItsOwn(t *testing.T) {
+	realenv.EmulatorOnly(t, "a member driven by hand against the emulator")
+	e := newEnv(t, envOptions{partitions: 1})
+	p := handMember(t, e)
+	ix := p.ix
+	ctx := context.Background()
+	ix.enterGen(2)
+	lvl := e.m.Level()
+	e.put(t, schema.RestaurantID("Y"), 3, fenceNY, restaurantBody(nil, "Y", 3, fenceNY, 40.7128, -74.006, lvl), false)
+	e.put(t, schema.DishID("d1"), 1, fenceSF, dishBody(nil, "d1", "Y", 1, fenceSF, lvl), false)
+	e.put(t, schema.DishID("d1"), 1, fenceNY, dishBody(nil, "d1", "Y", 1, fenceNY, lvl), true)
+	ix.dir.set("Y", fenceNY, 3)
+
+	dish := fenceDish(p, 7, "d1", "Y", 1)
+	if err := ix.submit(ctx, dish); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.quiesce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if due := p.track.due(); len(due) != 1 || due[0].offset != 8 {
+		t.Errorf("commit points %v, want the dish finished", due)
+	}
+	tg := newTarget(testIndex, e.m, true)
+	_, ny := tg.routing(fenceNY)
+	docs := e.scanIndex(t)
+	d, ok := docs[schema.DishID("d1")]
+	if !ok || d.routing != ny || fmt.Sprint(d.source["version"]) != "1" {
+		t.Errorf("d1: stored %v under %q at version %v, want once under %q (New York) at version 1", ok, d.routing, d.source["version"], ny)
+	}
+	if st := ix.writer.Stats(); st.Failed != 0 || st.Permanent != 0 {
+		t.Errorf("writer %+v, want nothing failed or rejected", st)
+	}
+}
+
+// TestWithdrawnFollowsTheGeneration: the writes of an event, of a task's
+// step and of a spread are withdrawn once their generation has ended, and
+// only then.
+func TestWithdrawnFollowsTheGeneration(t *testing.T) {
+	p := offlinePipeline(t)
+	ix := p.ix
+	ix.enterGen(3)
+	ev := &event{gen: 3}
+	items := map[string]bulk.Item{
+		"event":       {Ref: ev},
+		"source":      {Ref: &sourceWrite{ev: ev}},
+		"task":        {Ref: genTag(3)},
+		"other":       {Ref: "a caller's own"},
+		"older event": {Ref: &event{gen: 2}},
+	}
+	p.grp.ended.Store(2)
+	for name, it := range items {
+		if got, want := ix.withdrawn(&it), name == "older event"; got != want {
+			t.Errorf("generation 2 ended: withdrawn(%s) = %v, want %v", name, got, want)
+		}
+	}
+	p.grp.ended.Store(3)
+	for name, it := range items {
+		if got, want := ix.withdrawn(&it), name != "other"; got != want {
+			t.Errorf("generation 3 ended: withdrawn(%s) = %v, want %v", name, got, want)
+		}
+	}
+}
