@@ -14,7 +14,7 @@ import (
 // _id schema.HeartbeatDocID(alias, Config.Instance): the migration and
 // the phase whose writes it performs now (both empty without a migration),
 // what the instance is doing (consuming, or what it waits for: health.go)
-// and when it said so. It is written after every poll of the migration
+// and when it said so, and its progress epoch (epoch.go). It is written after every poll of the migration
 // state and after every switch, with a single-document index request and
 // refresh=true. The index is created (hidden, one shard) if it is missing
 // when the first heartbeat is written. A heartbeat that cannot be written
@@ -49,6 +49,13 @@ func (ms *modes) writeHeartbeat(ctx context.Context) error {
 		h := ms.health()
 		hb.State, hb.Waiting, hb.Since = h.State, h.Waiting, h.Since
 	}
+	var ep epochProposal
+	if ms.progress != nil {
+		// Proposed before the write and kept only once it is acknowledged
+		// (epoch.go): every epoch the job reads was written.
+		ep = ms.progress.propose()
+		hb.Epoch, hb.Started = ep.epoch, ms.progress.started
+	}
 	body, err := json.Marshal(hb)
 	if err != nil {
 		return err
@@ -59,6 +66,9 @@ func (ms *modes) writeHeartbeat(ctx context.Context) error {
 			ms.hbIndexReady.Store(false) // deleted meanwhile: create it again
 		}
 		return err
+	}
+	if ms.progress != nil {
+		ms.progress.commit(ep)
 	}
 	ms.lastBeat.Store(now.UnixNano())
 	return nil
