@@ -208,9 +208,10 @@ type Verification struct {
 	// rows list them). Only a comparison of ids finds them.
 	SourceDuplicates int64 `json:"source_duplicates,omitempty"`
 	TargetDuplicates int64 `json:"target_duplicates,omitempty"`
-	// ResolvedInFlight counts the suspects (missing, extra or duplicated
-	// ids) that resolved themselves: changes in flight when the comparison
-	// read them (each id once; the shards' rows count theirs).
+	// ResolvedInFlight counts the suspects that resolved themselves: the
+	// missing or extra ids of a shard and the ids duplicated in an index
+	// that were changes in flight when the comparison read them (a
+	// duplicate once, however many shards' rows count it).
 	ResolvedInFlight int64 `json:"resolved_in_flight,omitempty"`
 }
 
