@@ -140,7 +140,7 @@ func (e *env) instanceBeat(name string, started time.Time, epoch int64, at time.
 // returns the verification and the epochs the instance reported while the
 // verification waited with the change still half applied, the report
 // stored then unchanged.
-func (e *env) verifyInFlight(t *testing.T, c inFlight, lands bool) (*schema.Verification, error, []int64) {
+func (e *env) verifyInFlight(t *testing.T, c inFlight, lands bool) (*schema.Verification, []int64, error) {
 	t.Helper()
 	ctx := context.Background()
 	clk := &fakeClock{now: time.Now().UTC()}
@@ -176,7 +176,7 @@ func (e *env) verifyInFlight(t *testing.T, c inFlight, lands bool) (*schema.Veri
 			t.Fatal(err)
 		}
 	}
-	return ver, err, held
+	return ver, held, err
 }
 
 func TestVerifyWaitsForChangesInFlight(t *testing.T) {
@@ -195,7 +195,7 @@ func TestVerifyWaitsForChangesInFlight(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Run("lands", func(t *testing.T) {
 				f := c.make(used)
-				ver, err, held := e.verifyInFlight(t, f, true)
+				ver, held, err := e.verifyInFlight(t, f, true)
 				if err != nil {
 					t.Fatalf("Verify = %v, want it to pass once the change landed", err)
 				}
@@ -213,7 +213,7 @@ func TestVerifyWaitsForChangesInFlight(t *testing.T) {
 			})
 			t.Run("stays", func(t *testing.T) {
 				f := c.make(used)
-				ver, err, held := e.verifyInFlight(t, f, false)
+				ver, held, err := e.verifyInFlight(t, f, false)
 				if !errors.Is(err, ErrMismatch) || ver == nil || ver.OK {
 					t.Fatalf("Verify = %v, want ErrMismatch: the difference outlived the changes in flight", err)
 				}
@@ -231,9 +231,9 @@ func TestVerifyWaitsForChangesInFlight(t *testing.T) {
 
 // The wait is bounded: an instance that is live and never progresses
 // holds a suspect for VerifyConfig.Settle, then it is reported; one whose
-// heartbeat is stale (stopped) is not waited for; and without instances
-// the second real-time read follows the first at once.
-func TestVerifySettleBound(t *testing.T) {
+// heartbeat is stale (stopped) is not waited for; one that restarts is
+// waited for from its new epoch on.
+func TestVerifyWaitIsBounded(t *testing.T) {
 	realenv.Parallel(t)
 	e := newEnv(t, 300)
 	ctx := context.Background()
@@ -241,21 +241,32 @@ func TestVerifySettleBound(t *testing.T) {
 	used := map[string]bool{}
 	for _, c := range []struct {
 		name string
-		// beat is the heartbeat of ingest-a at the job's start and at each
-		// wait: its age and epoch.
-		age   time.Duration
-		waits time.Duration // the job's waits in all
+		// age is how old ingest-a's heartbeats are when written; restart,
+		// whether it restarts at the job's first wait, its epoch 1 then,
+		// and rising by one at each wait after.
+		age     time.Duration
+		restart bool
+		waits   int // the job's waits, of PollInterval each but the last
 	}{
-		{"live, never progressing", 0, 50 * time.Millisecond},
-		{"stopped", time.Minute, 0},
+		{"live, never progressing", 0, false, 5},
+		{"stopped", time.Minute, false, 0},
+		{"restarted", 0, true, 1 + epochsPast},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := e.halfCreate(used)
 			clk := &fakeClock{now: time.Now().UTC()}
 			m := e.migratorOn(clk)
-			started := clk.now.Add(-time.Hour)
-			e.instanceBeat("ingest-a", started, 7, clk.now.Add(-c.age))
-			clk.onSleep = func(now time.Time) { e.instanceBeat("ingest-a", started, 7, now.Add(-c.age)) }
+			started, epoch := clk.now.Add(-time.Hour), int64(7)
+			e.instanceBeat("ingest-a", started, epoch, clk.now.Add(-c.age))
+			clk.onSleep = func(now time.Time) {
+				if c.restart {
+					if epoch == 7 {
+						started, epoch = now, 0
+					}
+					epoch++
+				}
+				e.instanceBeat("ingest-a", started, epoch, now.Add(-c.age))
+			}
 			if err := e.writeItems(ctx, f.plant...); err != nil {
 				t.Fatal(err)
 			}
@@ -264,8 +275,8 @@ func TestVerifySettleBound(t *testing.T) {
 				t.Fatalf("Verify = %v, want ErrMismatch", err)
 			}
 			f.report(t, ver)
-			if got := clk.total(); got != c.waits {
-				t.Errorf("the job waited %v for the instance, want %v", got, c.waits)
+			if got := len(clk.sleeps()); got != c.waits {
+				t.Errorf("the job waited %d times (%v) for the instance, want %d", got, clk.sleeps(), c.waits)
 			}
 			if err := e.writeItems(ctx, f.land...); err != nil {
 				t.Fatal(err)
