@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/router"
 	"github.com/geoshard/geoshard/schema"
@@ -137,19 +139,19 @@ func (v *verifier) settle(ctx context.Context, m *Migrator, reports []schema.Sha
 		// the instances have moved past the changes in flight at the last
 		// read, or the wait has run out (then what is still found is
 		// confirmed, changed or not).
-		final := false
+		final, err := false, error(nil)
 		if round > 0 {
-			var err error
 			if final, err = m.awaitProgress(ctx, marks, deadline, v.cfg.LiveWindow); err != nil {
 				return 0, err
 			}
 		}
+		seens, err := v.readAll(ctx, m, waiting)
+		if err != nil {
+			return 0, err
+		}
 		var again []*suspect
-		for _, s := range waiting {
-			seen, err := v.read(ctx, m, s)
-			if err != nil {
-				return 0, fmt.Errorf("migrate: verify: read %s %s: %w", s.kind, s.id, err)
-			}
+		for k, s := range waiting {
+			seen := seens[k]
 			switch {
 			case len(seen) == 0:
 				resolved = append(resolved, s)
@@ -164,7 +166,6 @@ func (v *verifier) settle(ctx context.Context, m *Migrator, reports []schema.Sha
 		if len(waiting) > 0 {
 			// Marked after the reads, so the barrier covers every change
 			// in flight when they found the suspects.
-			var err error
 			if marks, err = m.progressMarks(ctx, v.cfg.LiveWindow); err != nil {
 				return 0, err
 			}
@@ -178,6 +179,24 @@ func (v *verifier) settle(ctx context.Context, m *Migrator, reports []schema.Sha
 		m.log.Info("differences resolved in flight", "step", StepVerify, "resolved", len(resolved), "confirmed", len(confirmed))
 	}
 	return int64(len(resolved)), nil
+}
+
+// readAll reads the suspects, Parallel at a time.
+func (v *verifier) readAll(ctx context.Context, m *Migrator, ss []*suspect) ([][]copyRef, error) {
+	out := make([][]copyRef, len(ss))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(v.cfg.Parallel)
+	for k, s := range ss {
+		g.Go(func() error {
+			seen, err := v.read(gctx, m, s)
+			if err != nil {
+				return fmt.Errorf("migrate: verify: read %s %s: %w", s.kind, s.id, err)
+			}
+			out[k] = seen
+			return nil
+		})
+	}
+	return out, g.Wait()
 }
 
 // overlaps reports whether two reads found a copy in common: the same
