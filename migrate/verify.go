@@ -243,7 +243,7 @@ type verifier struct {
 	mig    *schema.Migration
 	tgtMap *router.Map
 	cfg    VerifyConfig
-	srcMap *router.Map
+	srcMap *router.Map // routes the source copy of an extra id (suspects.go)
 	// srcShard names the source's shards by their routing keys, for the
 	// copies of duplicates the source holds.
 	srcShard map[string]string

@@ -14,12 +14,13 @@ import (
 // _id schema.HeartbeatDocID(alias, Config.Instance): the migration and
 // the phase whose writes it performs now (both empty without a migration),
 // what the instance is doing (consuming, or what it waits for: health.go)
-// and when it said so, and its progress epoch (epoch.go). It is written after every poll of the migration
+// and when it said so. It is written after every poll of the migration
 // state and after every switch, with a single-document index request and
 // refresh=true. The index is created (hidden, one shard) if it is missing
 // when the first heartbeat is written. A heartbeat that cannot be written
 // is logged and written again at the next poll: the job then sees this
-// instance as gone, not as lagging behind.
+// instance as gone, not as lagging behind. It also carries the
+// instance's progress epoch (epoch.go).
 
 // beat writes the heartbeat, logging a failure.
 func (ms *modes) beat(ctx context.Context) {
