@@ -44,11 +44,11 @@ import (
 //
 // # The progress barrier
 //
-// An instance's epoch (schema.Heartbeat.Epoch) rises at most once per
-// heartbeat written, and a rise to e+2 means that every event it had
-// taken in when it wrote a heartbeat with e+1 is finished. The job reads
-// the heartbeats after its real-time reads found the suspect, at time r.
-// The interleaving that matters:
+// An instance's epoch (schema.Heartbeat.Epoch) begins with a heartbeat,
+// rises from v to v+1 only once every event the instance had taken in
+// when v began is finished, and at most once per heartbeat written. The
+// job reads the heartbeats after its real-time reads found the suspect,
+// at time r. The interleaving that matters:
 //
 //	instance: writes hb(e)  snapshots hb(e+1)   ...   acks hb(e+1)   snapshots hb(≤e+2)
 //	job:                        finds suspect   reads hb(e) at r
@@ -58,8 +58,8 @@ import (
 // before r, the job would have read it). Heartbeats are written one at a
 // time, so the one after that is snapshot after r: any epoch from e+2 on
 // began after the suspect was seen, and once the instance reports e+3,
-// every event it had taken in then, the half-applied one among them, is
-// finished. The job waits for e+3. An instance whose heartbeat goes
+// every event it had taken in when e+2 began, the half-applied one among
+// them, is finished. The job waits for e+3. An instance whose heartbeat goes
 // stale (stopped, or cut off) is not waited for; a restarted one (another
 // Started) is marked again from its new epoch. An instance that reports
 // no epoch (older than epochs) cannot be waited for.
