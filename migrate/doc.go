@@ -66,6 +66,11 @@
 //     document's own version, so a live write always wins, and gc_deletes
 //     is raised on both indexes so that a delete's tombstone outlives any
 //     copy in flight. Checkpoints move only behind acknowledged writes.
+//   - The verification reports a missing, extra or duplicated id only
+//     once real-time reads find it before and after every live ingest
+//     instance has finished the changes it had in flight when the id was
+//     seen (the progress epoch of its heartbeat; suspects.go): a change
+//     caught between its two writes is not a difference.
 //   - Cutover needs a passed verification, restores the target's
 //     replicas and refresh, waits for green, and moves the alias in one
 //     atomic _aliases call.

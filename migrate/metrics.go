@@ -19,6 +19,9 @@ type metrics struct {
 	phase *prometheus.GaugeVec
 	// docs counts documents the backfill copied (acknowledged writes).
 	docs prometheus.Counter
+	// suspectsSeen counts the verification's suspects by result:
+	// confirmed, or resolved (in flight).
+	suspectsSeen *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -31,6 +34,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "geoshard_backfill_docs_total",
 			Help: "Documents the reshard backfill copied to the target index (writes acknowledged, stale included).",
 		}),
+		suspectsSeen: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "geoshard_verify_suspects_total",
+			Help: "Missing, extra and duplicated ids the reshard verification listed, by result: confirmed (reported), or resolved in flight.",
+		}, []string{"result"}),
 	}
 	if reg == nil {
 		return m, nil
@@ -54,7 +61,22 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			return nil, err
 		}
 	}
+	if err := reg.Register(m.suspectsSeen); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			return nil, err
+		}
+		if m.suspectsSeen, err = existing[*prometheus.CounterVec](are); err != nil {
+			return nil, err
+		}
+	}
 	return m, nil
+}
+
+// suspects counts the verification's suspects by result.
+func (m *metrics) suspects(confirmed, resolved int) {
+	m.suspectsSeen.WithLabelValues("confirmed").Add(float64(confirmed))
+	m.suspectsSeen.WithLabelValues("resolved").Add(float64(resolved))
 }
 
 // setPhase marks p as the current phase.

@@ -97,6 +97,7 @@ func (v *verifier) compareIDs(ctx context.Context, rows []int, reports []schema.
 	heap.Init(&h)
 	var dups dupCounts
 	var copies [2][]idCopy
+	v.suspects = v.suspects[:0]
 	for len(h) > 0 {
 		id := h[0].cur.id
 		copies[inSource], copies[inTarget] = copies[inSource][:0], copies[inTarget][:0]
@@ -159,12 +160,14 @@ func (v *verifier) account(id string, copies *[2][]idCopy, reports []schema.Shar
 			r.Missing++
 			if len(r.MissingIDs) < v.cfg.MaxIDs {
 				r.MissingIDs = append(r.MissingIDs, id)
+				v.suspect(suspectMissing, inSource, id, []int{row}, copiesOn(copies[inSource], row))
 			}
 		default:
 			r.Target++
 			r.Extra++
 			if len(r.ExtraIDs) < v.cfg.MaxIDs {
 				r.ExtraIDs = append(r.ExtraIDs, id)
+				v.suspect(suspectExtra, inTarget, id, []int{row}, copiesOn(copies[inTarget], row))
 			}
 		}
 	}
@@ -175,7 +178,12 @@ func (v *verifier) account(id string, copies *[2][]idCopy, reports []schema.Shar
 // has (two source copies can fall in one target shard's range).
 func (v *verifier) duplicate(s side, id string, cs []idCopy, reports []schema.ShardReport) {
 	var d *schema.Duplicate
-	var seen []int
+	var seen, listed []int
+	defer func() {
+		if len(listed) > 0 {
+			v.suspect(suspectDuplicate, s, id, listed, cs)
+		}
+	}()
 	for _, c := range cs {
 		if slices.Contains(seen, c.row) {
 			continue
@@ -194,6 +202,7 @@ func (v *verifier) duplicate(s side, id string, cs []idCopy, reports []schema.Sh
 			d = v.describe(s, id, cs)
 		}
 		r.Duplicates = append(r.Duplicates, *d)
+		listed = append(listed, c.row)
 	}
 }
 

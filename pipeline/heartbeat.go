@@ -19,7 +19,8 @@ import (
 // refresh=true. The index is created (hidden, one shard) if it is missing
 // when the first heartbeat is written. A heartbeat that cannot be written
 // is logged and written again at the next poll: the job then sees this
-// instance as gone, not as lagging behind.
+// instance as gone, not as lagging behind. It also carries the
+// instance's progress epoch (epoch.go).
 
 // beat writes the heartbeat, logging a failure.
 func (ms *modes) beat(ctx context.Context) {
@@ -49,6 +50,13 @@ func (ms *modes) writeHeartbeat(ctx context.Context) error {
 		h := ms.health()
 		hb.State, hb.Waiting, hb.Since = h.State, h.Waiting, h.Since
 	}
+	var ep epochProposal
+	if ms.progress != nil {
+		// Proposed before the write and kept only once it is acknowledged
+		// (epoch.go): every epoch the job reads was written.
+		ep = ms.progress.propose()
+		hb.Epoch, hb.Started = ep.epoch, ms.progress.started
+	}
 	body, err := json.Marshal(hb)
 	if err != nil {
 		return err
@@ -59,6 +67,9 @@ func (ms *modes) writeHeartbeat(ctx context.Context) error {
 			ms.hbIndexReady.Store(false) // deleted meanwhile: create it again
 		}
 		return err
+	}
+	if ms.progress != nil {
+		ms.progress.commit(ep)
 	}
 	ms.lastBeat.Store(now.UnixNano())
 	return nil

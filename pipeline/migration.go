@@ -150,6 +150,8 @@ type modes struct {
 	// health says what the instance is doing, for the heartbeat (nil:
 	// nothing is said).
 	health func() Health
+	// progress is the heartbeat's progress epoch (nil: none is said).
+	progress *progress
 	// wake tells the loop that a new mode is wanted; it applies it between
 	// events, then signals applied, which makes the watcher write the
 	// heartbeat.

@@ -106,6 +106,7 @@ func New(cfg Config, client *opensearch.Client) (*Pipeline, error) {
 	p.parking = newParker(cfg, p.log, p.track, m)
 	p.modes = newModes(cfg, p.log, p.admin, m, p.fail)
 	p.modes.health = p.Health
+	p.modes.progress = newProgress(p.track, time.Now().UTC())
 	p.out = &outcomes{
 		log: p.log, met: m, track: p.track, now: now, parking: p.parking, fail: p.fail,
 		counts: make(map[EventKey]int64), deadCount: make(map[Reason]int64),

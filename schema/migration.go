@@ -187,6 +187,14 @@ type ShardReport struct {
 	// most as many as the missing ids listed (the counts stay exact). An id
 	// with copies in two shards' rows is listed in both.
 	Duplicates []Duplicate `json:"duplicates,omitempty"`
+	// ResolvedInFlight counts the missing, extra and duplicated ids the
+	// comparison listed on this shard that a real-time read no longer
+	// found, or that were gone once every live ingest instance had
+	// finished the changes in flight when they were seen: a change caught
+	// between its two writes, not a difference. They are left out of
+	// Missing, Extra and the duplicates, and of their lists; Source and
+	// Target stay the counts of the comparison that saw them.
+	ResolvedInFlight int64 `json:"resolved_in_flight,omitempty"`
 }
 
 // Verification is a verification's report.
@@ -200,6 +208,11 @@ type Verification struct {
 	// rows list them). Only a comparison of ids finds them.
 	SourceDuplicates int64 `json:"source_duplicates,omitempty"`
 	TargetDuplicates int64 `json:"target_duplicates,omitempty"`
+	// ResolvedInFlight counts the suspects that resolved themselves: the
+	// missing or extra ids of a shard and the ids duplicated in an index
+	// that were changes in flight when the comparison read them (a
+	// duplicate once, however many shards' rows count it).
+	ResolvedInFlight int64 `json:"resolved_in_flight,omitempty"`
 }
 
 // Where a duplicate is: Duplicate.Side.
@@ -302,6 +315,21 @@ type Heartbeat struct {
 	State   InstanceState `json:"state,omitempty"`
 	Waiting string        `json:"waiting,omitempty"`
 	Since   time.Time     `json:"since,omitzero"`
+	// Epoch is the instance's progress epoch: it rises by one, at most
+	// once per heartbeat written, when every event the instance had taken
+	// in when the epoch last rose is finished (written to every index, or
+	// dead-lettered). So once an instance reports Epoch e+2, every event
+	// it had taken in when it wrote a heartbeat with e is finished; a
+	// change half applied then (a restaurant move between its copies and
+	// its deletes) has landed. The verification waits on it (package
+	// migrate, suspects.go) before it reports a difference it saw while
+	// changes were in flight.
+	Epoch int64 `json:"epoch,omitempty"`
+	// Started is when the instance's process started: Epoch counts from
+	// there, so a heartbeat with another Started is a restarted instance
+	// whose Epoch began again. Zero from an instance that predates
+	// epochs.
+	Started time.Time `json:"started,omitzero"`
 }
 
 // InstanceState is an ingest instance's state in its heartbeat and on
