@@ -266,7 +266,8 @@ type keySampler struct {
 }
 
 // refresh reads what the topic's partitions gained since the last
-// refresh, and reports whether anything did.
+// refresh, and reports whether anything did (with an error, in the
+// partitions read before it).
 func (s *keySampler) refresh(ctx context.Context) (grew bool, err error) {
 	if s.n == 0 {
 		counts, err := partitionCounts(ctx, s.client, s.topic)

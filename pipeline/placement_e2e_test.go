@@ -120,9 +120,9 @@ type keyedFormat struct {
 
 func (f keyedFormat) keyID(key []byte) (string, bool) { return f.id(key) }
 
-// placeOf runs the start-time detection against the environment's
-// restaurant topic, logging into log: nil if the placement is not known.
-func placeOf(t testing.TB, e *testEnv, named Partitioner, keyID func([]byte) (string, bool), log *slog.Logger) (*keyPlacement, error) {
+// placerOf samples the environment's restaurant topic as a pipeline
+// does at start, logging into log.
+func placerOf(t testing.TB, e *testEnv, named Partitioner, keyID func([]byte) (string, bool), log *slog.Logger) (*placer, error) {
 	t.Helper()
 	cfg := e.config()
 	cfg.RestaurantPartitioner = named
@@ -135,11 +135,67 @@ func placeOf(t testing.TB, e *testEnv, named Partitioner, keyID func([]byte) (st
 	if keyID != nil {
 		format = keyedFormat{id: keyID}
 	}
-	pl, err := newPlacer(context.Background(), cfg, log, transport, format)
+	return newPlacer(context.Background(), cfg, log, transport, format)
+}
+
+// placeOf is the placement placerOf knows at start: nil if none.
+func placeOf(t testing.TB, e *testEnv, named Partitioner, keyID func([]byte) (string, bool), log *slog.Logger) (*keyPlacement, error) {
+	t.Helper()
+	pl, err := placerOf(t, e, named, keyID, log)
 	if err != nil {
 		return nil, err
 	}
 	return pl.current(), nil
+}
+
+// TestPlacerLearnsOnceOnePartitionerFits: restaurant keys that murmur2
+// and crc32 both put where they are leave the placement unknown, with
+// both still fitting; learn then waits until a key only crc32 puts
+// where it is arrives, and returns crc32.
+func TestPlacerLearnsOnceOnePartitionerFits(t *testing.T) {
+	realenv.Parallel(t)
+	const n = 6
+	e := newEnv(t, envOptions{partitions: n, twoTopics: true, dishKeyDish: true})
+	var same, only []string
+	for i := 0; len(same) < 3 || len(only) < 1; i++ {
+		k := []byte(restaurantKey(i))
+		c := PartitionerCRC32.Partition(k, n)
+		switch {
+		case c == PartitionerMurmur2.Partition(k, n) && c != PartitionerFNV1a.Partition(k, n) && len(same) < 3:
+			same = append(same, string(k))
+		case c != PartitionerMurmur2.Partition(k, n) && c != PartitionerFNV1a.Partition(k, n) && len(only) < 1:
+			only = append(only, string(k))
+		}
+	}
+	cl := producerBy(t, e, PartitionerCRC32)
+	produceKeys(t, e, cl, same)
+	pl, err := placerOf(t, e, PartitionerAuto, nil, testLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := pl.current(); k != nil || len(pl.fitting) != 2 || pl.fitting[0] != PartitionerMurmur2 || pl.fitting[1] != PartitionerCRC32 {
+		t.Fatalf("placement of keys both fit = %+v (fitting %v), want none yet, murmur2 and crc32 fitting", k, pl.fitting)
+	}
+
+	learnt := make(chan *keyPlacement, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		k, err := pl.learn(ctx)
+		if err != nil {
+			t.Errorf("learn = %v", err)
+		}
+		learnt <- k
+	}()
+	produceKeys(t, e, cl, only)
+	select {
+	case k := <-learnt:
+		if k == nil || k.by != PartitionerCRC32 || pl.current() != k {
+			t.Errorf("learnt %+v (current %+v), want crc32", k, pl.current())
+		}
+	case <-time.After(realenv.Slack(30 * time.Second)):
+		t.Fatal("learn did not return in 30s of a key only crc32 fits")
+	}
 }
 
 // TestDetectRestaurantPartitioner: a restaurant topic produced by each

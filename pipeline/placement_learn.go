@@ -140,8 +140,11 @@ func (pl *placer) args() []any {
 
 // learn returns the placement once it is known, sampling what the
 // restaurant topic gains every placementPoll until then; nil once ctx
-// ends first, or with the error that refuses the topic. One goroutine
-// learns: the repartitioner's, before it fetches a dish.
+// ends first, or with the error that refuses the topic. A sample that
+// cannot be read (a broker away, a partition between leaders) is read
+// again at the next poll: the dishes wait meanwhile, as they would for
+// the broker. One goroutine learns: the repartitioner's, before it
+// fetches a dish.
 func (pl *placer) learn(ctx context.Context) (*keyPlacement, error) {
 	if k := pl.current(); k != nil {
 		return k, nil
@@ -150,12 +153,21 @@ func (pl *placer) learn(ctx context.Context) (*keyPlacement, error) {
 	defer poll.Stop()
 	remind := time.NewTicker(placementRemind)
 	defer remind.Stop()
+	var (
+		failing error
+		// unread: the sample grew since decide last read it.
+		unread bool
+	)
 	for {
 		select {
 		case <-ctx.Done():
 			return nil, nil
 		case <-remind.C:
-			pl.log.Warn("dish events still wait for the restaurant topic's placement; name it with --restaurant-partitioner to forward them at once", pl.args()...)
+			args := pl.args()
+			if failing != nil {
+				args = append(args, "error", failing)
+			}
+			pl.log.Warn("dish events still wait for the restaurant topic's placement; name it with --restaurant-partitioner to forward them at once", args...)
 			continue
 		case <-poll.C:
 		}
@@ -163,12 +175,19 @@ func (pl *placer) learn(ctx context.Context) (*keyPlacement, error) {
 		if ctx.Err() != nil {
 			return nil, nil
 		}
+		unread = unread || grew // partitions read before a failure count
 		if err != nil {
-			return nil, err
-		}
-		if !grew {
+			if failing == nil {
+				pl.log.Warn("could not sample the restaurant topic; trying again", "topic", pl.cfg.RestaurantTopic, "error", err)
+			}
+			failing = err
 			continue
 		}
+		failing = nil
+		if !unread {
+			continue
+		}
+		unread = false
 		if k, err := pl.decide(); k != nil || err != nil {
 			return k, err
 		}
