@@ -28,10 +28,12 @@ package pipeline
 // check stops at the first event the chosen one misplaces, as it does for
 // a producer that changes its partitioner.) The interleavings:
 //
-//   - Placement learnt while dishes are in flight: none is in flight
-//     before it, since the repartitioner has not fetched a dish. Dishes
-//     produced while the placer samples stay in the dish topic; the first
-//     forwarded batch is placed by P.
+//   - Placement learnt while dishes arrive: the repartitioner makes its
+//     reader, which joins the group and fetches, only after learn has
+//     returned P, so no dish is in flight under another placement, nor
+//     under none. Dishes produced meanwhile wait in the dish topic; the
+//     first batch forwarded is placed by P. The decoder checks restaurant
+//     events only from then on; those it read before fit P too.
 //   - Instances that learn it at different moments: an instance that has
 //     not learnt it is not a member of the repartition group, so the
 //     dish partitions are shared among those that have, all placing by P.
@@ -46,12 +48,13 @@ package pipeline
 //     dishes with it; it never learns another. The repartition group's
 //     committed offsets only ever cover dishes forwarded by P.
 //
-// What waiting costs: a dish is indexed only once its restaurant topic
-// has told the partitioners apart, a few restaurant events with six
-// partitions (each partitioner agrees with another on a key with
-// probability about 1/n). A topic of few restaurants can stay ambiguous;
-// the placer says so every placementRemind, with the partitioners still
-// in the running, and naming the partitioner ends the wait at once.
+// What waiting costs: a dish is forwarded only once the restaurant topic
+// has told the partitioners apart. Two of them put a key alike with
+// probability about 1/n, so k keys leave them both fitting with
+// probability about (1/n)^k: a handful of restaurant events with six
+// partitions. A topic of few restaurants can stay ambiguous; the placer
+// says so every placementRemind, with the partitioners still fitting,
+// and naming the partitioner ends the wait at once.
 
 import (
 	"context"
