@@ -106,31 +106,26 @@ func (e *PartitionMismatchError) Error() string {
 		strings.Join(parts, ", ")
 }
 
-// checkPartitions refuses event topics with different partition counts,
-// and under DishKeyDish returns the placement the restaurant events are
-// checked against (decoder.checkPlacement).
+// checkPartitions refuses event topics with different partition counts.
 // A topic the broker does not know yet is left to the reader (which waits
 // for it); so is a broker that cannot be asked now.
-func checkPartitions(ctx context.Context, cfg Config, log *slog.Logger, t *kafka.Transport) (*keyPlacement, error) {
+func checkPartitions(ctx context.Context, cfg Config, log *slog.Logger, t *kafka.Transport) error {
 	topics := cfg.topics()
 	if len(topics) < 2 {
-		return nil, nil
+		return nil
 	}
 	client := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: t}
 	counts, err := partitionCounts(ctx, client, topics...)
 	if err != nil {
 		log.Warn("could not read the event topics' partition counts; starting without the check", "error", err)
-		return nil, nil
+		return nil
 	}
 	for _, n := range counts {
 		for _, m := range counts {
 			if n != m {
-				return nil, &PartitionMismatchError{Counts: counts}
+				return &PartitionMismatchError{Counts: counts}
 			}
 		}
 	}
-	if n := counts[cfg.RestaurantTopic]; n > 0 && cfg.DishKey == DishKeyDish {
-		return newKeyPlacement(n), nil
-	}
-	return nil, nil
+	return nil
 }

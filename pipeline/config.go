@@ -55,9 +55,10 @@ type Config struct {
 	// RestaurantPartitioner, under DishKeyDish, is the partitioner the
 	// restaurant topic's producer placed keys with, which the
 	// repartitioner places dishes by: PartitionerMurmur2, PartitionerCRC32,
-	// PartitionerFNV1a or PartitionerSarama, checked at start against the
-	// topic's last events; or PartitionerAuto, detected from them
-	// (placement_detect.go). Default PartitionerAuto.
+	// PartitionerFNV1a or PartitionerSarama, checked against the topic's
+	// last events; or PartitionerAuto, detected from them, dish events
+	// waiting until they fit one partitioner alone (placement_detect.go,
+	// placement_learn.go). Default PartitionerAuto.
 	RestaurantPartitioner Partitioner
 	// TrustFirstVersions skips the look for other copies of a dish whose
 	// first version is created (reparent.go): for a load into an index

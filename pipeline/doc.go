@@ -15,7 +15,8 @@
 // outcomes (outcome.go) finishes it, and the committer (offsets.go)
 // commits its offset. Pipeline (pipeline.go) wires them and runs them.
 // Dish topics keyed by dish are re-keyed first (repartition.go), to where
-// the restaurant topic's partitioner put each restaurant (placement.go).
+// the restaurant topic's partitioner put each restaurant (placement.go),
+// once that is known (placement_learn.go).
 //
 //   - Membership of the consumer group (group.go): a generation's
 //     partitions, each read from the committed offset, commits through

@@ -314,10 +314,11 @@ type decoder struct {
 	log *slog.Logger
 	// format reads the events (newEventFormat(cfg)).
 	format eventFormat
-	// placement, under DishKeyDish, is where the repartitioner places
-	// dishes: a restaurant event elsewhere stops the pipeline through
-	// fail (nil: not checked). Set before Run starts the decoder.
-	placement *keyPlacement
+	// placement, under DishKeyDish, knows or learns where the
+	// repartitioner places dishes: once it is known, a restaurant event
+	// elsewhere stops the pipeline through fail (nil: not checked). Set
+	// before Run starts the decoder.
+	placement *placer
 	fail      func(error)
 	misplaced atomic.Int64
 }
@@ -372,10 +373,15 @@ func (d *decoder) decode(m kafka.Message) decoded {
 }
 
 // checkPlacement reports whether a restaurant-topic message is where the
-// placement puts it; if not, it stops the pipeline with why
+// placement puts it, or the placement is not yet known (no dish has been
+// forwarded by it); if not, it stops the pipeline with why
 // (keyPlacement.check says why it stops rather than dead-letters).
 func (d *decoder) checkPlacement(m kafka.Message) bool {
-	err := d.placement.check(m)
+	k := d.placement.current()
+	if k == nil {
+		return true
+	}
+	err := k.check(m)
 	if err == nil {
 		return true
 	}

@@ -209,12 +209,13 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	if p.dec.placement, err = checkPartitions(ctx, p.cfg, p.log, transport); err != nil {
+	if err = checkPartitions(ctx, p.cfg, p.log, transport); err != nil {
 		return err
 	}
 	// Under DishKeyDish: where the restaurant topic holds each restaurant,
-	// learnt before the repartitioner forwards anything.
-	if p.dec.placement, err = placeRestaurants(ctx, p.cfg, p.log, transport, p.dec.format.keyID); err != nil {
+	// known before the repartitioner forwards anything
+	// (placement_learn.go).
+	if p.dec.placement, err = newPlacer(ctx, p.cfg, p.log, transport, p.dec.format); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -389,7 +390,7 @@ func (p *Pipeline) consume(lt *lifetimes, dialer *kafka.Dialer, transport *kafka
 	// the batch it is writing within the drain.
 	var repart sync.WaitGroup
 	if p.cfg.DishKey == DishKeyDish {
-		rp := newRepartitioner(p.cfg, p.log, dialer, transport, p.dec.placement, p.met.repartitioned, func(n int) { p.repartitioned.Add(int64(n)) })
+		rp := newRepartitioner(p.cfg, p.log, dialer, transport, p.dec.placement, p.fail, p.met.repartitioned, func(n int) { p.repartitioned.Add(int64(n)) })
 		repart.Go(func() { rp.run(lt.intake, lt.work) })
 	}
 	raw, msgs := make(chan fetched, 64), make(chan fetched, 64)

@@ -19,11 +19,12 @@ package pipeline
 // that names it (Debezium: {"id":42}, or {"schema":...,"payload":{"id":42}}).
 //
 // A keyPlacement is both answers: the partitioner, and the key template
-// that spells a restaurant id as its key. At start they are learnt from
-// the restaurant topic's last events, or the partitioner is named and
-// checked there (placement_detect.go); the repartitioner then places a
-// dish at partitioner(template(restaurant id)), and the decoder checks
-// every keyed restaurant event against partitioner(key) as it arrives.
+// that spells a restaurant id as its key. They are learnt from the
+// restaurant topic's last events, or the partitioner is named and checked
+// there (placement_detect.go); until both are known the repartitioner
+// forwards nothing (placement_learn.go). It then places a dish at
+// partitioner(template(restaurant id)), and the decoder checks every
+// keyed restaurant event against partitioner(key) as it arrives.
 
 import (
 	"bytes"
@@ -276,26 +277,21 @@ func nativeKeyID(key []byte) (string, bool) { return string(key), len(key) > 0 }
 type basis int
 
 const (
-	// basisAssumed: nothing to learn from (an empty restaurant topic):
-	// murmur2, Kafka's default, and the id as the key.
-	basisAssumed basis = iota
-	// basisDetected: the only partitioner that put every sampled key where
-	// it is.
-	basisDetected
-	// basisAmbiguous: detected, but the sample fit other partitioners too;
-	// the first of Partitioners was chosen.
-	basisAmbiguous
+	// basisDetected: the only partitioner (up to samePlace) that put
+	// every sampled key where it is; or, with one partition, any.
+	basisDetected basis = iota
 	// basisNamed: named by Config.RestaurantPartitioner, and the sample
 	// agreed (or there was none).
 	basisNamed
 )
 
 func (b basis) String() string {
-	return [...]string{"assumed", "detected", "ambiguous", "named"}[b]
+	return [...]string{"detected", "named"}[b]
 }
 
 // keyPlacement is where the restaurant topic's producer puts a
-// restaurant's events: partition by(template(id)) of the n there are.
+// restaurant's events: partition by(template(id)) of the n there are. It
+// is only made once both are known (decidePlacement), and never changes.
 type keyPlacement struct {
 	topic string
 	parts []int // 0..n-1
@@ -303,15 +299,6 @@ type keyPlacement struct {
 	tmpl  keyTemplate
 	keyID func(key []byte) (string, bool)
 	basis basis
-	// also are, under basisAmbiguous, the other partitioners the sample
-	// fit.
-	also []Partitioner
-}
-
-// newKeyPlacement is the placement of a topic of n partitions, assumed
-// until one is learnt: murmur2, keyed by the id itself.
-func newKeyPlacement(n int) *keyPlacement {
-	return &keyPlacement{parts: partitionNumbers(n), by: PartitionerMurmur2, keyID: nativeKeyID}
 }
 
 // partition is the partition the producer gives key.
@@ -332,12 +319,14 @@ func (k *keyPlacement) dishPartition(rid string) int { return k.partition(k.tmpl
 // indexed wherever its partition's member is), the damage is to its
 // dishes, which the repartitioner sends to another partition, where a
 // member that may never see the restaurant waits for it. And it is not
-// one bad event: the placement was checked against the topic at start,
-// so a producer has changed its partitioner, or a second client writes
-// the topic, and every restaurant it writes from now on is misplaced.
-// Dead-lettering them would drop valid restaurants at that producer's
-// rate while ingest looked healthy; stopping with the event uncommitted
-// loses nothing, says what to fix, and reads it again after the fix.
+// one bad event: the placement was named, or was the only one that fit
+// every sampled event, so a producer has changed its partitioner, or a
+// second client writes the topic, and every restaurant it writes from
+// now on is misplaced. Dead-lettering them would drop valid restaurants
+// at that producer's rate while ingest looked healthy; stopping with the
+// event uncommitted loses nothing, says what to fix, and reads it again
+// after the fix. (No placement is assumed: one that is not yet known
+// holds the dishes back instead, placement_learn.go.)
 func (k *keyPlacement) check(m kafka.Message) error {
 	if len(m.Key) == 0 {
 		return nil // no key, no partitioner: nothing to check
@@ -345,7 +334,7 @@ func (k *keyPlacement) check(m kafka.Message) error {
 	want := k.partition(m.Key)
 	if want != m.Partition {
 		return &MisplacedRestaurantError{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Key: clip(m.Key),
-			Partitioner: k.by, Want: want, Basis: k.basis, Also: k.also}
+			Partitioner: k.by, Want: want, Basis: k.basis}
 	}
 	if id, ok := k.keyID(m.Key); ok && !bytes.Equal(k.tmpl.key(id), m.Key) {
 		return &MisplacedRestaurantError{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Key: clip(m.Key),
@@ -369,31 +358,23 @@ type MisplacedRestaurantError struct {
 	// partition was right).
 	Spelled string
 	Basis   basis
-	Also    []Partitioner
 }
 
 func (e *MisplacedRestaurantError) Error() string {
 	at := fmt.Sprintf("restaurant event %s/%d@%d (key %s)", e.Topic, e.Partition, e.Offset, e.Key)
 	var what string
 	if e.Spelled != "" {
-		what = fmt.Sprintf("%s does not spell its restaurant id as the keys sampled at start do (%s), so its dishes are not placed by its key", at, e.Spelled)
+		what = fmt.Sprintf("%s does not spell its restaurant id as the keys sampled do (%s), so its dishes are not placed by its key", at, e.Spelled)
 	} else {
 		what = fmt.Sprintf("%s is not where %s puts its key (partition %d), so its dishes go to a partition whose member may never see it", at, e.Partitioner, e.Want)
 	}
 	var why, fix string
 	switch e.Basis {
-	case basisAssumed:
-		why = fmt.Sprintf("the restaurant topic had no keyed events at start, so %s and keys that are the restaurant id were assumed", e.Partitioner)
-		fix = "restart ingest: it then learns the partitioner and the key from the events now in the topic (or name the partitioner with --restaurant-partitioner); " +
-			"dish events forwarded before this stop were placed by the assumption, and those whose restaurant another instance reads are dead-lettered as unknown_restaurant once they wait past the pending max age: replay them from the dead-letter topic"
-	case basisAmbiguous:
-		why = fmt.Sprintf("the events sampled at start fit %s and also %s", e.Partitioner, joinPartitioners(e.Also))
-		fix = "restart ingest: its sample then includes this event; or name the partitioner with --restaurant-partitioner"
 	case basisNamed:
 		why = fmt.Sprintf("the restaurant partitioner is set to %s", e.Partitioner)
 		fix = fmt.Sprintf("produce every restaurant event keyed by restaurant id with %s (%s), or correct --restaurant-partitioner", e.Partitioner, e.Partitioner.Clients())
 	default:
-		why = fmt.Sprintf("every event sampled at start was where %s puts it, so a producer has changed its partitioner or another client writes the topic", e.Partitioner)
+		why = fmt.Sprintf("every event sampled was where %s puts it, and no other partitioner puts them all there, so a producer has changed its partitioner or another client writes the topic", e.Partitioner)
 		fix = fmt.Sprintf("produce every restaurant event keyed by restaurant id with %s (%s)", e.Partitioner, e.Partitioner.Clients())
 	}
 	return fmt.Sprintf("pipeline: %s: %s; %s; ingest stopped before deciding it, so it is read again after the fix", what, why, fix)

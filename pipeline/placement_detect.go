@@ -1,34 +1,30 @@
 package pipeline
 
-// Learning the restaurant topic's placement at start.
+// Reading the restaurant topic's placement from its events.
 //
-// Before the repartitioner forwards anything, placeRestaurants reads the
-// last events of every partition of the restaurant topic (up to
-// placementSample of each) and keeps the keyed ones as evidence. A
-// partitioner fits if it puts every sampled key in the partition it was
-// read from; the key template is learnt from the first key that names its
-// restaurant id (through keyID, the format's reading of a key) and must
-// spell every other one exactly.
+// The placer (placement_learn.go) samples the last events of every
+// partition of the restaurant topic (up to placementSample of each) and
+// keeps the keyed ones as evidence. A partitioner fits if it puts every
+// sampled key in the partition it was read from; the key template is
+// learnt from the first key that names its restaurant id (through keyID,
+// the format's reading of a key) and must spell every other one exactly.
+// decidePlacement reads the evidence:
 //
-//   - Auto, one fits: it is the placement. Several fit (a small sample):
-//     the first of Partitioners among them, with a warning, since the
-//     decoder's check stops ingest at the first event that contradicts it
-//     (with one partition all fit, and all are right).
-//   - Auto, none fits: start fails. If every sampled key fits some
+//   - Auto, exactly one fits (counting fnv1a and sarama, which place
+//     every key alike, as one): it is the placement. With one partition
+//     every partitioner is right, so any is.
+//   - Auto, several fit (a small sample), or no keyed event yet (an empty
+//     topic): not known. Nothing is assumed: the dishes wait until more
+//     restaurant events tell the partitioners apart.
+//   - Auto, none fits: refused. If every sampled key fits some
 //     partitioner, the topic was produced by two (two clients); else by
 //     none of these. The error names what fits which keys and the fix.
-//   - Named: it must fit every sampled key, or start fails.
-//   - No keyed event (an empty topic): nothing to learn. Auto assumes
-//     murmur2 and keys that are the id, with a warning that says how to
-//     name it; a named one is taken as named. Either way the decoder
-//     checks each restaurant event as it arrives, and the first that
-//     contradicts the placement stops ingest (MisplacedRestaurantError),
-//     uncommitted: a restart then learns the placement from the events
-//     now in the topic. Dish events forwarded before that stop were placed
-//     by the assumption; those whose restaurant another instance reads
-//     wait there and are dead-lettered as unknown_restaurant once they
-//     have waited Config.PendingMaxAge, with their dish-topic origin, for
-//     replay.
+//   - Named: known at once, if the sample agrees; a sampled key it does
+//     not fit refuses the topic.
+//
+// The template is known at once when keys are the restaurant id itself
+// (the native format); otherwise (Debezium's JSON keys) once a sampled
+// key names its restaurant id.
 
 import (
 	"context"
@@ -55,40 +51,14 @@ type keySample struct {
 	key       []byte
 }
 
-// placeRestaurants learns, under DishKeyDish, where the restaurant
-// topic's producer puts a restaurant's events (see the top of this file);
-// nil under any other keying. keyID reads a restaurant id from a key.
-func placeRestaurants(ctx context.Context, cfg Config, log *slog.Logger, t *kafka.Transport, keyID func(key []byte) (string, bool)) (*keyPlacement, error) {
-	if cfg.DishKey != DishKeyDish {
-		return nil, nil
-	}
-	client := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: t}
-	n, samples, err := sampleKeys(ctx, client, log, cfg.RestaurantTopic, placementSample, max(1<<20, 2*cfg.MaxEventBytes))
-	if err != nil {
-		return nil, err
-	}
-	k, err := decidePlacement(cfg.RestaurantTopic, n, samples, keyID, cfg.RestaurantPartitioner)
-	if err != nil {
-		return nil, err
-	}
-	args := []any{"topic", cfg.RestaurantTopic, "partitioner", k.by, "key", k.tmpl.String(), "basis", k.basis.String(), "sampled", len(samples)}
-	switch k.basis {
-	case basisAssumed:
-		log.Warn("restaurant topic has no keyed events to learn its partitioner from: assuming murmur2 (Kafka's default) and keys that are the restaurant id; "+
-			"if its producer uses another, name it with --restaurant-partitioner (murmur2, crc32, fnv1a or sarama). The first restaurant event that contradicts this stops ingest", args...)
-	case basisAmbiguous:
-		log.Warn("restaurant topic's sampled events fit more than one partitioner; using the first. Name it with --restaurant-partitioner if that is wrong: "+
-			"the first restaurant event that contradicts it stops ingest", append(args, "also", joinPartitioners(k.also))...)
-	default:
-		log.Info("restaurant topic placement", args...)
-	}
-	return k, nil
-}
-
-// decidePlacement chooses the placement of a topic of n partitions from
-// its sampled keys (see the top of this file).
-func decidePlacement(topic string, n int, samples []keySample, keyID func([]byte) (string, bool), named Partitioner) (*keyPlacement, error) {
-	k := &keyPlacement{topic: topic, parts: partitionNumbers(n), keyID: keyID, by: PartitionerMurmur2}
+// decidePlacement reads the placement of a topic of n partitions from
+// its sampled keys (see the top of this file): nil while it is not known,
+// with the partitioners that fit every keyed sample so far (all of them
+// when there is none); an error if the samples refuse the topic. keyIsID
+// says that a restaurant's key is its id itself, so the template needs
+// no sample.
+func decidePlacement(topic string, n int, samples []keySample, keyID func([]byte) (string, bool), keyIsID bool, named Partitioner) (*keyPlacement, []Partitioner, error) {
+	k := &keyPlacement{topic: topic, parts: partitionNumbers(n), keyID: keyID}
 	if named == "" {
 		named = PartitionerAuto
 	}
@@ -98,17 +68,14 @@ func decidePlacement(topic string, n int, samples []keySample, keyID func([]byte
 			keyed = append(keyed, s)
 		}
 	}
-	if named != PartitionerAuto {
-		k.by, k.basis = named, basisNamed
+	spelled := keyIsID
+	if len(keyed) > 0 {
+		tmpl, learnt, err := learnKeys(topic, keyed, keyID)
+		if err != nil {
+			return nil, nil, err
+		}
+		k.tmpl, spelled = tmpl, spelled || learnt
 	}
-	if len(keyed) == 0 {
-		return k, nil
-	}
-	tmpl, err := learnKeys(topic, keyed, keyID)
-	if err != nil {
-		return nil, err
-	}
-	k.tmpl = tmpl
 
 	// fits[p] counts the samples p places where they are; first[p] is the
 	// first it does not.
@@ -127,25 +94,28 @@ func decidePlacement(topic string, n int, samples []keySample, keyID func([]byte
 			fitting = append(fitting, p)
 		}
 	}
-	if named != PartitionerAuto {
-		if fits[named] == len(keyed) {
-			return k, nil
+	switch {
+	case named != PartitionerAuto:
+		if fits[named] != len(keyed) {
+			return nil, nil, &PlacementError{Topic: topic, Partitions: n, Sampled: len(keyed), Named: named, Fits: fits, Misfit: first[named], Fitting: fitting}
 		}
-		return nil, &PlacementError{Topic: topic, Partitions: n, Sampled: len(keyed), Named: named, Fits: fits, Misfit: first[named], Fitting: fitting}
-	}
-	if len(fitting) == 0 {
-		return nil, &PlacementError{Topic: topic, Partitions: n, Sampled: len(keyed), Fits: fits, Misfit: unplaced(keyed, k.parts), Fitting: fitting}
-	}
-	k.by, k.basis = fitting[0], basisDetected
-	for _, p := range fitting[1:] {
-		if p.samePlace() != k.by.samePlace() && n > 1 {
-			k.also = append(k.also, p)
+		k.by, k.basis = named, basisNamed
+	case len(fitting) == 0:
+		return nil, nil, &PlacementError{Topic: topic, Partitions: n, Sampled: len(keyed), Fits: fits, Misfit: unplaced(keyed, k.parts), Fitting: fitting}
+	case n == 1:
+		k.by, k.basis = fitting[0], basisDetected // partition 0, whichever
+	default:
+		for _, p := range fitting[1:] {
+			if p.samePlace() != fitting[0].samePlace() || len(keyed) == 0 {
+				return nil, fitting, nil // several still fit
+			}
 		}
+		k.by, k.basis = fitting[0], basisDetected
 	}
-	if len(k.also) > 0 {
-		k.basis = basisAmbiguous
+	if !spelled {
+		return nil, fitting, nil
 	}
-	return k, nil
+	return k, nil, nil
 }
 
 // unplaced is the first sample no partitioner puts where it is, or nil
@@ -166,12 +136,11 @@ func unplaced(keyed []keySample, parts []int) *keySample {
 // learnKeys learns the key template from the first sampled key that
 // names a restaurant id, and checks that it spells every other one.
 // Keys the format cannot read are left out (the decoder dead-letters
-// their events); if none can be read, the template is the id itself.
-func learnKeys(topic string, keyed []keySample, keyID func([]byte) (string, bool)) (keyTemplate, error) {
+// their events); learnt is false if none can be read.
+func learnKeys(topic string, keyed []keySample, keyID func([]byte) (string, bool)) (tmpl keyTemplate, learnt bool, err error) {
 	var (
-		tmpl    keyTemplate
-		learnt  *keySample
-		learntI string
+		from   *keySample
+		fromID string
 	)
 	for i := range keyed {
 		s := &keyed[i]
@@ -179,25 +148,26 @@ func learnKeys(topic string, keyed []keySample, keyID func([]byte) (string, bool
 		if !ok {
 			continue
 		}
-		if learnt == nil {
+		if from == nil {
 			t, ok := learnTemplate(s.key, id)
 			if !ok {
-				return keyTemplate{}, &KeyTemplateError{Topic: topic, Key: clip(s.key), ID: id, Partition: s.partition, Offset: s.offset}
+				return keyTemplate{}, false, &KeyTemplateError{Topic: topic, Key: clip(s.key), ID: id, Partition: s.partition, Offset: s.offset}
 			}
-			tmpl, learnt, learntI = t, s, id
+			tmpl, from, fromID = t, s, id
 			continue
 		}
 		if got := tmpl.key(id); string(got) != string(s.key) {
-			return keyTemplate{}, &KeyTemplateError{Topic: topic, Key: clip(s.key), ID: id, Partition: s.partition, Offset: s.offset,
-				Template: tmpl.String(), Want: clip(got), Learnt: fmt.Sprintf("%s/%d@%d (key %s, id %q)", topic, learnt.partition, learnt.offset, clip(learnt.key), learntI)}
+			return keyTemplate{}, false, &KeyTemplateError{Topic: topic, Key: clip(s.key), ID: id, Partition: s.partition, Offset: s.offset,
+				Template: tmpl.String(), Want: clip(got), Learnt: fmt.Sprintf("%s/%d@%d (key %s, id %q)", topic, from.partition, from.offset, clip(from.key), fromID)}
 		}
 	}
-	return tmpl, nil
+	return tmpl, from != nil, nil
 }
 
-// PlacementError is the refusal to start when the restaurant topic's
-// sampled keys are not where the named partitioner puts them, or where
-// any one partitioner puts them all.
+// PlacementError is the refusal of a restaurant topic whose sampled keys
+// are not where the named partitioner puts them, or where any one
+// partitioner puts them all: at start, or when they are sampled while the
+// placement is learnt, which stops the pipeline.
 type PlacementError struct {
 	Topic      string
 	Partitions int
@@ -246,8 +216,8 @@ func (e *PlacementError) Error() string {
 		e.Topic, at(e.Misfit), counts, one)
 }
 
-// KeyTemplateError is the refusal to start when the restaurant topic's
-// keys do not spell their restaurant ids in one way: dishes are placed by
+// KeyTemplateError is the refusal (as PlacementError's) of a restaurant
+// topic whose keys do not spell their restaurant ids in one way: dishes are placed by
 // the spelling of their restaurant id as a key.
 type KeyTemplateError struct {
 	Topic          string
@@ -272,39 +242,92 @@ func (e *KeyTemplateError) Error() string {
 // topic, with their keys; n is the topic's partition count. maxBytes
 // bounds one fetch.
 func sampleKeys(ctx context.Context, client *kafka.Client, log *slog.Logger, topic string, per, maxBytes int) (n int, samples []keySample, err error) {
-	counts, err := partitionCounts(ctx, client, topic)
-	if err != nil {
-		return 0, nil, fmt.Errorf("pipeline: read the partitions of restaurant topic %q: %w", topic, err)
+	s := &keySampler{client: client, log: log, topic: topic, per: per, maxBytes: maxBytes}
+	if _, err := s.refresh(ctx); err != nil {
+		return 0, nil, err
 	}
-	n = counts[topic]
-	if n == 0 {
-		return 0, nil, fmt.Errorf("pipeline: restaurant topic %q not found", topic)
+	return s.n, s.samples(), nil
+}
+
+// keySampler keeps the last per events of every partition of a topic,
+// read again only where the partition has grown: a placer that waits for
+// the restaurant topic's placement refreshes it often.
+type keySampler struct {
+	client        *kafka.Client
+	log           *slog.Logger
+	topic         string
+	per, maxBytes int
+	// n is the topic's partition count, read at the first refresh; end[p]
+	// is the offset partition p was read up to, keys[p] its last per
+	// keyed or unkeyed events.
+	n    int
+	end  []int64
+	keys [][]keySample
+}
+
+// refresh reads what the topic's partitions gained since the last
+// refresh, and reports whether anything did (with an error, in the
+// partitions read before it).
+func (s *keySampler) refresh(ctx context.Context) (grew bool, err error) {
+	if s.n == 0 {
+		counts, err := partitionCounts(ctx, s.client, s.topic)
+		if err != nil {
+			return false, fmt.Errorf("pipeline: read the partitions of restaurant topic %q: %w", s.topic, err)
+		}
+		if s.n = counts[s.topic]; s.n == 0 {
+			return false, fmt.Errorf("pipeline: restaurant topic %q not found", s.topic)
+		}
+		s.end, s.keys = make([]int64, s.n), make([][]keySample, s.n)
 	}
-	reqs := make([]kafka.OffsetRequest, 0, 2*n)
-	for p := range n {
+	reqs := make([]kafka.OffsetRequest, 0, 2*s.n)
+	for p := range s.n {
 		reqs = append(reqs, kafka.FirstOffsetOf(p), kafka.LastOffsetOf(p))
 	}
 	var offsets *kafka.ListOffsetsResponse
-	err = retry(ctx, log, "list the offsets of the restaurant topic", func() error {
-		offsets, err = client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
+	err = retry(ctx, s.log, "list the offsets of the restaurant topic", func() error {
+		offsets, err = s.client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{s.topic: reqs}})
 		return err
 	})
 	if err != nil {
-		return 0, nil, err
+		return false, err
 	}
-	parts := offsets.Topics[topic]
+	parts := offsets.Topics[s.topic]
 	sort.Slice(parts, func(i, j int) bool { return parts[i].Partition < parts[j].Partition })
 	for _, po := range parts {
 		if po.Error != nil {
-			return 0, nil, fmt.Errorf("pipeline: list the offsets of restaurant topic %s/%d: %w", topic, po.Partition, po.Error)
+			return false, fmt.Errorf("pipeline: list the offsets of restaurant topic %s/%d: %w", s.topic, po.Partition, po.Error)
 		}
-		got, err := sampleKeysOf(ctx, client, log, topic, po.Partition, max(po.FirstOffset, po.LastOffset-int64(per)), po.LastOffset, maxBytes)
+		p := po.Partition
+		if p < 0 || p >= s.n || po.LastOffset == s.end[p] {
+			continue
+		}
+		from := max(po.FirstOffset, po.LastOffset-int64(s.per))
+		if po.LastOffset > s.end[p] {
+			from = max(from, s.end[p])
+		} else {
+			s.keys[p] = nil // the partition was emptied and written again
+		}
+		got, err := sampleKeysOf(ctx, s.client, s.log, s.topic, p, from, po.LastOffset, s.maxBytes)
 		if err != nil {
-			return 0, nil, err
+			return false, err
 		}
-		samples = append(samples, got...)
+		kept := append(s.keys[p], got...)
+		for len(kept) > 0 && (len(kept) > s.per || kept[0].offset < po.FirstOffset) {
+			kept = kept[1:]
+		}
+		s.keys[p], s.end[p] = kept, po.LastOffset
+		grew = true
 	}
-	return n, samples, nil
+	return grew, nil
+}
+
+// samples is every partition's sample, in partition order.
+func (s *keySampler) samples() []keySample {
+	var out []keySample
+	for _, k := range s.keys {
+		out = append(out, k...)
+	}
+	return out
 }
 
 // sampleKeysOf reads the keys of partition p of topic from offset from

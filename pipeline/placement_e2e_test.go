@@ -111,9 +111,18 @@ func keysOf(from, to int, key func(i int) string) []string {
 	return out
 }
 
-// placeOf runs the start-time detection against the environment's
-// restaurant topic, logging into log.
-func placeOf(t testing.TB, e *testEnv, named Partitioner, keyID func([]byte) (string, bool), log *slog.Logger) (*keyPlacement, error) {
+// keyedFormat is the native format with keys read by keyID: a format
+// whose keys are not the restaurant id itself.
+type keyedFormat struct {
+	nativeFormat
+	id func([]byte) (string, bool)
+}
+
+func (f keyedFormat) keyID(key []byte) (string, bool) { return f.id(key) }
+
+// placerOf samples the environment's restaurant topic as a pipeline
+// does at start, logging into log.
+func placerOf(t testing.TB, e *testEnv, named Partitioner, keyID func([]byte) (string, bool), log *slog.Logger) (*placer, error) {
 	t.Helper()
 	cfg := e.config()
 	cfg.RestaurantPartitioner = named
@@ -122,7 +131,71 @@ func placeOf(t testing.TB, e *testEnv, named Partitioner, keyID func([]byte) (st
 	if err != nil {
 		t.Fatal(err)
 	}
-	return placeRestaurants(context.Background(), cfg, log, transport, keyID)
+	var format eventFormat = nativeFormat{}
+	if keyID != nil {
+		format = keyedFormat{id: keyID}
+	}
+	return newPlacer(context.Background(), cfg, log, transport, format)
+}
+
+// placeOf is the placement placerOf knows at start: nil if none.
+func placeOf(t testing.TB, e *testEnv, named Partitioner, keyID func([]byte) (string, bool), log *slog.Logger) (*keyPlacement, error) {
+	t.Helper()
+	pl, err := placerOf(t, e, named, keyID, log)
+	if err != nil {
+		return nil, err
+	}
+	return pl.current(), nil
+}
+
+// TestPlacerLearnsOnceOnePartitionerFits: restaurant keys that murmur2
+// and crc32 both put where they are leave the placement unknown, with
+// both still fitting; learn then waits until a key only crc32 puts
+// where it is arrives, and returns crc32.
+func TestPlacerLearnsOnceOnePartitionerFits(t *testing.T) {
+	realenv.Parallel(t)
+	const n = 6
+	e := newEnv(t, envOptions{partitions: n, twoTopics: true, dishKeyDish: true})
+	var same, only []string
+	for i := 0; len(same) < 3 || len(only) < 1; i++ {
+		k := []byte(restaurantKey(i))
+		c := PartitionerCRC32.Partition(k, n)
+		switch {
+		case c == PartitionerMurmur2.Partition(k, n) && c != PartitionerFNV1a.Partition(k, n) && len(same) < 3:
+			same = append(same, string(k))
+		case c != PartitionerMurmur2.Partition(k, n) && c != PartitionerFNV1a.Partition(k, n) && len(only) < 1:
+			only = append(only, string(k))
+		}
+	}
+	cl := producerBy(t, e, PartitionerCRC32)
+	produceKeys(t, e, cl, same)
+	pl, err := placerOf(t, e, PartitionerAuto, nil, testLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := pl.current(); k != nil || len(pl.fitting) != 2 || pl.fitting[0] != PartitionerMurmur2 || pl.fitting[1] != PartitionerCRC32 {
+		t.Fatalf("placement of keys both fit = %+v (fitting %v), want none yet, murmur2 and crc32 fitting", k, pl.fitting)
+	}
+
+	learnt := make(chan *keyPlacement, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		k, err := pl.learn(ctx)
+		if err != nil {
+			t.Errorf("learn = %v", err)
+		}
+		learnt <- k
+	}()
+	produceKeys(t, e, cl, only)
+	select {
+	case k := <-learnt:
+		if k == nil || k.by != PartitionerCRC32 || pl.current() != k {
+			t.Errorf("learnt %+v (current %+v), want crc32", k, pl.current())
+		}
+	case <-time.After(realenv.Slack(30 * time.Second)):
+		t.Fatal("learn did not return in 30s of a key only crc32 fits")
+	}
 }
 
 // TestDetectRestaurantPartitioner: a restaurant topic produced by each
@@ -134,7 +207,7 @@ func TestDetectRestaurantPartitioner(t *testing.T) {
 	for _, p := range Partitioners {
 		for _, json := range []bool{false, true} {
 			name := string(p)
-			key, keyID := restaurantKey, nativeKeyID
+			key, keyID := restaurantKey, (func([]byte) (string, bool))(nil)
 			if json {
 				name += " json keys"
 				key = func(i int) string { return fmt.Sprintf(envelopeKey, fmt.Sprint(1000+i)) }
@@ -145,8 +218,8 @@ func TestDetectRestaurantPartitioner(t *testing.T) {
 				e := newEnv(t, envOptions{partitions: 5, twoTopics: true, dishKeyDish: true})
 				produceKeys(t, e, producerBy(t, e, p), keysOf(0, 400, key))
 				k, err := placeOf(t, e, PartitionerAuto, keyID, testLogger())
-				if err != nil {
-					t.Fatal(err)
+				if err != nil || k == nil {
+					t.Fatalf("placement = %v, %v; want one detected", k, err)
 				}
 				if k.by.samePlace() != p.samePlace() || k.basis != basisDetected {
 					t.Errorf("detected %s (%s), want %s", k.by, k.basis, p)
@@ -181,8 +254,8 @@ func TestDetectionSamplesTheEnd(t *testing.T) {
 			t.Fatalf("partition %d got %d murmur2 keys, the test needs %d in each", p, per[p], placementSample)
 		}
 	}
-	k, err := placeOf(t, e, PartitionerAuto, nativeKeyID, testLogger())
-	if err != nil || k.by != PartitionerMurmur2 || k.basis != basisDetected {
+	k, err := placeOf(t, e, PartitionerAuto, nil, testLogger())
+	if err != nil || k == nil || k.by != PartitionerMurmur2 || k.basis != basisDetected {
 		t.Fatalf("placement = %+v, %v; want murmur2 detected", k, err)
 	}
 	_, transport, _ := e.config().Kafka.KafkaDialer()
@@ -241,12 +314,13 @@ func TestPlacementRefusals(t *testing.T) {
 	}
 }
 
-// TestEmptyRestaurantTopicIsAssumedThenChecked: on an empty restaurant
-// topic the pipeline assumes murmur2 with a warning that says how to name
-// the partitioner. The first restaurant event that a crc32 producer puts
-// elsewhere stops it, uncommitted, with why; the next start learns crc32
-// from that event and indexes it.
-func TestEmptyRestaurantTopicIsAssumedThenChecked(t *testing.T) {
+// TestEmptyRestaurantTopicWaitsThenLearns: on an empty restaurant topic
+// the pipeline assumes no partitioner: it says that dish events wait and
+// how to name the partitioner. A dish produced first waits in the dish
+// topic; the first restaurant event, which only crc32 puts where it is,
+// teaches the placement, and the dish is forwarded to its restaurant's
+// partition and indexed under its routing, the pipeline never stopping.
+func TestEmptyRestaurantTopicWaitsThenLearns(t *testing.T) {
 	realenv.Parallel(t)
 	const n = 4
 	e := newEnv(t, envOptions{partitions: n, twoTopics: true, dishKeyDish: true})
@@ -264,42 +338,47 @@ func TestEmptyRestaurantTopicIsAssumedThenChecked(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if l := logs.String(); !strings.Contains(l, "assuming murmur2") || !strings.Contains(l, "--restaurant-partitioner") {
-		t.Errorf("log = %s\nwant a warning that murmur2 is assumed and how to name the partitioner", l)
+	if l := logs.String(); !strings.Contains(l, "dish events wait") || !strings.Contains(l, "--restaurant-partitioner") || strings.Contains(l, "assum") {
+		t.Errorf("log = %s\nwant a warning that dish events wait and how to name the partitioner, and nothing assumed", l)
+	}
+	if k := r.p.dec.placement.current(); k != nil {
+		t.Fatalf("placement of an empty topic = %+v, want none", k)
 	}
 
-	// A restaurant whose key crc32 and murmur2 put in different partitions.
+	// A restaurant whose key only crc32 puts in its partition.
 	id := ""
 	for i := 0; id == ""; i++ {
-		if k := []byte(fmt.Sprintf("r-late-%d", i)); PartitionerCRC32.Partition(k, n) != PartitionerMurmur2.Partition(k, n) {
+		k := []byte(fmt.Sprintf("r-late-%d", i))
+		c := PartitionerCRC32.Partition(k, n)
+		if c != PartitionerMurmur2.Partition(k, n) && c != PartitionerFNV1a.Partition(k, n) {
 			id = string(k)
 		}
 	}
-	ev := genEvent{key: []byte(id), value: []byte(`{"type":"restaurant","op":"upsert","id":"` + id + `","version":1,"location":{"lat":37.7749,"lon":-122.4194},"doc":{"name":"Late"}}`)}
-	where := produceBy(t, e, producerBy(t, e, PartitionerCRC32), []genEvent{ev})[0]
-	err := r.Wait(t, 30*time.Second)
-	var me *MisplacedRestaurantError
-	if !errors.As(err, &me) || me.Basis != basisAssumed || me.Offset != where.offset || !strings.Contains(err.Error(), "restart ingest") {
-		t.Fatalf("Run = %v; want a *MisplacedRestaurantError for %s/%d@%d that says to restart", err, where.topic, where.partition, where.offset)
+	cl := producerBy(t, e, PartitionerCRC32)
+	produceBy(t, e, cl, []genEvent{{dish: true, key: []byte("d-early"),
+		value: []byte(`{"type":"dish","op":"upsert","id":"d-early","restaurant_id":"` + id + `","version":1,"doc":{"name":"Early"}}`)}})
+	produceBy(t, e, cl, []genEvent{{key: []byte(id),
+		value: []byte(`{"type":"restaurant","op":"upsert","id":"` + id + `","version":1,"location":{"lat":37.7749,"lon":-122.4194},"doc":{"name":"Late"}}`)}})
+	e.waitCaughtUp(t, r, 30*time.Second)
+	if err := r.Stop(t); err != nil {
+		t.Fatalf("Run = %v", err)
 	}
-	committed, err := e.kafka.CommittedOffsets(context.Background(), e.group, e.restaurantTopic)
-	if err != nil {
-		t.Fatal(err)
+	if k := r.p.dec.placement.current(); k == nil || k.by != PartitionerCRC32 || k.basis != basisDetected {
+		t.Errorf("placement = %+v, want crc32 detected", k)
 	}
-	if c, ok := committed[where.partition]; ok && c > where.offset {
-		t.Errorf("committed offset %d of partition %d is past the misplaced event at %d", c, where.partition, where.offset)
+	if st := r.p.Stats(); st.Misplaced != 0 || st.Repartitioned != 1 {
+		t.Errorf("misplaced %d, repartitioned %d; want 0 and the dish once", st.Misplaced, st.Repartitioned)
 	}
-
-	again := e.start(e.config())
-	e.waitCaughtUp(t, again, 30*time.Second)
-	if err := again.Stop(t); err != nil {
-		t.Fatalf("restart: Run = %v", err)
+	docs := e.scanIndex(t)
+	rest, ok := docs["restaurant:"+id]
+	if !ok {
+		t.Fatalf("restaurant %s not indexed", id)
 	}
-	if got := again.p.dec.placement.by.samePlace(); got == PartitionerMurmur2 {
-		t.Errorf("after the restart the placement is still %s", got)
+	if d, ok := docs["dish:d-early"]; !ok || d.routing != rest.routing {
+		t.Errorf("dish d-early = %+v, %v; want it indexed under its restaurant's routing %q", d, ok, rest.routing)
 	}
-	if _, ok := e.scanIndex(t)["restaurant:"+id]; !ok {
-		t.Errorf("restaurant %s not indexed after the restart", id)
+	if dl := e.readDLQ(t); len(dl) != 0 {
+		t.Errorf("dead letters %+v, want none", dl)
 	}
 }
 
@@ -380,7 +459,7 @@ func testDishesMeetTheirRestaurant(t *testing.T, p Partitioner) {
 		if st.Misplaced != 0 {
 			t.Errorf("%s: %d restaurant events reported misplaced", r.p.cfg.Instance, st.Misplaced)
 		}
-		if k := r.p.dec.placement; k == nil || k.by.samePlace() != p.samePlace() {
+		if k := r.p.dec.placement.current(); k == nil || k.by.samePlace() != p.samePlace() {
 			t.Errorf("%s placed dishes by %v, want %s", r.p.cfg.Instance, k, p)
 		}
 	}

@@ -240,31 +240,31 @@ func placed(p Partitioner, n, count int, key func(i int) string) []keySample {
 func restaurantKey(i int) string { return fmt.Sprintf("r-%05d", i) }
 
 // TestDecidePlacement: what the sampled keys say, under auto and with a
-// partitioner named.
+// partitioner named; nil where they do not yet say it.
 func TestDecidePlacement(t *testing.T) {
 	const n = 6
 	for _, p := range Partitioners {
 		t.Run("detects "+string(p), func(t *testing.T) {
-			k, err := decidePlacement("restaurants", n, placed(p, n, 60, restaurantKey), nativeKeyID, PartitionerAuto)
-			if err != nil {
-				t.Fatal(err)
+			k, _, err := decidePlacement("restaurants", n, placed(p, n, 60, restaurantKey), nativeKeyID, true, PartitionerAuto)
+			if err != nil || k == nil {
+				t.Fatalf("decidePlacement = %+v, %v; want %s detected", k, err, p)
 			}
 			if k.by.samePlace() != p.samePlace() || k.basis != basisDetected {
 				t.Errorf("decided %s (%s), want %s detected", k.by, k.basis, p)
 			}
 		})
 		t.Run("named "+string(p)+" agrees", func(t *testing.T) {
-			k, err := decidePlacement("restaurants", n, placed(p, n, 60, restaurantKey), nativeKeyID, p)
-			if err != nil || k.by != p || k.basis != basisNamed {
+			k, _, err := decidePlacement("restaurants", n, placed(p, n, 60, restaurantKey), nativeKeyID, true, p)
+			if err != nil || k == nil || k.by != p || k.basis != basisNamed {
 				t.Errorf("decidePlacement(named %s) = %+v, %v; want %s named", p, k, err, p)
 			}
 		})
 	}
 	t.Run("json keys", func(t *testing.T) {
 		key := func(i int) string { return fmt.Sprintf(envelopeKey, fmt.Sprint(1000+i)) }
-		k, err := decidePlacement("restaurants", n, placed(PartitionerCRC32, n, 60, key), jsonKeyID, PartitionerAuto)
-		if err != nil {
-			t.Fatal(err)
+		k, _, err := decidePlacement("restaurants", n, placed(PartitionerCRC32, n, 60, key), jsonKeyID, false, PartitionerAuto)
+		if err != nil || k == nil {
+			t.Fatalf("decidePlacement = %+v, %v; want crc32 detected", k, err)
 		}
 		if k.by != PartitionerCRC32 {
 			t.Errorf("decided %s, want crc32", k.by)
@@ -274,9 +274,13 @@ func TestDecidePlacement(t *testing.T) {
 		}
 	})
 	t.Run("one partition: every partitioner is right", func(t *testing.T) {
-		k, err := decidePlacement("restaurants", 1, placed(PartitionerCRC32, 1, 5, restaurantKey), nativeKeyID, PartitionerAuto)
-		if err != nil || k.basis != basisDetected {
+		k, _, err := decidePlacement("restaurants", 1, placed(PartitionerCRC32, 1, 5, restaurantKey), nativeKeyID, true, PartitionerAuto)
+		if err != nil || k == nil || k.basis != basisDetected {
 			t.Errorf("decidePlacement = %+v, %v; want detected", k, err)
+		}
+		k, _, err = decidePlacement("restaurants", 1, nil, nativeKeyID, true, PartitionerAuto)
+		if err != nil || k == nil {
+			t.Errorf("decidePlacement of no keys on one partition = %+v, %v; want it known", k, err)
 		}
 	})
 	t.Run("a small sample fits several", func(t *testing.T) {
@@ -288,24 +292,43 @@ func TestDecidePlacement(t *testing.T) {
 				same = append(same, keySample{partition: p, key: k})
 			}
 		}
-		k, err := decidePlacement("restaurants", n, same, nativeKeyID, PartitionerAuto)
-		if err != nil || k.by != PartitionerMurmur2 || k.basis != basisAmbiguous || len(k.also) == 0 || k.also[0] != PartitionerCRC32 {
-			t.Errorf("decidePlacement = %+v, %v; want murmur2, ambiguous with crc32", k, err)
+		k, fitting, err := decidePlacement("restaurants", n, same, nativeKeyID, true, PartitionerAuto)
+		if err != nil || k != nil || len(fitting) < 2 || fitting[0] != PartitionerMurmur2 || fitting[1] != PartitionerCRC32 {
+			t.Errorf("decidePlacement = %+v, %v, %v; want none yet, murmur2 and crc32 fitting", k, fitting, err)
+		}
+	})
+	t.Run("fnv1a and sarama are one", func(t *testing.T) {
+		// Keys only fnv1a (and so sarama) puts where they are.
+		var s []keySample
+		for i := 0; len(s) < 3; i++ {
+			k := []byte(restaurantKey(i))
+			p := PartitionerFNV1a.Partition(k, n)
+			if p != PartitionerMurmur2.Partition(k, n) && p != PartitionerCRC32.Partition(k, n) {
+				s = append(s, keySample{partition: p, key: k})
+			}
+		}
+		k, _, err := decidePlacement("restaurants", n, s, nativeKeyID, true, PartitionerAuto)
+		if err != nil || k == nil || k.by != PartitionerFNV1a {
+			t.Errorf("decidePlacement = %+v, %v; want fnv1a detected", k, err)
 		}
 	})
 	t.Run("empty topic", func(t *testing.T) {
-		k, err := decidePlacement("restaurants", n, []keySample{{partition: 2}}, nativeKeyID, PartitionerAuto)
-		if err != nil || k.by != PartitionerMurmur2 || k.basis != basisAssumed {
-			t.Errorf("decidePlacement of no keys = %+v, %v; want murmur2 assumed", k, err)
+		k, fitting, err := decidePlacement("restaurants", n, []keySample{{partition: 2}}, nativeKeyID, true, PartitionerAuto)
+		if err != nil || k != nil || len(fitting) != len(Partitioners) {
+			t.Errorf("decidePlacement of no keys = %+v, %v, %v; want none yet, every partitioner fitting", k, fitting, err)
 		}
-		k, err = decidePlacement("restaurants", n, nil, nativeKeyID, PartitionerFNV1a)
-		if err != nil || k.by != PartitionerFNV1a || k.basis != basisNamed {
+		k, _, err = decidePlacement("restaurants", n, nil, nativeKeyID, true, PartitionerFNV1a)
+		if err != nil || k == nil || k.by != PartitionerFNV1a || k.basis != basisNamed {
 			t.Errorf("decidePlacement of no keys, fnv1a named = %+v, %v; want fnv1a named", k, err)
+		}
+		k, _, err = decidePlacement("restaurants", n, nil, jsonKeyID, false, PartitionerFNV1a)
+		if err != nil || k != nil {
+			t.Errorf("decidePlacement of no JSON keys, fnv1a named = %+v, %v; want none until a key shows its spelling", k, err)
 		}
 	})
 	t.Run("two producers", func(t *testing.T) {
 		s := append(placed(PartitionerMurmur2, n, 40, restaurantKey), placed(PartitionerCRC32, n, 40, func(i int) string { return restaurantKey(100 + i) })...)
-		_, err := decidePlacement("restaurants", n, s, nativeKeyID, PartitionerAuto)
+		_, _, err := decidePlacement("restaurants", n, s, nativeKeyID, true, PartitionerAuto)
 		var pe *PlacementError
 		if !errors.As(err, &pe) || pe.Misfit != nil || !strings.Contains(err.Error(), "more than one partitioner") ||
 			!strings.Contains(err.Error(), "produce the restaurant topic keyed by restaurant id with one partitioner") {
@@ -320,7 +343,7 @@ func TestDecidePlacement(t *testing.T) {
 			k := []byte(restaurantKey(i))
 			s = append(s, keySample{partition: (&kafka.ReferenceHash{}).Balance(kafka.Message{Key: k}, 0, 1, 2, 3, 4, 5), offset: int64(i), key: k})
 		}
-		_, err := decidePlacement("restaurants", n, s, nativeKeyID, PartitionerAuto)
+		_, _, err := decidePlacement("restaurants", n, s, nativeKeyID, true, PartitionerAuto)
 		var pe *PlacementError
 		if !errors.As(err, &pe) || pe.Misfit == nil || !strings.Contains(err.Error(), "is where no known partitioner puts its key") ||
 			!strings.Contains(err.Error(), "murmur2 (the Java client") {
@@ -328,7 +351,7 @@ func TestDecidePlacement(t *testing.T) {
 		}
 	})
 	t.Run("named, contradicted", func(t *testing.T) {
-		_, err := decidePlacement("restaurants", n, placed(PartitionerMurmur2, n, 60, restaurantKey), nativeKeyID, PartitionerCRC32)
+		_, _, err := decidePlacement("restaurants", n, placed(PartitionerMurmur2, n, 60, restaurantKey), nativeKeyID, true, PartitionerCRC32)
 		var pe *PlacementError
 		if !errors.As(err, &pe) || pe.Named != PartitionerCRC32 || !strings.Contains(err.Error(), "its events fit murmur2") {
 			t.Errorf("decidePlacement(crc32 named, murmur2 keys) = %v; want a *PlacementError that points at murmur2", err)
@@ -337,7 +360,7 @@ func TestDecidePlacement(t *testing.T) {
 	t.Run("two key spellings", func(t *testing.T) {
 		s := placed(PartitionerMurmur2, n, 3, func(i int) string { return fmt.Sprintf(`{"id":%d}`, i+1) })
 		s = append(s, placed(PartitionerMurmur2, n, 1, func(int) string { return `{"id": 9}` })...)
-		_, err := decidePlacement("restaurants", n, s, jsonKeyID, PartitionerAuto)
+		_, _, err := decidePlacement("restaurants", n, s, jsonKeyID, false, PartitionerAuto)
 		var te *KeyTemplateError
 		if !errors.As(err, &te) || te.ID != "9" {
 			t.Errorf("decidePlacement of two key spellings = %v; want a *KeyTemplateError for id 9", err)
@@ -349,9 +372,9 @@ func TestDecidePlacement(t *testing.T) {
 // placement puts its key, or keyed otherwise than its template spells
 // its id, is refused with why; a keyless one is not checked.
 func TestPlacementCheck(t *testing.T) {
-	k, err := decidePlacement("restaurants", 4, placed(PartitionerCRC32, 4, 40, func(i int) string { return fmt.Sprintf(`{"id":%d}`, i) }), jsonKeyID, PartitionerAuto)
-	if err != nil {
-		t.Fatal(err)
+	k, _, err := decidePlacement("restaurants", 4, placed(PartitionerCRC32, 4, 40, func(i int) string { return fmt.Sprintf(`{"id":%d}`, i) }), jsonKeyID, false, PartitionerAuto)
+	if err != nil || k == nil {
+		t.Fatalf("decidePlacement = %+v, %v; want crc32 detected", k, err)
 	}
 	key := []byte(`{"id":500}`)
 	right := PartitionerCRC32.Partition(key, 4)
@@ -377,8 +400,7 @@ func TestPlacementCheck(t *testing.T) {
 func BenchmarkDishPartition(b *testing.B) {
 	for _, p := range Partitioners {
 		b.Run(string(p), func(b *testing.B) {
-			k := newKeyPlacement(12)
-			k.by = p
+			k := &keyPlacement{parts: partitionNumbers(12), by: p, keyID: nativeKeyID}
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
 				k.dishPartition("r-123456")

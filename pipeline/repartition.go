@@ -18,15 +18,17 @@ package pipeline
 //     producer gives the restaurant's key, with that producer's
 //     partitioner (murmur2, crc32, fnv1a or Sarama's), the key spelled as
 //     that producer spells it (the id, or a JSON key naming it). Both are
-//     learnt from the restaurant topic at start, or the partitioner is
-//     named (placement.go, placement_detect.go). Each batch is
-//     acknowledged by every in-sync replica before its offsets are
-//     committed and before the next batch is sent.
+//     learnt from the restaurant topic, or the partitioner is named
+//     (placement.go, placement_detect.go); until both are known the
+//     repartitioner forwards nothing and dish events wait in the dish
+//     topic (placement_learn.go). Each batch is acknowledged by every
+//     in-sync replica before its offsets are committed and before the
+//     next batch is sent.
 //   - The pipeline consumes the restaurant topic and the repartition
 //     topic, co-partitioned, exactly as it consumes a dish topic keyed by
-//     restaurant. The decoder checks every keyed restaurant event against
-//     the placement, and one that is elsewhere stops ingest
-//     (keyPlacement.check says why).
+//     restaurant. Once the placement is known the decoder checks every
+//     keyed restaurant event against it, and one that is elsewhere stops
+//     ingest (keyPlacement.check says why).
 //
 // Order: a dish's events come from one dish topic partition, in order,
 // and go to one repartition partition, its restaurant's, in that order.
@@ -180,10 +182,16 @@ func appendOrigin(hs []kafka.Header, o origin) []kafka.Header {
 // repartitioner moves dish events from the dish topic to the repartition
 // topic, keyed by restaurant (see the top of this file).
 type repartitioner struct {
-	log      *slog.Logger
-	r        consumer
-	w        producer
-	place    *keyPlacement
+	log *slog.Logger
+	// r is made by newReader, which joins the repartitioner's consumer
+	// group, once the placement is known.
+	r         consumer
+	newReader func() consumer
+	w         producer
+	// place knows, or learns, the restaurant topic's placement; fail
+	// stops the pipeline when the topic is refused while it learns.
+	place    *placer
+	fail     func(error)
 	maxBytes int
 	maxBatch int
 	// forwarded counts events acknowledged by the repartition topic.
@@ -193,9 +201,21 @@ type repartitioner struct {
 	ridOf func(value []byte) (string, bool)
 }
 
-// run forwards until stop ends, then finishes the batch it is writing
-// (within work) and commits it. It closes its reader and writer.
+// run waits until the placement is known, then forwards until stop
+// ends, finishes the batch it is writing (within work) and commits it. It
+// closes its reader and writer.
 func (rp *repartitioner) run(stop, work context.Context) {
+	place, err := rp.place.learn(stop)
+	if err != nil {
+		rp.fail(err)
+	}
+	if place == nil {
+		if err := rp.w.Close(); err != nil {
+			rp.log.Warn("repartition: close kafka writer", "error", err)
+		}
+		return
+	}
+	rp.r = rp.newReader()
 	in := make(chan kafka.Message, rp.maxBatch)
 	fetched := make(chan struct{})
 	go func() {
@@ -265,7 +285,7 @@ func (rp *repartitioner) run(stop, work context.Context) {
 		}
 		out = out[:0]
 		for _, m := range batch {
-			out = append(out, rekey(m, rp.maxBytes, rp.place, rp.ridOf))
+			out = append(out, rekey(m, rp.maxBytes, place, rp.ridOf))
 		}
 		if err := rp.write(work, out); err != nil {
 			break // work ended: what is not committed comes again
@@ -306,9 +326,10 @@ func (rp *repartitioner) write(ctx context.Context, msgs []kafka.Message) error 
 	}, func() error { return rp.w.WriteMessages(ctx, msgs...) })
 }
 
-// newRepartitioner builds the repartitioner's reader and writer; place
-// is where the restaurant topic holds each restaurant.
-func newRepartitioner(cfg Config, log *slog.Logger, d *kafka.Dialer, t *kafka.Transport, place *keyPlacement, forwarded prometheus.Counter, count func(n int)) *repartitioner {
+// newRepartitioner builds the repartitioner's writer, and the reader it
+// makes once place knows where the restaurant topic holds each
+// restaurant; fail stops the pipeline.
+func newRepartitioner(cfg Config, log *slog.Logger, d *kafka.Dialer, t *kafka.Transport, place *placer, fail func(error), forwarded prometheus.Counter, count func(n int)) *repartitioner {
 	k := cfg.Kafka
 	rc := kafka.ReaderConfig{
 		Brokers:     cfg.Brokers,
@@ -335,8 +356,8 @@ func newRepartitioner(cfg Config, log *slog.Logger, d *kafka.Dialer, t *kafka.Tr
 	}
 	maxBytes := cfg.maxRepartitionMessage()
 	return &repartitioner{
-		log: log.With("component", "repartition"),
-		r:   kafka.NewReader(rc),
+		log:       log.With("component", "repartition"),
+		newReader: func() consumer { return kafka.NewReader(rc) },
 		w: &kafka.Writer{
 			Addr:  kafka.TCP(cfg.Brokers...),
 			Topic: cfg.RepartitionTopic,
@@ -351,6 +372,7 @@ func newRepartitioner(cfg Config, log *slog.Logger, d *kafka.Dialer, t *kafka.Tr
 			Transport:    t,
 		},
 		place:     place,
+		fail:      fail,
 		maxBytes:  cfg.MaxEventBytes,
 		maxBatch:  1000,
 		forwarded: forwarded,

@@ -196,8 +196,7 @@ func TestRepartitionTopicRefusals(t *testing.T) {
 // origin; originOf reads it back.
 func TestRekey(t *testing.T) {
 	ts := time.Unix(1700000000, 0)
-	place := newKeyPlacement(3)
-	place.by, place.tmpl = PartitionerCRC32, keyTemplate{prefix: `{"id":`, suffix: `}`, quoted: true}
+	place := &keyPlacement{parts: partitionNumbers(3), by: PartitionerCRC32, tmpl: keyTemplate{prefix: `{"id":`, suffix: `}`, quoted: true}, keyID: nativeKeyID}
 	for _, tc := range []struct {
 		name, value string
 		key         []byte
