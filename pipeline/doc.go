@@ -20,7 +20,8 @@
 //
 //   - Membership of the consumer group (group.go): a generation's
 //     partitions, each read from the committed offset, commits through
-//     the generation, and the handover before the next join.
+//     the generation, and the handover before the next join; no decision
+//     once the generation has ended (fence.go).
 //   - Decoding and validation of events (events.go). A bad event goes to
 //     the dead-letter topic with a bounded reason code; nothing is dropped
 //     silently (dlq.go).
@@ -175,14 +176,20 @@
 //     it performs stay those of the phase it applies. Restaurants that are
 //     not yet in the migration's target index are written there only when
 //     they change: the copy of the rest is the job's.
-//   - A member settles its writes in flight before it joins a new
-//     generation (the handover, group.go), but waits for that at most half the
-//     rebalance timeout: a member whose writes do not land in that time
-//     (a shard that does not answer) joins without, and its last writes
-//     can land after the new owner of their partitions has read the
-//     index. A member that stops without leaving the group (SIGKILL, a
-//     lost host) settles nothing; its writes in flight land or fail
-//     within the request timeout, long before its session expires.
+//   - Ownership is fenced by generation (fence.go): once a member's
+//     generation has ended it makes no new decision for that
+//     generation's events, withdraws the writes it had queued and only
+//     lands what was on the wire. It waits for that before it joins the
+//     next generation (the handover, group.go), but at most half the
+//     rebalance timeout: a member whose requests do not come back in
+//     that time (a shard that does not answer) joins without, and those
+//     requests can land after the new owner of their partitions has read
+//     the index — old versions under external versioning, which the new
+//     owner's decisions supersede (a same-version copy under another
+//     routing included: reparent.go). A member that stops without leaving
+//     the group (SIGKILL, a lost host) settles nothing; its writes in
+//     flight land or fail within the request timeout, long before its
+//     session expires.
 //   - Dead letters are written at least once: an event dead-lettered
 //     just before its partition moved is dead-lettered again by the new
 //     owner. Before dead-lettering an expired dish, the index is asked for
