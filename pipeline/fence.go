@@ -150,8 +150,11 @@ type fenceCut struct {
 }
 
 // landFenced is the loop's side of the fence (see above): it runs on the
-// loop once the generation ix.gen has ended.
+// loop once the generation ix.gen has ended, and once for it.
 func (ix *indexer) landFenced(ctx context.Context) error {
+	if ix.landed == ix.gen {
+		return nil
+	}
 	start := time.Now()
 	tasks := ix.tasksOn.Load()
 	if ix.cancelGen != nil {
@@ -176,6 +179,7 @@ func (ix *indexer) landFenced(ctx context.Context) error {
 	if queued+dropped+flying > 0 || tasks > 0 {
 		ix.cut.any = true
 	}
+	ix.landed = ix.gen
 	ix.log.Info("consumer-group generation ended: what was sent has landed, the rest is left to the partitions' next owners",
 		"generation", ix.gen, "tasks_cancelled", tasks, "queued_dropped", queued, "continuations_dropped", dropped,
 		"events_in_flight", flying, "restaurants_cut", len(ix.cut.rests), "took", time.Since(start).Round(time.Millisecond))
@@ -229,6 +233,13 @@ func (ix *indexer) cutRest(rid string) {
 // the directory and looked up at their next event, and it reports whether
 // the waiting dishes must be read back whole (the caller forgets them and
 // reads the parking topic again).
+//
+// The previous generation has ended (kafka-go starts the next only once
+// every function of the previous has returned, the handover included,
+// which records the end first), but it may not have been landed: a
+// handover that found the loop not deciding yet asks for nothing, and
+// the loop may have decided meanwhile (the parked dishes it read back).
+// Its caller lands it first (landFenced).
 func (ix *indexer) enterGen(gen int64) (rereadParked bool) {
 	ix.gen = gen
 	if ix.cancelGen != nil {

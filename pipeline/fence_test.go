@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/golang/geo/s2"
 
@@ -226,5 +227,34 @@ func TestWithdrawnFollowsTheGeneration(t *testing.T) {
 		if got, want := ix.withdrawn(&it), name != "other"; got != want {
 			t.Errorf("generation 3 ended: withdrawn(%s) = %v, want %v", name, got, want)
 		}
+	}
+}
+
+// TestUnlandedGenerationIsLandedAtTheNext: a generation that ended while
+// the loop was not deciding yet (the handover then asks it for nothing)
+// may still have had writes in flight, made by the loop meanwhile (the
+// parked dishes it read back). The next generation lands it first: its
+// flights no longer count, so a quiesce there (a mode switch, a gain)
+// finds nothing in flight instead of waiting for writes that will never
+// be counted down.
+func TestUnlandedGenerationIsLandedAtTheNext(t *testing.T) {
+	realenv.EmulatorOnly(t, "a member driven by hand against the emulator")
+	p := handMember(t, newEnv(t, envOptions{partitions: 1}))
+	ix := p.ix
+	ix.enterGen(1)
+	owned := map[partKey]bool{{"events", 0}: true}
+	p.loop.assigned = owned
+	ix.fly(&event{rid: "Y", gen: 1})
+	p.grp.ended.Store(1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := p.loop.enterGeneration(ctx, &generation{id: 2, owned: owned}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.quiesce(ctx); err != nil {
+		t.Fatalf("quiesce in the next generation: %v, want nothing in flight", err)
+	}
+	if ix.landed != 1 || ix.gen != 2 {
+		t.Errorf("landed %d, in %d; want 1 landed, in 2", ix.landed, ix.gen)
 	}
 }

@@ -23,6 +23,8 @@ type inflight struct {
 	// genCtx ends when gen does: the tasks started in it run under it.
 	genCtx    context.Context
 	cancelGen context.CancelFunc
+	// landed is the latest generation whose fence has landed (fence.go).
+	landed int64
 
 	rests     map[string]*restState
 	flightMu  sync.Mutex

@@ -202,6 +202,11 @@ func (l *loop) firstGeneration(ctx context.Context, msgs <-chan fetched) error {
 // the waiting set by a decision that was cut is neither waiting nor
 // written, and its offset is committed.
 func (l *loop) enterGeneration(ctx context.Context, gen *generation) error {
+	if l.ix.gen != 0 {
+		if err := l.ix.landFenced(ctx); err != nil {
+			return err
+		}
+	}
 	l.gen = gen
 	if l.ix.enterGen(gen.id) {
 		dropped := len(l.ix.pend.purge(func(*event) bool { return true }))
