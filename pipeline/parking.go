@@ -176,6 +176,9 @@ type parker struct {
 	// by Run (out nil: nothing is parked).
 	out    *outbox[*parkRecord]
 	client *kafka.Client
+	// readAlso, if set, is shown a partition's records read back before
+	// they are decided (deadOnce.parked).
+	readAlso func(ctx context.Context, partition int, recs []unparked) error
 	// read are the partitions whose records were read back (loop-owned).
 	read map[int]bool
 	// parked, unparked and readBack count the records written, their
@@ -252,6 +255,11 @@ func (pk *parker) readBackOwned(ctx context.Context, owned map[partKey]bool, dec
 		recs, err := pk.readPartition(ctx, n)
 		if err != nil {
 			return err
+		}
+		if pk.readAlso != nil && len(recs) > 0 {
+			if err := pk.readAlso(ctx, n, recs); err != nil {
+				return err
+			}
 		}
 		for _, u := range recs {
 			if err := decide(ctx, u); err != nil {
