@@ -118,9 +118,6 @@ type deadKnown struct {
 	// dlqPart is the dead-letter partition it was read from (-1: written
 	// by this member).
 	dlqPart int
-	// pinned: an event of the place waits for its restaurant, its offset
-	// committed meanwhile (parking.go); the place stays past the commit.
-	pinned bool
 }
 
 // claimed is what claim decided for a dead letter.
@@ -149,14 +146,18 @@ type deadOnce struct {
 	dlqParts map[int]bool
 	known    map[deadPlace]deadKnown
 	// parts is the dead-letter topic's partition count, and readFrom,
-	// per dead-letter partition, the time its read of this generation
-	// started at (enter, parked: loop-owned).
+	// per partition number gained at this generation, the time from
+	// which its dead letters were read (enter, parked: loop-owned).
 	parts    int
 	readFrom map[int]time.Time
 	// sending are the dead letters in the outbox, by place; joined are
 	// the dead letters that joined one of them.
 	sending map[deadPlace]*deadLetter
 	joined  map[*deadLetter][]*deadLetter
+	// pins are the places of the dishes that wait for their restaurant,
+	// parked (pin): their offsets are committed while they wait, so a
+	// place of them stays known past the commit.
+	pins map[deadPlace]*event
 
 	// readBack counts the places read back from the dead-letter topic.
 	readBack atomic.Int64
@@ -166,6 +167,7 @@ func newDeadOnce(cfg Config, log *slog.Logger) *deadOnce {
 	return &deadOnce{
 		cfg: cfg, log: log, known: map[deadPlace]deadKnown{},
 		sending: map[deadPlace]*deadLetter{}, joined: map[*deadLetter][]*deadLetter{},
+		pins: map[deadPlace]*event{},
 	}
 }
 
@@ -176,11 +178,7 @@ func (o *deadOnce) claim(d *deadLetter) claimed {
 	p := deadPlaceOf(d.ev)
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if k, ok := o.known[p]; ok {
-		if k.pinned {
-			k.pinned = false // decided: nothing of it waits any more
-			o.known[p] = k
-		}
+	if _, ok := o.known[p]; ok {
 		return claimKnown
 	}
 	if s := o.sending[p]; s != nil {
@@ -247,23 +245,33 @@ func (o *deadOnce) passed(cs []commitPoint) {
 		to[c.key] = c.offset
 	}
 	for p, k := range o.known {
-		if c, ok := to[k.own]; ok && k.offset < c && !k.pinned {
+		if c, ok := to[k.own]; ok && k.offset < c && o.pins[p] == nil {
 			delete(o.known, p)
 		}
 	}
 }
 
-// pin keeps ev's place, if it is known, past the commit of its offset:
-// ev waits for its restaurant, and its offset is committed meanwhile
-// (parking.go). It is decided again later, from memory or, by the
-// partition's next owner, from the parking topic.
+// pin keeps ev's place, once known, past the commit of its offset until
+// ev finishes (unpin): ev waits for its restaurant, parked, and its
+// offset is committed meanwhile (parking.go). The place may be
+// dead-lettered already (ev is a copy read again), or be on its way: the
+// dish it copies expired a moment ago and its dead letter is in the
+// outbox. The indexer keeps one copy of a place waiting (pendingSet.holds),
+// so a place has one pin, the newest copy's.
 func (o *deadOnce) pin(ev *event) {
 	p := deadPlaceOf(ev)
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if k, ok := o.known[p]; ok && !k.pinned {
-		k.pinned = true
-		o.known[p] = k
+	o.pins[p] = ev
+}
+
+// unpin ends ev's pin, when ev finishes.
+func (o *deadOnce) unpin(ev *event) {
+	p := deadPlaceOf(ev)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.pins[p] == ev {
+		delete(o.pins, p)
 	}
 }
 
@@ -339,7 +347,13 @@ func (o *deadOnce) enter(ctx context.Context, gen *generation) error {
 	o.mu.Unlock()
 	learnt := 0
 	for d, ts := range from {
-		n, err := o.learn(ctx, d, ts.Add(-deadLetterClockMargin), gained)
+		parts := map[int]bool{}
+		for n := range gained {
+			if n%m == d {
+				parts[n] = true
+			}
+		}
+		n, err := o.learn(ctx, d, ts.Add(-deadLetterClockMargin), parts)
 		if err != nil {
 			return err
 		}
@@ -367,17 +381,17 @@ func (o *deadOnce) parked(ctx context.Context, n int, recs []unparked) error {
 		}
 	}
 	since = since.Add(-deadLetterClockMargin)
-	d := n % o.parts
-	if t, ok := o.readFrom[d]; ok && !since.Before(t) {
+	if t, ok := o.readFrom[n]; ok && !since.Before(t) {
 		return nil // read from there already
 	}
-	_, err := o.learn(ctx, d, since, map[int]bool{n: true})
+	_, err := o.learn(ctx, n%o.parts, since, map[int]bool{n: true})
 	return err
 }
 
 // learn reads dead-letter partition d from since and records the places
-// of the partitions numbered in parts, and those of repartitioned events,
-// which cannot be told apart. It returns how many it read.
+// of the partitions numbered in parts (all of them in d), and those of
+// repartitioned events, which cannot be told apart. It returns how many
+// it read.
 func (o *deadOnce) learn(ctx context.Context, d int, since time.Time, parts map[int]bool) (int, error) {
 	direct := map[string]bool{}
 	for _, t := range o.cfg.topics() {
@@ -395,8 +409,10 @@ func (o *deadOnce) learn(ctx context.Context, d int, since time.Time, parts map[
 	if err != nil {
 		return 0, err
 	}
-	if t, ok := o.readFrom[d]; !ok || since.Before(t) {
-		o.readFrom[d] = since
+	for n := range parts {
+		if t, ok := o.readFrom[n]; !ok || since.Before(t) {
+			o.readFrom[n] = since
+		}
 	}
 	o.mu.Lock()
 	for p, k := range learnt {
@@ -409,9 +425,15 @@ func (o *deadOnce) learn(ctx context.Context, d int, since time.Time, parts map[
 	return len(learnt), nil
 }
 
-// dropUnowned drops the places of partitions not owned. Called with mu
+// dropUnowned drops the places and pins of partitions not owned (their
+// waiting dishes were dropped with them: releaseUnowned). Called with mu
 // held.
 func (o *deadOnce) dropUnowned() {
+	for p, ev := range o.pins {
+		if !o.owned[ev.part.partition] {
+			delete(o.pins, p)
+		}
+	}
 	for p, k := range o.known {
 		keep := o.owned[k.own.partition]
 		if k.own.topic == "" {

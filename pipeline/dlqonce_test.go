@@ -15,26 +15,40 @@ import (
 
 // checkDeadLettersOnce checks that the dead-letter topic holds every dead
 // letter the model predicts from the event log exactly once, by source
-// place, and nothing else.
-func checkDeadLettersOnce(t *testing.T, e *testEnv, evs []genEvent, where []produced) {
+// place, and no place twice. With extraPending, a dead letter of reason
+// unknown_restaurant the model does not predict is logged, not failed
+// (once): a dish whose wait for its restaurant went on across a change of
+// owner may expire before its restaurant's write is seen, as
+// checkFinalOpts tolerates; it is not a repeat.
+func checkDeadLettersOnce(t *testing.T, e *testEnv, evs []genEvent, where []produced, extraPending bool) {
 	t.Helper()
 	m := runModel(evs)
-	count := map[produced]int{}
+	byPlace := map[produced][]string{}
 	dl := e.readDLQ(t)
 	for _, r := range dl {
-		count[r.src]++
+		byPlace[r.src] = append(byPlace[r.src], r.reason)
 	}
 	for i, reason := range m.deadLetters {
 		w := where[i]
-		if n := count[w]; n != 1 {
+		if n := len(byPlace[w]); n != 1 {
 			t.Errorf("event %d (%s/%d@%d, %s) dead-lettered %d times, want once", i, w.topic, w.partition, w.offset, reason, n)
 		}
-		delete(count, w)
+		delete(byPlace, w)
 	}
-	for w, n := range count {
-		t.Errorf("unexpected dead letter (%d) of %s/%d@%d", n, w.topic, w.partition, w.offset)
+	index := map[produced]int{}
+	for i, w := range where {
+		index[w] = i
 	}
-	t.Logf("%d dead letters, %d expected", len(dl), len(m.deadLetters))
+	tolerated := 0
+	for w, reasons := range byPlace {
+		if extraPending && len(reasons) == 1 && reasons[0] == string(ReasonUnknownRestaurant) {
+			tolerated++
+			continue
+		}
+		i := index[w]
+		t.Errorf("unexpected dead letters %v of %s/%d@%d: event %d %.120s", reasons, w.topic, w.partition, w.offset, i, evs[i].value)
+	}
+	t.Logf("%d dead letters, %d expected, %d extra unknown_restaurant tolerated", len(dl), len(m.deadLetters), tolerated)
 }
 
 // errCommitHeld is a commit the test does not let through.
@@ -102,7 +116,7 @@ func TestDeadLetterOnceAfterMove(t *testing.T) {
 		t.Fatalf("second instance: Run = %v", err)
 	}
 
-	checkDeadLettersOnce(t, e, evs, where)
+	checkDeadLettersOnce(t, e, evs, where, false)
 	ra, rb := a.r.p.out.deadRepeats.Load(), b.r.p.out.deadRepeats.Load()
 	t.Logf("repeats not written: %d by the first instance, %d by the second; %d places read back by the second", ra, rb, b.r.p.out.once.readBack.Load())
 	if n := deadLettersWritten(b.r.p); n != 0 {
@@ -225,5 +239,5 @@ func TestDeadLettersOnceUnderChurn(t *testing.T) {
 		written = append(written, deadLettersWritten(m.r.p))
 	}
 	t.Logf("dead letters written per instance %v, repeats not written %v", written, repeats)
-	checkDeadLettersOnce(t, e, evs, where)
+	checkDeadLettersOnce(t, e, evs, where, true)
 }

@@ -97,6 +97,9 @@ func (o *outcomes) finish(ev *event, result string) bool {
 		return false
 	}
 	o.parking.unpark(ev)
+	if o.once != nil && !ev.parkedAt.IsZero() {
+		o.once.unpin(ev)
+	}
 	typ, op := ev.labels()
 	o.met.events.WithLabelValues(typ, op, result).Inc()
 	now := o.now()
