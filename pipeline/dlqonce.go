@@ -53,12 +53,22 @@ import (
 // with times further in the future than that can make a repeat go
 // unrecognised; it is then written, as before.
 //
+// A dish that waits for its restaurant is the exception to "at or after
+// the committed offset": it is parked (parking.go), its offset committed
+// while it waits, and decided later, from memory or, by the partition's
+// next owner, from the parking topic, perhaps after its dead letter was
+// written and before its record's tombstone was. So a waiting dish pins
+// its place (pin, until it finishes), and the read-back of a partition
+// with parked dishes starts no later than their earliest parking time,
+// less the margin (parked): a dish's dead letter follows its parking.
+//
 // The places of a partition go when it is lost, and each as the
-// committed offset passes it (passed): the next owner starts at or
-// after it. A repartitioned event's dead letter names its place in the
-// dish topic (repartition.go); read back, it cannot be told to which
-// repartition offset it belongs, so it stays until no partition sharing
-// its dead-letter partition is owned.
+// committed offset passes it (passed), unless pinned: the next owner
+// starts at or after it. A repartitioned event's dead letter names its
+// place in the dish topic (repartition.go); read back, it cannot be told
+// to which repartition offset it belongs, so it stays until no partition
+// sharing its dead-letter partition is owned. The hot path is a map
+// lookup per dead letter (claim) and, per parked dish, a pin.
 //
 // # The previous owner's writes in flight
 //
@@ -80,14 +90,19 @@ import (
 //     B's generation forms at all: a member killed outright (SIGKILL, a
 //     lost host) sends nothing more, and what it had sent lands or fails
 //     long before its session expires.
-//   - A member that keeps deciding after its generation ended (cut off
-//     from the coordinator only) would write dead letters the new owner
-//     cannot know of; a member makes no decision for an ended generation
-//     (the loop drops the messages of an ended generation), so that too
-//     reduces to a dead letter already sent.
+//   - A member that decided after its generation ended would write dead
+//     letters the new owner cannot know of. The loop decides no message
+//     of an ended generation and expires no waiting dish once it has
+//     handed over. What remains is a write answered after a handover cut
+//     short, refused by the index (rejected): ownership is fenced (a
+//     member makes no new decision for an ended generation: DESIGN.md,
+//     Scale-out), so such an event is to be left undecided to the new
+//     owner; a dead letter made of it would be a repeat the new owner
+//     cannot see.
 //
-// What remains is a repeat a consumer recognises by the source headers
-// (README, "Dead letters").
+// What remains is a repeat a consumer recognises by the source headers,
+// which name one event (README, where the dead-letter topic is
+// described).
 
 // deadLetterClockMargin is how far before the timestamp of the event at
 // the committed offset the read-back of the dead-letter topic starts.
@@ -193,6 +208,12 @@ func (o *deadOnce) claim(d *deadLetter) claimed {
 // and of those that joined it, was superseded by a redelivery (dropped
 // reports one). A skipped dead letter leaves the outbox: a later
 // decision of its place writes its own.
+//
+// claim (the loop, a writer callback) and skip (the outbox) race for d;
+// both hold mu. A claim that comes first joins d, and skip then finds a
+// live event and writes d; a claim that comes after finds no dead letter
+// of its place in the outbox and queues its own. Either way the place is
+// written once, and no event waits on a dead letter that is skipped.
 func (o *deadOnce) skip(d *deadLetter, dropped func(*event) bool) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -273,13 +294,6 @@ func (o *deadOnce) unpin(ev *event) {
 	if o.pins[p] == ev {
 		delete(o.pins, p)
 	}
-}
-
-// size is the number of places known.
-func (o *deadOnce) size() int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return len(o.known)
 }
 
 // enter follows the member into gen: the places of partitions lost go,

@@ -241,3 +241,63 @@ func TestDeadLettersOnceUnderChurn(t *testing.T) {
 	t.Logf("dead letters written per instance %v, repeats not written %v", written, repeats)
 	checkDeadLettersOnce(t, e, evs, where, true)
 }
+
+// TestDeadOnceRecord walks the record of places through one partition's
+// life: a dead letter queued, a second decision of its place joining it,
+// its acknowledgement, a third decision finding it, a commit passing it,
+// a waiting dish pinning its place past the commit, and a dead letter
+// whose every event was superseded, skipped.
+func TestDeadOnceRecord(t *testing.T) {
+	o := newDeadOnce(Config{}, testLogger())
+	part := partKey{"menu", 0}
+	at := func(off int64) *event { return &event{part: part, offset: off} }
+	dl := func(ev *event) *deadLetter { return &deadLetter{ev: ev, reason: ReasonInvalidJSON} }
+	dropped := map[*event]bool{}
+	isDropped := func(ev *event) bool { return dropped[ev] }
+
+	first, second, third := dl(at(5)), dl(at(5)), dl(at(5))
+	if c := o.claim(first); c != claimSend {
+		t.Fatalf("claim of a new place = %v, want send", c)
+	}
+	if c := o.claim(second); c != claimJoined {
+		t.Fatalf("claim of a place in the outbox = %v, want joined", c)
+	}
+	dropped[first.ev] = true // a redelivery superseded it; second is its copy
+	if o.skip(first, isDropped) {
+		t.Fatal("skip of a dead letter a live event joined = true")
+	}
+	if all := o.written(first); len(all) != 2 || all[1] != second {
+		t.Fatalf("written = %d dead letters, want the first and the one that joined it", len(all))
+	}
+	if c := o.claim(third); c != claimKnown {
+		t.Fatalf("claim of a written place = %v, want known", c)
+	}
+
+	o.passed([]commitPoint{{part, 6}})
+	if c := o.claim(dl(at(5))); c != claimSend {
+		t.Fatalf("claim of a place the commit passed = %v, want send (it is not fetched again)", c)
+	}
+
+	waiting := at(7)
+	o.written(dl(at(7)))
+	o.pin(waiting)
+	o.passed([]commitPoint{{part, 8}})
+	if c := o.claim(dl(at(7))); c != claimKnown {
+		t.Fatalf("claim of a pinned place the commit passed = %v, want known", c)
+	}
+	o.unpin(waiting)
+	o.passed([]commitPoint{{part, 8}})
+	if c := o.claim(dl(at(7))); c != claimSend {
+		t.Fatalf("claim of an unpinned place the commit passed = %v, want send", c)
+	}
+
+	gone := dl(at(9))
+	o.claim(gone)
+	dropped[gone.ev] = true
+	if !o.skip(gone, isDropped) {
+		t.Fatal("skip of a dead letter whose every event was superseded = false")
+	}
+	if c := o.claim(dl(at(9))); c != claimSend {
+		t.Fatalf("claim after its dead letter was skipped = %v, want send", c)
+	}
+}
