@@ -13,7 +13,9 @@ import (
 	"github.com/geoshard/geoshard/bulk"
 )
 
-// Dead-letter headers.
+// Dead-letter headers. The three source headers name one event (for a
+// repartitioned event, its place in the dish topic): a consumer that
+// meets a repeat (dlqonce.go) recognises it by them.
 const (
 	HeaderReason          = "geoshard-reason"
 	HeaderError           = "geoshard-error"

@@ -214,6 +214,8 @@ func (o *deadOnce) claim(d *deadLetter) claimed {
 // live event and writes d; a claim that comes after finds no dead letter
 // of its place in the outbox and queues its own. Either way the place is
 // written once, and no event waits on a dead letter that is skipped.
+// dropped takes the tracker's lock under mu; the tracker never calls
+// back here.
 func (o *deadOnce) skip(d *deadLetter, dropped func(*event) bool) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -398,8 +400,14 @@ func (o *deadOnce) parked(ctx context.Context, n int, recs []unparked) error {
 	if t, ok := o.readFrom[n]; ok && !since.Before(t) {
 		return nil // read from there already
 	}
-	_, err := o.learn(ctx, n%o.parts, since, map[int]bool{n: true})
-	return err
+	if _, err := o.learn(ctx, n%o.parts, since, map[int]bool{n: true}); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		// As in outcomes.learnDeadLetters: costs repeats, not the run.
+		o.log.Warn("dead letters of parked dishes not read back: repeats of them may be written", "partition", n, "error", err)
+	}
+	return nil
 }
 
 // learn reads dead-letter partition d from since and records the places

@@ -188,11 +188,18 @@ func (o *outcomes) send(d *deadLetter) {
 
 // learnDeadLetters has the dead-letter record follow the member into gen
 // (deadOnce.enter). The loop calls it before deciding any event of gen.
+// A read-back that fails for good (no right to read the topic) costs
+// only the repeats it would have avoided: it is logged, not fatal.
 func (o *outcomes) learnDeadLetters(ctx context.Context, gen *generation) error {
 	if o.once == nil {
 		return nil
 	}
-	return o.once.enter(ctx, gen)
+	err := o.once.enter(ctx, gen)
+	if err != nil && ctx.Err() == nil {
+		o.log.Warn("dead letters not read back: repeats of them may be written", "generation", gen.id, "error", err)
+		return nil
+	}
+	return err
 }
 
 // landDeadLetters waits until every dead letter queued is written.
