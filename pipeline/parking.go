@@ -52,10 +52,10 @@ import (
 // Limits: a member that stops without draining (SIGKILL) may have parked
 // dishes whose offsets it had not committed yet; both the event and its
 // record come back to the next owner, which decides the dish twice (the
-// second write is Stale; a dead letter may be written twice, as
-// anywhere). A tombstone lost that way leaves a record whose dish is
-// decided again when it is read back: Stale, or dead-lettered if its
-// restaurant was deleted since.
+// second write is Stale; a dead letter already written is found and not
+// written again: dlqonce.go). A tombstone lost that way leaves a record
+// whose dish is decided again when it is read back: Stale, or
+// dead-lettered if its restaurant was deleted since.
 
 // Parking headers; the source place uses the dead-letter headers
 // (HeaderSourceTopic, HeaderSourcePartition, HeaderSourceOffset).
