@@ -13,7 +13,9 @@ import (
 	"github.com/geoshard/geoshard/bulk"
 )
 
-// Dead-letter headers.
+// Dead-letter headers. The three source headers name one event (for a
+// repartitioned event, its place in the dish topic): a consumer that
+// meets a repeat (dlqonce.go) recognises it by them.
 const (
 	HeaderReason          = "geoshard-reason"
 	HeaderError           = "geoshard-error"
@@ -42,7 +44,10 @@ type deadLetter struct {
 
 // message is the dead letter as written: the event's key and value, and
 // headers for the reason and the event's place. A repartitioned event's
-// place and key are its origin's in the dish topic (repartition.go).
+// place and key are its origin's in the dish topic (repartition.go). Its
+// Partition is the number of the partition the event was read from, for
+// dlqWriter's balancer: a partition's dead letters are read back from
+// one place (dlqonce.go).
 func (d *deadLetter) message() kafka.Message {
 	ev := d.ev
 	key, topic, partition, offset := ev.key, ev.part.topic, ev.part.partition, ev.offset
@@ -50,8 +55,9 @@ func (d *deadLetter) message() kafka.Message {
 		key, topic, partition, offset = o.key, o.topic, o.partition, o.offset
 	}
 	return kafka.Message{
-		Key:   key,
-		Value: ev.value,
+		Key:       key,
+		Value:     ev.value,
+		Partition: ev.part.partition,
 		Headers: []kafka.Header{
 			{Key: HeaderReason, Value: []byte(d.reason)},
 			{Key: HeaderError, Value: []byte(d.detail)},

@@ -24,7 +24,7 @@
 //     once the generation has ended (fence.go).
 //   - Decoding and validation of events (events.go). A bad event goes to
 //     the dead-letter topic with a bounded reason code; nothing is dropped
-//     silently (dlq.go).
+//     silently (dlq.go), and nothing is dead-lettered twice (dlqonce.go).
 //   - The write targets: an index and the geoshard map it was built with,
 //     read from the index's mapping _meta through the alias, re-checked
 //     periodically (targets.go). Routing is computed and items are emitted
@@ -190,11 +190,15 @@
 //     the group (SIGKILL, a lost host) settles nothing; its writes in
 //     flight land or fail within the request timeout, long before its
 //     session expires.
-//   - Dead letters are written at least once: an event dead-lettered
-//     just before its partition moved is dead-lettered again by the new
-//     owner. Before dead-lettering an expired dish, the index is asked for
-//     its restaurant and the broker for the group's committed offset,
-//     which avoids most such duplicates.
+//   - Dead letters are written once per event, as far as the dead-letter
+//     topic can tell: an event decided again after its partition moved
+//     (or its member restarted) before its offset was committed finds
+//     its dead letter, written by this member or read back by the
+//     partition's new owner, and gets no second one (dlqonce.go). A dead
+//     letter that lands only after the new owner read the topic, an
+//     event stamped further ahead of ingest's clock than the read's
+//     margin, or partitions added to the dead-letter topic can still
+//     make a repeat, which a consumer recognises by the source headers.
 //
 // # Boundaries
 //

@@ -177,6 +177,12 @@ func (l *loop) firstGeneration(ctx context.Context, msgs <-chan fetched) error {
 		return err
 	}
 	l.ix.dirGen = gen.id
+	if err := l.out.learnDeadLetters(ctx, gen); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
 	if err := l.parking.readBackOwned(ctx, l.assigned, l.decideUnparked); err != nil && ctx.Err() == nil {
 		return err
 	}
@@ -218,6 +224,9 @@ func (l *loop) enterGeneration(ctx context.Context, gen *generation) error {
 		}
 	}
 	if err := l.followAssignment(ctx, gen.id, gen.owned); err != nil {
+		return err
+	}
+	if err := l.out.learnDeadLetters(ctx, gen); err != nil {
 		return err
 	}
 	return l.parking.readBackOwned(ctx, gen.owned, l.decideUnparked)
@@ -308,6 +317,12 @@ func partitionChange(before, now map[partKey]bool) (gained, lost []int) {
 // messages).
 func (l *loop) settle(ctx context.Context, settled chan struct{}) error {
 	if err := l.ix.quiesce(ctx); err != nil {
+		return err
+	}
+	// The handover's commit covers the events dead-lettered here
+	// (dlqonce.go): every dead letter queued is written first, and with
+	// it the tombstones of the parked dishes among them.
+	if err := l.out.landDeadLetters(ctx); err != nil {
 		return err
 	}
 	// The next owner of a partition reads its parked dishes: every record

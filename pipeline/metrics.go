@@ -40,6 +40,10 @@ type metrics struct {
 	repartitioned prometheus.Counter
 	committed     *prometheus.GaugeVec // topic, partition
 	phase         *prometheus.GaugeVec // phase
+
+	// deadLetterRepeats counts the dead letters not written because their
+	// event's place was dead-lettered already (dlqonce.go), by reason.
+	deadLetterRepeats *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -106,15 +110,23 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "1 for the reshard migration phase whose writes this instance performs (none without a migration), 0 for the others.",
 		}, []string{"phase"}),
 	}
+	m.deadLetterRepeats = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "geoshard_ingest_dead_letter_repeats_total",
+		Help: "Dead letters not written again, by reason: their event, decided again after a rebalance or a restart, was dead-lettered already by this instance or by a previous owner of its partition.",
+	}, []string{"reason"})
 	m.setPhase(phaseNone)
 	for _, r := range Reasons {
 		m.deadLetters.WithLabelValues(string(r))
+		m.deadLetterRepeats.WithLabelValues(string(r))
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.lag, m.events, m.endToEnd, m.pending, m.directory, m.deadLetters, m.lastProgress, m.moves, m.refreshes, m.checked, m.reparented, m.parked, m.repartitioned, m.committed, m.phase} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
+		}
+		if err := reg.Register(m.deadLetterRepeats); err != nil {
+			return nil, err
 		}
 	}
 	return m, nil

@@ -341,6 +341,8 @@ type committer struct {
 	track *tracker
 	gauge *prometheus.GaugeVec // the committed offset, by topic and partition
 	every time.Duration
+	// passed, if set, is told each commit that succeeded.
+	passed func([]commitPoint)
 }
 
 // run commits every c.every through the latest generation until ctx
@@ -395,6 +397,9 @@ func (c *committer) commit(ctx context.Context, gen *generation) error {
 		return err
 	}
 	c.track.committed(mine)
+	if c.passed != nil {
+		c.passed(mine)
+	}
 	for _, cp := range mine {
 		if c.track.owns(cp.key) {
 			c.gauge.WithLabelValues(cp.key.topic, strconv.Itoa(cp.key.partition)).Set(float64(cp.offset))

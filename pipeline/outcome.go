@@ -24,12 +24,15 @@ type outcomes struct {
 	ix      *indexer
 	parking *parker
 	fail    func(error)
-	// dead writes dead letters; groupCommitted reads the group's committed
+	// dead writes dead letters, once keeps it from writing one twice
+	// (dlqonce.go); groupCommitted reads the group's committed
 	// offsets (nil: not asked). Both set by Run.
 	dead           *dlq
+	once           *deadOnce
 	groupCommitted func(ctx context.Context, parts map[partKey]bool) (map[partKey]int64, error)
 
 	finished, deadLetters atomic.Int64
+	deadRepeats           atomic.Int64 // dead letters not written twice (send)
 	lastProgress          atomic.Int64 // unix nanoseconds
 	mu                    sync.Mutex   // guards the counts
 	counts                map[EventKey]int64
@@ -72,7 +75,7 @@ func indexRefused(err error) bool {
 
 // rejected dead-letters an event the index rejected a write of.
 func (o *outcomes) rejected(ev *event, err error) {
-	o.dead.enqueue(&deadLetter{ev: ev, reason: ReasonRejected, detail: err.Error(), result: resultDeadLetter})
+	o.send(&deadLetter{ev: ev, reason: ReasonRejected, detail: err.Error(), result: resultDeadLetter})
 }
 
 func resultOf(r bulk.Result) string {
@@ -94,6 +97,9 @@ func (o *outcomes) finish(ev *event, result string) bool {
 		return false
 	}
 	o.parking.unpark(ev)
+	if o.once != nil && !ev.parkedAt.IsZero() {
+		o.once.unpin(ev)
+	}
 	typ, op := ev.labels()
 	o.met.events.WithLabelValues(typ, op, result).Inc()
 	now := o.now()
@@ -111,9 +117,20 @@ func (o *outcomes) finish(ev *event, result string) bool {
 	return true
 }
 
-// deadLetterWritten finishes an event whose dead letter is acknowledged.
+// deadLetterWritten finishes an event whose dead letter is acknowledged,
+// with those that joined it (deadOnce.claim).
 func (o *outcomes) deadLetterWritten(d *deadLetter) {
-	if !o.finish(d.ev, d.result) {
+	all := []*deadLetter{d}
+	if o.once != nil {
+		all = o.once.written(d)
+	}
+	done := false
+	for _, x := range all {
+		if o.finish(x.ev, x.result) {
+			done = true
+		}
+	}
+	if !done {
 		return
 	}
 	o.deadLetters.Add(1)
@@ -125,7 +142,12 @@ func (o *outcomes) deadLetterWritten(d *deadLetter) {
 
 // park writes a dish that starts waiting for its restaurant to the
 // parking topic (parker.park).
-func (o *outcomes) park(ev *event, now time.Time) { o.parking.park(ev, now) }
+func (o *outcomes) park(ev *event, now time.Time) {
+	if o.once != nil {
+		o.once.pin(ev)
+	}
+	o.parking.park(ev, now)
+}
 
 // committedOffsets reads the group's committed offsets of parts.
 func (o *outcomes) committedOffsets(ctx context.Context, parts map[partKey]bool) (map[partKey]int64, error) {
@@ -141,6 +163,49 @@ func (o *outcomes) deadLetter(ctx context.Context, ev *event, r Reason, detail, 
 	if err := o.dead.waitRoom(ctx); err != nil {
 		return err
 	}
-	o.dead.enqueue(&deadLetter{ev: ev, reason: r, detail: detail, result: result})
+	o.send(&deadLetter{ev: ev, reason: r, detail: detail, result: result})
 	return nil
+}
+
+// send queues d unless its event's place is dead-lettered already, or
+// on its way (deadOnce.claim): then d is a repeat, counted, and its event
+// finishes as dead-lettered now, or with the dead letter it joined.
+func (o *outcomes) send(d *deadLetter) {
+	c := claimSend
+	if o.once != nil {
+		c = o.once.claim(d)
+	}
+	switch c {
+	case claimSend:
+		o.dead.enqueue(d)
+		return
+	case claimKnown:
+		o.finish(d.ev, d.result)
+	}
+	o.deadRepeats.Add(1)
+	o.met.deadLetterRepeats.WithLabelValues(string(d.reason)).Inc()
+}
+
+// learnDeadLetters has the dead-letter record follow the member into gen
+// (deadOnce.enter). The loop calls it before deciding any event of gen.
+// A read-back that fails for good (no right to read the topic) costs
+// only the repeats it would have avoided: it is logged, not fatal.
+func (o *outcomes) learnDeadLetters(ctx context.Context, gen *generation) error {
+	if o.once == nil {
+		return nil
+	}
+	err := o.once.enter(ctx, gen)
+	if err != nil && ctx.Err() == nil {
+		o.log.Warn("dead letters not read back: repeats of them may be written", "generation", gen.id, "error", err)
+		return nil
+	}
+	return err
+}
+
+// landDeadLetters waits until every dead letter queued is written.
+func (o *outcomes) landDeadLetters(ctx context.Context) error {
+	if o.dead == nil {
+		return nil
+	}
+	return o.dead.waitEmpty(ctx)
 }

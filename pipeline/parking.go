@@ -52,10 +52,10 @@ import (
 // Limits: a member that stops without draining (SIGKILL) may have parked
 // dishes whose offsets it had not committed yet; both the event and its
 // record come back to the next owner, which decides the dish twice (the
-// second write is Stale; a dead letter may be written twice, as
-// anywhere). A tombstone lost that way leaves a record whose dish is
-// decided again when it is read back: Stale, or dead-lettered if its
-// restaurant was deleted since.
+// second write is Stale; a dead letter already written is found and not
+// written again: dlqonce.go). A tombstone lost that way leaves a record
+// whose dish is decided again when it is read back: Stale, or
+// dead-lettered if its restaurant was deleted since.
 
 // Parking headers; the source place uses the dead-letter headers
 // (HeaderSourceTopic, HeaderSourcePartition, HeaderSourceOffset).
@@ -176,6 +176,9 @@ type parker struct {
 	// by Run (out nil: nothing is parked).
 	out    *outbox[*parkRecord]
 	client *kafka.Client
+	// readAlso, if set, is shown a partition's records read back before
+	// they are decided (deadOnce.parked).
+	readAlso func(ctx context.Context, partition int, recs []unparked) error
 	// read are the partitions whose records were read back (loop-owned).
 	read map[int]bool
 	// parked, unparked and readBack count the records written, their
@@ -252,6 +255,11 @@ func (pk *parker) readBackOwned(ctx context.Context, owned map[partKey]bool, dec
 		recs, err := pk.readPartition(ctx, n)
 		if err != nil {
 			return err
+		}
+		if pk.readAlso != nil && len(recs) > 0 {
+			if err := pk.readAlso(ctx, n, recs); err != nil {
+				return err
+			}
 		}
 		for _, u := range recs {
 			if err := decide(ctx, u); err != nil {

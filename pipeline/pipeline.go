@@ -110,7 +110,10 @@ func New(cfg Config, client *opensearch.Client) (*Pipeline, error) {
 	p.out = &outcomes{
 		log: p.log, met: m, track: p.track, now: now, parking: p.parking, fail: p.fail,
 		counts: make(map[EventKey]int64), deadCount: make(map[Reason]int64),
+		once: newDeadOnce(cfg, p.log),
 	}
+	p.commits.passed = p.out.once.passed
+	p.parking.readAlso = p.out.once.parked
 	p.ix = newIndexer(p.log, p.admin, m, p.out, newPendingSet(cfg.PendingMax, cfg.PendingMaxAge))
 	p.ix.now = now
 	p.ix.reparent.fail = p.fail
@@ -129,13 +132,17 @@ func New(cfg Config, client *opensearch.Client) (*Pipeline, error) {
 }
 
 // dlqWriter is the dead-letter writer: acknowledged by every in-sync
-// replica, keyed like the source so a restaurant's dead letters stay in
-// order.
+// replica, each dead letter of an event of partition N in partition N
+// modulo the topic's partition count, where the partition's next owner
+// reads it back (dlqonce.go). A restaurant's events are all in partition
+// N of the event topics, so its dead letters stay in order.
 func dlqWriter(cfg Config, t *kafka.Transport) producer {
 	return &kafka.Writer{
-		Addr:         kafka.TCP(cfg.Brokers...),
-		Topic:        cfg.DLQTopic,
-		Balancer:     &kafka.Hash{},
+		Addr:  kafka.TCP(cfg.Brokers...),
+		Topic: cfg.DLQTopic,
+		Balancer: kafka.BalancerFunc(func(m kafka.Message, partitions ...int) int {
+			return partitions[m.Partition%len(partitions)]
+		}),
 		RequiredAcks: kafka.RequireAll,
 		BatchSize:    500,
 		BatchTimeout: 5 * time.Millisecond,
@@ -238,7 +245,10 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		return fmt.Errorf("pipeline: consumer group: %w", err)
 	}
 	prod := p.newProducer(transport)
-	p.out.dead = newDLQ(prod, p.log, p.out.deadLetterWritten, func(d *deadLetter) bool { return p.track.isDropped(d.ev.entry) })
+	p.out.dead = newDLQ(prod, p.log, p.out.deadLetterWritten, func(d *deadLetter) bool {
+		return p.out.once.skip(d, func(ev *event) bool { return p.track.isDropped(ev.entry) })
+	})
+	p.out.once.client = &kafka.Client{Addr: kafka.TCP(p.cfg.Brokers...), Timeout: 30 * time.Second, Transport: transport}
 	p.parking.client = &kafka.Client{Addr: kafka.TCP(p.cfg.Brokers...), Timeout: 30 * time.Second, Transport: transport}
 	parkProd := p.newParkingProducer(transport)
 	p.parking.out = newOutbox(parkProd, p.log, "parking", p.parking.written, func(r *parkRecord) bool {
