@@ -258,3 +258,68 @@ func TestUnlandedGenerationIsLandedAtTheNext(t *testing.T) {
 		t.Errorf("landed %d, in %d; want 1 landed, in 2", ix.landed, ix.gen)
 	}
 }
+
+// TestEndedGenerationRunsNoContinuation: the steps that follow a write or
+// a task are decisions too. A move's task that comes back after the end
+// does not run what follows it (the restaurant's write at its new place,
+// which takes the dishes waiting for it); a restaurant's write answered
+// after the end does not make the directory take it, nor release the
+// dishes waiting for it. The waiting dish stays unwritten, and the
+// events unfinished.
+func TestEndedGenerationRunsNoContinuation(t *testing.T) {
+	realenv.EmulatorOnly(t, "a member driven by hand against the emulator")
+	for _, tc := range []string{"task", "write"} {
+		t.Run(tc, func(t *testing.T) {
+			e := newEnv(t, envOptions{partitions: 1})
+			p := handMember(t, e)
+			ix := p.ix
+			ctx := context.Background()
+			ix.enterGen(1)
+			k := partKey{"events", 0}
+			waiting := fenceDish(p, 3, "d1", "Y", 1)
+			ix.pend.add(waiting, time.Now())
+			entry, _ := p.track.track(k, 4, 100)
+			rest := &event{part: k, offset: 4, entry: entry, rid: "Y", gen: 1,
+				change: &Change{Type: TypeRestaurant, Op: OpUpsert, ID: "Y", Version: 2, Lat: 40.7128, Lon: -74.006}}
+			letGo := make(chan struct{})
+			switch tc {
+			case "task":
+				// A move of Y, whose task comes back once let go.
+				err := ix.restaurantTask(ctx, rest, func(ctx context.Context) (error, error) {
+					select {
+					case <-letGo:
+					case <-ctx.Done():
+					}
+					return nil, nil
+				}, func(ctx context.Context) error { return ix.writeRestaurant(ctx, rest, fenceNY) })
+				if err != nil {
+					t.Fatal(err)
+				}
+				p.grp.ended.Store(1)
+				close(letGo)
+			case "write":
+				// Y unknown: its write is confirmed before the directory
+				// takes it; the answer comes after the end.
+				if err := ix.confirmRestaurant(ctx, rest, fenceNY); err != nil {
+					t.Fatal(err)
+				}
+				p.grp.ended.Store(1)
+			}
+			if err := p.loop.settle(ctx, make(chan struct{})); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := e.scanIndex(t)[schema.DishID("d1")]; ok {
+				t.Error("the waiting dish was written after the generation ended")
+			}
+			if _, ok := ix.dir.lookup("Y"); ok && tc == "write" {
+				t.Error("the directory took Y from a write answered after the generation ended")
+			}
+			if ix.pend.len() != 1 {
+				t.Errorf("%d dishes waiting, want the one that waited", ix.pend.len())
+			}
+			if due := p.track.due(); len(due) != 0 {
+				t.Errorf("commit points %v, want none: nothing of the ended generation is finished past its decisions", due)
+			}
+		})
+	}
+}
