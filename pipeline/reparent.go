@@ -301,19 +301,16 @@ func (rp *reparenter) failAll(err error) {
 // plus one (no version of the dish between its and the newer one can be
 // written there: it would be under another restaurant).
 //
-// A delete refused at exactly the write's version meets either the
-// tombstone of an earlier spread of this very write (the event delivered
-// again, or a delete whose answer was lost) or a live copy of the same
-// version under another routing: the same change written where another
-// decision put it, which only a member deciding with a directory that no
-// longer followed the restaurant makes (a write of an ended generation
-// landing late: fence.go). Likewise a write answered stale at exactly its
-// own version meets its own copy (delivered again) or the tombstone that
-// such a copy's spread left here. A realtime read tells which (sameVersion):
-// the write is made again over a tombstone, then the other live copy is
-// deleted, both with external_gte at the write's version, so that the
-// dish is never nowhere. The current owner's decision is the one that
-// stands: the directory it decided with follows the restaurant.
+// A delete refused at exactly the write's version is left alone, live
+// copy or tombstone: besides an earlier spread's tombstone of this very
+// write, it is what an event delivered again behind a move of its
+// restaurant that already landed meets (the move carried the dish at this
+// version to the new place, while the event is decided at the old one,
+// where the move's delete refuses it; the move, decided again after it,
+// finds nothing more to carry). Deleting that copy would lose the dish.
+// The other way to a copy at this version under another routing is a
+// member deciding with a directory that no longer follows the
+// restaurant, which the fence rules out (fence.go).
 func (rp *reparenter) spread(ctx context.Context, cs []dishCheck) error {
 	type del struct{ index, id, routing string }
 	dels := make(map[del]int64)
@@ -354,35 +351,26 @@ func (rp *reparenter) spread(ctx context.Context, cs []dishCheck) error {
 	}
 	own := make(map[del]int64)
 	ownLabel := make(map[del]string)
-	var same []sameVersion
-	for n := range cs {
-		if c := &cs[n]; c.r.Item.Action == bulk.Index && c.r.Outcome == bulk.Stale && c.r.Stored == c.r.Item.Version {
-			same = append(same, sameVersion{item: *c.r.Item, own: true})
-		}
-	}
 	for _, r := range rs {
 		if r.Outcome != bulk.Stale {
 			continue
 		}
 		for _, n := range askers[del{r.Item.Index, r.Item.ID, r.Item.Routing}] {
 			c := &cs[n]
-			if c.r.Item.Action != bulk.Index {
-				continue // a delete's own place holds nothing
+			if c.r.Item.Action != bulk.Index || r.Stored <= c.r.Item.Version {
+				// A delete's own place holds nothing; a version equal to
+				// the write's is left alone (above), and one the conflict
+				// does not name proves nothing.
+				continue
 			}
-			switch {
-			case r.Stored == c.r.Item.Version:
-				same = append(same, sameVersion{item: *r.Item})
-			case r.Stored > c.r.Item.Version:
-				k := del{c.r.Item.Index, c.r.Item.ID, c.r.Item.Routing}
-				if v := c.r.Item.Version + 1; v > own[k] {
-					own[k], ownLabel[k] = v, c.r.Item.Shard
-				}
+			k := del{c.r.Item.Index, c.r.Item.ID, c.r.Item.Routing}
+			if v := c.r.Item.Version + 1; v > own[k] {
+				own[k], ownLabel[k] = v, c.r.Item.Shard
 			}
-			// A version the conflict does not name proves nothing.
 		}
 	}
-	if err := rp.sameVersion(ctx, same, gen); err != nil {
-		return err
+	if rp.ix.fenced(gen) {
+		return fmt.Errorf("%w: the second step of a spread", errGenerationEnded)
 	}
 	items = items[:0]
 	for k, v := range own {
@@ -395,57 +383,7 @@ func (rp *reparenter) spread(ctx context.Context, cs []dishCheck) error {
 	return err
 }
 
-// sameVersion is a place a spread found holding its write's version: the
-// write's own (own), or another routing's.
-type sameVersion struct {
-	item bulk.Item // the write, or the spread's delete there
-	own  bool
-}
-
-// sameVersion reads each place realtime: the write's own place holding
-// only a tombstone is written again, then another place holding a live
-// copy has it deleted, each with external_gte at the write's version (see
-// spread). The reads and writes are made only while the checks'
-// generation lasts (fence.go).
-func (rp *reparenter) sameVersion(ctx context.Context, places []sameVersion, gen int64) error {
-	ix := rp.ix
-	var rewrite, remove []bulk.Item
-	for _, p := range places {
-		if ix.fenced(gen) {
-			return fmt.Errorf("%w: a spread's reads", errGenerationEnded)
-		}
-		it := p.item
-		var version int64
-		var found bool
-		err := retry(ctx, ix.log, "read "+it.ID+" under routing "+it.Routing, func() error {
-			var err error
-			_, version, found, err = ix.admin.Get(ctx, it.Index, it.ID, it.Routing)
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		switch {
-		case p.own && !found:
-			it.VersionType, it.Ref = bulk.ExternalGTE, genTag(gen)
-			rewrite = append(rewrite, it)
-		case !p.own && found && version == it.Version:
-			it.VersionType, it.Ref = bulk.ExternalGTE, genTag(gen)
-			remove = append(remove, it)
-		}
-	}
-	if _, err := rp.deleteAll(ctx, rewrite); err != nil {
-		return err
-	}
-	if len(rewrite)+len(remove) > 0 {
-		ix.log.Info("a dish stored at one version under two routings: the copy its restaurant's routing holds stands", "rewritten", len(rewrite), "removed", len(remove))
-	}
-	_, err := rp.deleteAll(ctx, remove)
-	return err
-}
-
-// deleteAll sends items (the spread's deletes, and the writes again of
-// sameVersion) and waits for their answers.
+// deleteAll sends items and waits for their answers.
 func (rp *reparenter) deleteAll(ctx context.Context, items []bulk.Item) ([]bulk.Result, error) {
 	ix := rp.ix
 	if len(items) == 0 {
