@@ -329,3 +329,57 @@ func TestEndedGenerationRunsNoContinuation(t *testing.T) {
 		})
 	}
 }
+
+// TestMoveCutAfterItsCopiesLeavesNoLeftover: a move cut short after its
+// first step (the dishes copied to New York, nothing deleted in San
+// Francisco, the restaurant still there: a crash, or the end of its
+// generation) is decided again; before it, a delete of one of the dishes
+// is decided at the old place, where the restaurant still is. The move
+// decided again deletes that dish's copy at the new place too: nothing
+// of a deleted dish is left.
+func TestMoveCutAfterItsCopiesLeavesNoLeftover(t *testing.T) {
+	realenv.EmulatorOnly(t, "a member driven by hand against the emulator")
+	e := newEnv(t, envOptions{partitions: 1})
+	p := handMember(t, e)
+	ix := p.ix
+	ctx := context.Background()
+	ix.enterGen(2)
+	lvl := e.m.Level()
+	e.put(t, schema.RestaurantID("Y"), 1, fenceSF, restaurantBody(nil, "Y", 1, fenceSF, 37.7749, -122.4194, lvl), false)
+	for _, id := range []string{"d1", "d2"} {
+		e.put(t, schema.DishID(id), 2, fenceSF, dishBody(nil, id, "Y", 2, fenceSF, lvl), false)
+		e.put(t, schema.DishID(id), 2, fenceNY, dishBody(nil, id, "Y", 2, fenceNY, lvl), false)
+	}
+	ix.dir.set("Y", fenceSF, 1)
+
+	k := partKey{"events", 0}
+	entry, _ := p.track.track(k, 7, 100)
+	gone := &event{part: k, offset: 7, entry: entry, rid: "Y", gen: ix.gen,
+		change: &Change{Type: TypeDish, Op: OpDelete, ID: "d1", RestaurantID: "Y", Version: 3}}
+	if err := ix.submit(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	entry, _ = p.track.track(k, 8, 100)
+	move := &event{part: k, offset: 8, entry: entry, rid: "Y", gen: ix.gen,
+		change: &Change{Type: TypeRestaurant, Op: OpUpsert, ID: "Y", Version: 2, Lat: 40.7128, Lon: -74.006}}
+	if err := ix.submit(ctx, move); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.quiesce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if due := p.track.due(); len(due) != 1 || due[0].offset != 9 {
+		t.Errorf("commit points %v, want both events finished", due)
+	}
+	tg := newTarget(testIndex, e.m, true)
+	_, ny := tg.routing(fenceNY)
+	docs := e.scanIndex(t)
+	if d, ok := docs[schema.DishID("d1")]; ok {
+		t.Errorf("d1, deleted, is still stored under %q", d.routing)
+	}
+	for _, id := range []string{schema.DishID("d2"), schema.RestaurantID("Y")} {
+		if d, ok := docs[id]; !ok || d.routing != ny {
+			t.Errorf("%s: stored %v under %q, want once under %q (New York)", id, ok, d.routing, ny)
+		}
+	}
+}

@@ -40,7 +40,8 @@ import (
 // and each step waits for the answers of its own writes (Writer.Do), and
 // of no others, before the next starts. So a crash after step 1 leaves
 // copies on both shards of dishes (the redelivered move rewrites them,
-// stale or not); after step 2 the dishes are only at the new place and
+// stale or not, and deletes those of dishes gone from the old place
+// meanwhile: planLeftovers); after step 2 the dishes are only at the new place and
 // the restaurant at the old one; after step 3 the restaurant is in no
 // shard, so the redelivered upsert
 // finds it unknown and simply writes it at its new location, where its
@@ -217,9 +218,10 @@ type oldCopy struct {
 type movePlan struct {
 	// copies are the restaurant's dishes rewritten at the new cell.
 	copies []bulk.Item
-	// oldDishes are the dishes' copies on the old shard, and
-	// oldRestaurants the restaurant's, of the targets whose shard changes
-	// (none when only the cell does).
+	// oldDishes are the dishes' copies on the old shard, and the copies an
+	// earlier attempt of the move left on the new shard of dishes gone
+	// since (planLeftovers); oldRestaurants the restaurant's, of the
+	// targets whose shard changes (none when only the cell does).
 	oldDishes, oldRestaurants []oldCopy
 }
 
@@ -261,9 +263,36 @@ func (ix *indexer) planMove(ctx context.Context, targets []target, ev *event, fr
 		}
 		if fromShard != toShard {
 			plan.oldRestaurants = append(plan.oldRestaurants, oldCopy{t.index, schema.RestaurantID(rid), fromRouting, t.labels[fromShard], ev.change.Version})
+			if err := ix.planLeftovers(ctx, t, rid, toRouting, t.labels[toShard], dishes, &plan); err != nil {
+				return plan, err
+			}
 		}
 	}
 	return plan, nil
+}
+
+// planLeftovers adds to the plan's deletes the restaurant's dishes stored
+// at the new place that the old place no longer holds. While a move runs
+// the restaurant is held and the directory puts its dishes at the old
+// place, so a dish of it at the new place is what an earlier attempt of
+// this very move copied there before it was cut short (a crash, or the
+// end of its generation: fence.go). Since then the dish may have been
+// deleted at the old place, where the restaurant still was, or moved to
+// another restaurant: the copy at the new place would outlive it. It is
+// deleted with external_gte at its own version, so a newer write of the
+// dish there survives. (A dish the old place still holds is copied over
+// it.)
+func (ix *indexer) planLeftovers(ctx context.Context, t *target, rid, toRouting, toLabel string, moving []storedDish, plan *movePlan) error {
+	carried := make(map[string]bool, len(moving))
+	for _, d := range moving {
+		carried[d.hit.ID] = true
+	}
+	return ix.eachDish(ctx, t.index, rid, toRouting, func(h bulk.Hit, v int64) error {
+		if !carried[h.ID] {
+			plan.oldDishes = append(plan.oldDishes, oldCopy{t.index, h.ID, toRouting, toLabel, v})
+		}
+		return nil
+	})
 }
 
 // revived returns the deletes of the copies that must not stay: those of
