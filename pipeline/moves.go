@@ -40,8 +40,8 @@ import (
 // and each step waits for the answers of its own writes (Writer.Do), and
 // of no others, before the next starts. So a crash after step 1 leaves
 // copies on both shards of dishes (the redelivered move rewrites them,
-// stale or not, and deletes those of dishes gone from the old place
-// meanwhile: planLeftovers); after step 2 the dishes are only at the new place and
+// stale or not, and deletes those of dishes deleted or changed at the
+// old place meanwhile: planLeftovers); after step 2 the dishes are only at the new place and
 // the restaurant at the old one; after step 3 the restaurant is in no
 // shard, so the redelivered upsert
 // finds it unknown and simply writes it at its new location, where its
@@ -91,12 +91,15 @@ const (
 	stepDeleteOldCopy                             // a move: the restaurant's old copy
 	stepDeleteDishes                              // a delete: the restaurant's dishes
 	stepDeleteRestaurantOther                     // a delete during dual writes: the restaurant in the other index
+	stepProbeGone                                 // a move, after the copies: what became of the dishes an earlier attempt left at the new place
 )
 
 func (s moveStep) String() string {
 	switch s {
 	case stepCopyDishes:
 		return "copy dishes"
+	case stepProbeGone:
+		return "probe the old place for dishes an earlier attempt left"
 	case stepDeleteRevived:
 		return "delete copies of dishes that changed restaurant meanwhile"
 	case stepDeleteOldDishes:
@@ -188,6 +191,13 @@ func (ix *indexer) relocate(ctx context.Context, targets []target, ev *event, fr
 	if rej, err := ix.step(ctx, ev, stepCopyDishes, plan.copies); rej != nil || err != nil {
 		return rej, err
 	}
+	if len(plan.leftovers) > 0 {
+		rs, rej, err := ix.stepResults(ctx, ev, stepProbeGone, plan.probes())
+		if rej != nil || err != nil {
+			return rej, err
+		}
+		plan.oldDishes = append(plan.oldDishes, plan.gone(rs)...)
+	}
 	if len(plan.oldRestaurants) == 0 {
 		return nil, nil // the cell changed, the shard did not
 	}
@@ -218,11 +228,13 @@ type oldCopy struct {
 type movePlan struct {
 	// copies are the restaurant's dishes rewritten at the new cell.
 	copies []bulk.Item
-	// oldDishes are the dishes' copies on the old shard, and the copies an
-	// earlier attempt of the move left on the new shard of dishes gone
-	// since (planLeftovers); oldRestaurants the restaurant's, of the
-	// targets whose shard changes (none when only the cell does).
+	// oldDishes are the dishes' copies on the old shard, and
+	// oldRestaurants the restaurant's, of the targets whose shard changes
+	// (none when only the cell does).
 	oldDishes, oldRestaurants []oldCopy
+	// leftovers are the copies an earlier attempt of the move left on the
+	// new shard of dishes the old one no longer holds (planLeftovers).
+	leftovers []leftover
 }
 
 // planMove reads the restaurant's dishes at from (the source target's,
@@ -263,7 +275,7 @@ func (ix *indexer) planMove(ctx context.Context, targets []target, ev *event, fr
 		}
 		if fromShard != toShard {
 			plan.oldRestaurants = append(plan.oldRestaurants, oldCopy{t.index, schema.RestaurantID(rid), fromRouting, t.labels[fromShard], ev.change.Version})
-			if err := ix.planLeftovers(ctx, t, rid, toRouting, t.labels[toShard], dishes, &plan); err != nil {
+			if err := ix.planLeftovers(ctx, t, rid, fromShard, toShard, dishes, &plan); err != nil {
 				return plan, err
 			}
 		}
@@ -271,28 +283,73 @@ func (ix *indexer) planMove(ctx context.Context, targets []target, ev *event, fr
 	return plan, nil
 }
 
-// planLeftovers adds to the plan's deletes the restaurant's dishes stored
-// at the new place that the old place no longer holds. While a move runs
-// the restaurant is held and the directory puts its dishes at the old
-// place, so a dish of it at the new place is what an earlier attempt of
-// this very move copied there before it was cut short (a crash, or the
-// end of its generation: fence.go). Since then the dish may have been
-// deleted at the old place, where the restaurant still was, or moved to
-// another restaurant: the copy at the new place would outlive it. It is
-// deleted with external_gte at its own version, so a newer write of the
-// dish there survives. (A dish the old place still holds is copied over
-// it.)
-func (ix *indexer) planLeftovers(ctx context.Context, t *target, rid, toRouting, toLabel string, moving []storedDish, plan *movePlan) error {
+// planLeftovers lists the restaurant's dishes stored at the new place
+// that the old place does not hold live. While a move runs the restaurant
+// is held and the directory puts its dishes at the old place, so such a
+// dish is what an earlier attempt of this very move, cut short (a crash,
+// or the end of its generation: fence.go), copied there. Either that
+// attempt also deleted its old copy (step 2), and the copy at the new
+// place is the dish, to keep; or the dish was deleted, or moved to
+// another restaurant, at the old place since, where the restaurant still
+// was, and the copy at the new place would outlive it. The two differ by
+// the old place's tombstone: step 2 leaves one at the copy's own version,
+// a later delete or change a newer one. probes asks the old place, and
+// gone deletes the copies the answers condemn.
+func (ix *indexer) planLeftovers(ctx context.Context, t *target, rid string, from, to int, moving []storedDish, plan *movePlan) error {
 	carried := make(map[string]bool, len(moving))
 	for _, d := range moving {
 		carried[d.hit.ID] = true
 	}
+	fromRouting, toRouting := t.m.Shard(from).Routing, t.m.Shard(to).Routing
 	return ix.eachDish(ctx, t.index, rid, toRouting, func(h bulk.Hit, v int64) error {
 		if !carried[h.ID] {
-			plan.oldDishes = append(plan.oldDishes, oldCopy{t.index, h.ID, toRouting, toLabel, v})
+			plan.leftovers = append(plan.leftovers, leftover{
+				old:  oldCopy{t.index, h.ID, fromRouting, t.labels[from], v},
+				left: oldCopy{t.index, h.ID, toRouting, t.labels[to], v},
+			})
 		}
 		return nil
 	})
+}
+
+// leftover is a dish's copy at a move's new place that its old place does
+// not hold live (planLeftovers).
+type leftover struct {
+	old, left oldCopy
+}
+
+// probes are deletes at the old place, with external_gte at each
+// leftover's version: where step 2 of an earlier attempt left its
+// tombstone, or nothing is (the tombstone expired), they change nothing
+// that is live; a newer tombstone refuses them, naming its version.
+func (plan movePlan) probes() []bulk.Item {
+	out := make([]bulk.Item, len(plan.leftovers))
+	for i, l := range plan.leftovers {
+		o := l.old
+		out[i] = bulk.Item{Action: bulk.Delete, Index: o.index, ID: o.id, Routing: o.routing, Version: o.version, VersionType: bulk.ExternalGTE, Shard: o.label}
+	}
+	return out
+}
+
+// gone returns the deletes of the leftovers whose probe met a newer
+// version at the old place, at that version: the dish was deleted or
+// changed since the copy was made.
+func (plan movePlan) gone(rs []bulk.Result) []oldCopy {
+	var out []oldCopy
+	for _, r := range rs {
+		if r.Outcome != bulk.Stale {
+			continue
+		}
+		for _, l := range plan.leftovers {
+			if l.old.index == r.Item.Index && l.old.id == r.Item.ID && r.Stored > l.left.version {
+				c := l.left
+				c.version = r.Stored
+				out = append(out, c)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // revived returns the deletes of the copies that must not stay: those of
