@@ -101,10 +101,18 @@ func (w *Writer) cutBatch(l *lane) *batch {
 }
 
 // supersedes reports whether entry e, added after s, replaces it: under
-// external versioning only a higher (or equal, later) version does.
+// external versioning a higher version does, and an equal one unless s is
+// external_gte and e is not. Applied in order, s with external_gte at v
+// and then e with external at v, e is refused (v is not above v): s is
+// what the two leave, whatever their actions. Taken for e, s would be
+// refused in its place where the shard holds v (a write's copy that a
+// delete with external_gte at v was to remove), and answered as e was.
 func supersedes(e, s *entry) bool {
 	if e.item.external() && s.item.external() {
-		return e.item.Version >= s.item.Version
+		if e.item.Version != s.item.Version {
+			return e.item.Version > s.item.Version
+		}
+		return e.item.VersionType == ExternalGTE || s.item.VersionType != ExternalGTE
 	}
 	return true
 }

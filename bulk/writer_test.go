@@ -831,3 +831,37 @@ func TestWithdraw(t *testing.T) {
 		}
 	}
 }
+
+// Two operations on one document in one batch coalesce into what they
+// leave applied in order. A delete with external_gte at the stored
+// version removes the document, and a delete or write with external at
+// that same version, added before or after it, is refused by the shard:
+// whichever came first, the document ends deleted, and neither item fails.
+func TestCoalescingKeepsExternalGTE(t *testing.T) {
+	for _, gteFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("gte first %v", gteFirst), func(t *testing.T) {
+			f := newFixture(t, 1, "", Config{FlushInterval: time.Hour, ShardConcurrency: 1})
+			f.http("PUT", "/"+f.index+"/_doc/d?routing=r&version=5&version_type=external&refresh=true", `{"n":5}`, 201)
+			gte := Item{Action: Delete, Index: f.index, ID: "d", Routing: "r", Version: 5, VersionType: ExternalGTE, Ref: "gte"}
+			ext := Item{Action: Delete, Index: f.index, ID: "d", Routing: "r", Version: 5, VersionType: External, Ref: "external"}
+			if gteFirst {
+				f.add(gte)
+				f.add(ext)
+			} else {
+				f.add(ext)
+				f.add(gte)
+			}
+			f.flush()
+			if _, _, found := f.stored("d", "r"); found {
+				t.Error("d is still stored: the delete with external_gte was coalesced away")
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			for _, r := range f.results["d"] {
+				if !r.Outcome.Succeeded() {
+					t.Errorf("%v: outcome %v (%v), want success", r.Item.Ref, r.Outcome, r.Err)
+				}
+			}
+		})
+	}
+}
