@@ -2,7 +2,7 @@
 GO ?= go
 REAL := deploy/local/real.sh
 
-.PHONY: build test test-fast test-stress test-real test-cluster bench bench-real real-up real-exports real-down lint fixtures fuzz image bench-soak bench-peer
+.PHONY: build test test-chaos test-chaos-ci test-fast test-stress test-real test-cluster bench bench-real real-up real-exports real-down lint fixtures fuzz image bench-soak bench-peer
 
 build:
 	$(GO) build ./...
@@ -134,3 +134,22 @@ bench-peer:
 	@$(GO) build -o $(BENCHRUN) ./internal/benchrun/cmd/benchrun
 	@$(BENCHRUN) peer -check -events '$(PEER_EVENTS)' -rounds '$(PEER_ROUNDS)' -src '$(BENCH_SRC)' $(BENCH_ARGS)
 	@$(REAL) run $(BENCHRUN) peer -events '$(PEER_EVENTS)' -rounds '$(PEER_ROUNDS)' -src '$(BENCH_SRC)' $(BENCH_ARGS)
+
+# The fault-schedule explorer (internal/chaos): seeded schedules of members
+# joining, leaving, killed and frozen, failing and slow shards and lost
+# answers, each judged against the model of its event log. test-chaos runs
+# CHAOS_SCHEDULES schedules for at most CHAOS_TIME (the first seed
+# CHAOS_SEED, or drawn from the clock); test-chaos-ci is the bounded run
+# make test makes, within five minutes. A failure prints its seed, and
+#   make test-chaos CHAOS_SEED=N CHAOS_SCHEDULES=1
+# replays it.
+CHAOS_TIME ?= 30m
+CHAOS_SCHEDULES ?= 100000
+CHAOS_SEED ?= 0
+test-chaos:
+	$(GO) test -count=1 -timeout 0 -run 'TestExplore$$' ./internal/chaos \
+		-chaos.seed=$(CHAOS_SEED) -chaos.schedules=$(CHAOS_SCHEDULES) -chaos.duration=$(CHAOS_TIME)
+
+test-chaos-ci:
+	$(GO) test -count=1 -timeout 8m ./internal/chaos \
+		-chaos.seed=$(CHAOS_SEED) -chaos.schedules=40 -chaos.duration=4m
