@@ -137,11 +137,13 @@ type groupControl struct {
 	mu     sync.Mutex
 	dead   map[string]bool          // client id → killed
 	frozen map[string]chan struct{} // client id → closed at the thaw
-	held   int                      // group requests held by a freeze, in all
+	// held and refused count the group requests held by a freeze and
+	// refused after a kill, by client id and request key name.
+	held, refused map[string]int
 }
 
 func newGroupControl(kf *kfake.Cluster) *groupControl {
-	c := &groupControl{kf: kf, dead: map[string]bool{}, frozen: map[string]chan struct{}{}}
+	c := &groupControl{kf: kf, dead: map[string]bool{}, frozen: map[string]chan struct{}{}, held: map[string]int{}, refused: map[string]int{}}
 	kf.Control(c.control)
 	return c
 }
@@ -176,21 +178,21 @@ func (c *groupControl) control(req kmsg.Request) (kmsg.Response, error, bool) {
 	if mid == "" {
 		return nil, nil, false
 	}
+	name := kmsg.NameForKey(req.Key())
 	c.mu.Lock()
 	var dead bool
 	var frozen chan struct{}
 	for cid := range c.dead {
 		if strings.HasPrefix(mid, cid+"-") {
 			dead = true
+			c.refused[cid+" "+name]++
 		}
 	}
 	for cid, ch := range c.frozen {
 		if strings.HasPrefix(mid, cid+"-") {
 			frozen = ch
+			c.held[cid+" "+name]++
 		}
-	}
-	if frozen != nil {
-		c.held++
 	}
 	c.mu.Unlock()
 	if dead {
@@ -234,4 +236,12 @@ func (c *groupControl) thawAll() {
 		close(ch)
 		delete(c.frozen, cid)
 	}
+}
+
+// counts returns how many requests of the named kind from the client
+// were held by a freeze and refused after a kill.
+func (c *groupControl) counts(clientID, name string) (held, refused int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.held[clientID+" "+name], c.refused[clientID+" "+name]
 }
