@@ -74,8 +74,25 @@ func TestExplore(t *testing.T) {
 func runSchedule(t *testing.T, s *schedule) {
 	w := newWorld(t, s)
 	extra := w.play()
-	o := w.observe()
+	o := w.observe(testIndex, w.m)
 	v := judge(w.events, w.m, o)
+	if w.reshard != nil && w.reshard.err == nil {
+		// After the cutover the target is the index; the source stays
+		// current for a rollback. The dead letters and commits are one
+		// world's: judged once.
+		if wi, err := w.admin.WriteIndex(context.Background(), testAlias); err != nil || wi != targetIndex {
+			v.anomalies = append(v.anomalies, anomaly{kind: kindReshard, detail: fmt.Sprintf("after the cutover the alias writes to %q (%v), want %s", wi, err, targetIndex)})
+		}
+		ot := w.observe(targetIndex, w.m24)
+		vt := judge(w.events, w.m24, ot)
+		t.Logf("resharded: %s holds %d documents, the model %d", targetIndex, len(ot.docs), len(vt.want))
+		for _, a := range vt.anomalies {
+			if a.kind != kindUncommitted && !strings.HasSuffix(a.kind, "dead_letter") && a.kind != kindReason {
+				a.detail = targetIndex + ": " + a.detail
+				v.anomalies = append(v.anomalies, a)
+			}
+		}
+	}
 	w.mu.Lock()
 	for _, n := range testenv.SortedKeys(w.exits) {
 		if w.members[n].state != "killed" {
@@ -138,7 +155,7 @@ func (w *world) play() []anomaly {
 	if len(w.running()) == 0 {
 		w.start(next)
 	}
-	var extra []anomaly
+	extra := w.waitReshard()
 	deadline := time.Now().Add(drainWait)
 	for {
 		ok, why := w.caughtUp(context.Background())
@@ -183,6 +200,8 @@ func (w *world) do(st step) {
 		w.os.ClearFaults()
 	case stepSleep:
 		time.Sleep(st.d)
+	case stepReshard:
+		w.startReshard()
 	}
 }
 

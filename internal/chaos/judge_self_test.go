@@ -157,7 +157,7 @@ func TestJudgeCatchesABrokenModelOrIndex(t *testing.T) {
 	if extra := w.play(); len(extra) > 0 {
 		t.Fatal(extra)
 	}
-	o := w.observe()
+	o := w.observe(testIndex, w.m)
 	if v := judge(w.events, w.m, o); len(v.anomalies) > 0 {
 		t.Fatalf("a schedule without faults:\n%s", explain(v, w.events, w.m))
 	}
@@ -193,7 +193,7 @@ func TestJudgeCatchesABrokenModelOrIndex(t *testing.T) {
 	w.raw(t, http.MethodDelete, fmt.Sprintf("/%s/_doc/%s?routing=%s", testIndex, dish, o.docs[dish].routing), "")
 	w.raw(t, http.MethodPut, fmt.Sprintf("/%s/_doc/%s?routing=%s&version=%d&version_type=external", testIndex, rest, elsewhere, int64(versionOf(r.source))+1),
 		`{"relation":"restaurant","doc_id":"`+rest+`"}`)
-	v := judge(w.events, w.m, w.observe())
+	v := judge(w.events, w.m, w.observe(testIndex, w.m))
 	got := kinds(v)
 	for _, k := range []string{kindMissing, kindTwice, kindWrongShard} {
 		if !slices.Contains(got, k) {

@@ -74,6 +74,7 @@ const (
 	kindUncommitted = "uncommitted"            // an offset not committed at the end
 	kindMemberExit  = "member_exit"            // a member's Run failed
 	kindNotDrained  = "not_drained"            // the group did not catch up in time
+	kindReshard     = "reshard_failed"         // the reshard job failed or hung
 )
 
 func (a anomaly) String() string {
@@ -231,15 +232,15 @@ func shortValue(v string) string {
 	return v
 }
 
-// observe reads what the world left behind.
-func (w *world) observe() observed {
+// observe reads what the world left behind in index, built with mp.
+func (w *world) observe(index string, mp *router.Map) observed {
 	w.t.Helper()
 	o := observed{docs: map[string]storedDoc{}}
-	if err := w.admin.Refresh(context.Background(), testIndex); err != nil {
+	if err := w.admin.Refresh(context.Background(), index); err != nil {
 		w.t.Fatal(err)
 	}
-	for i := range w.m.NumShards() {
-		testenv.ScanDocs(w.t, w.admin, testIndex, bulk.SearchParams{Preference: testenv.ShardPreference(i)}, 2000, func(h bulk.Hit) {
+	for i := range mp.NumShards() {
+		testenv.ScanDocs(w.t, w.admin, index, bulk.SearchParams{Preference: testenv.ShardPreference(i)}, 2000, func(h bulk.Hit) {
 			var src map[string]any
 			if err := json.Unmarshal(h.Source, &src); err != nil {
 				w.t.Fatalf("%s: %v", h.ID, err)
@@ -251,7 +252,7 @@ func (w *world) observe() observed {
 			o.docs[h.ID] = storedDoc{shard: i, routing: h.Routing, source: src}
 		})
 	}
-	o.counts = testenv.ShardCounts(w.t, w.admin, testIndex, w.m.NumShards())
+	o.counts = testenv.ShardCounts(w.t, w.admin, index, mp.NumShards())
 	for _, m := range testenv.ReadTopic(w.t, w.kafka, dlqTopic) {
 		d := deadLetter{value: string(m.Value)}
 		var topic, part, off string

@@ -50,10 +50,15 @@ type world struct {
 	url    string
 	admin  *bulk.Admin
 	os     *osfake.TestServer
-	m      *router.Map
-	prod   *kgo.Client
-	parts  [][]genEvent // the stream, cut in the schedule's parts
-	events []genEvent   // the whole stream: the log once every part is produced
+	client *opensearch.Client // the tests' own, without a gate
+	// reshard is the reshard job, if the schedule started one, and m24
+	// its target's map.
+	reshard *reshard
+	m24     *router.Map
+	m       *router.Map
+	prod    *kgo.Client
+	parts   [][]genEvent // the stream, cut in the schedule's parts
+	events  []genEvent   // the whole stream: the log once every part is produced
 
 	restTopic, dishTopic, repartition string
 
@@ -98,7 +103,7 @@ func newWorld(t testing.TB, s *schedule) *world {
 	t.Cleanup(w.ctl.thawAll)
 
 	c := testenv.StartCluster(t, testenv.ClusterOptions{InProcess: true, RequestTimeout: testenv.RequestTimeout})
-	w.url, w.admin, w.os = c.URL, c.Admin, c.Server
+	w.url, w.admin, w.os, w.client = c.URL, c.Admin, c.Server, c.Client
 	replicas := 0
 	if err := migrate.Init(context.Background(), w.admin, migrate.InitConfig{Map: w.m, Index: testIndex, Alias: testAlias, Replicas: &replicas}); err != nil {
 		t.Fatal(err)
@@ -205,18 +210,21 @@ func (w *world) topicOf(ev genEvent) string {
 // schedule of seconds, as pipeline's tests use.
 func (w *world) config(n int) pipeline.Config {
 	cfg := pipeline.Config{
-		Brokers:          w.kafka.Addrs(),
-		RestaurantTopic:  w.restTopic,
-		DishTopic:        w.dishTopic,
-		Group:            group,
-		DLQTopic:         dlqTopic,
-		Alias:            testAlias,
-		Instance:         fmt.Sprintf("m%d", n),
-		CommitInterval:   50 * time.Millisecond,
-		PendingMaxAge:    pendingMaxAge,
-		MapCheckInterval: time.Second,
-		DrainTimeout:     10 * time.Second,
-		MaxEventBytes:    64 << 10,
+		Brokers:         w.kafka.Addrs(),
+		RestaurantTopic: w.restTopic,
+		DishTopic:       w.dishTopic,
+		Group:           group,
+		DLQTopic:        dlqTopic,
+		Alias:           testAlias,
+		Instance:        fmt.Sprintf("m%d", n),
+		CommitInterval:  50 * time.Millisecond,
+		// The migration state is read (and the heartbeat written) often,
+		// for the reshard step.
+		MigrationPollInterval: 100 * time.Millisecond,
+		PendingMaxAge:         pendingMaxAge,
+		MapCheckInterval:      time.Second,
+		DrainTimeout:          10 * time.Second,
+		MaxEventBytes:         64 << 10,
 		Kafka: pipeline.KafkaConfig{
 			ClientID:          fmt.Sprintf("chaos-m%d", n),
 			SessionTimeout:    sessionTimeout,
