@@ -195,9 +195,15 @@ func newSchedule(seed uint64) *schedule {
 	sleep := func(lo, hi time.Duration) {
 		s.steps = append(s.steps, step{kind: stepSleep, d: lo + time.Duration(rng.Int64N(int64(hi-lo)))})
 	}
-	start()
-	if rng.IntN(2) == 0 {
+	// Half of the schedules are a new deployment that finds a backlog:
+	// the first part is produced before any member starts (with
+	// dishes-first order, a dish topic full and a restaurant topic empty).
+	backlog := rng.IntN(2) == 0
+	if !backlog {
 		start()
+		if rng.IntN(2) == 0 {
+			start()
+		}
 	}
 	faulty := false
 	// A quarter of the schedules reshard, starting after one of the parts.
@@ -207,6 +213,12 @@ func newSchedule(seed uint64) *schedule {
 	}
 	for part := range s.parts {
 		s.steps = append(s.steps, step{kind: stepProduce, part: part})
+		if backlog && part == 0 {
+			start()
+			if rng.IntN(2) == 0 {
+				start()
+			}
+		}
 		if part == reshardAfter {
 			s.steps = append(s.steps, step{kind: stepReshard})
 		}
