@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"hash/fnv"
-	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -345,27 +345,30 @@ func (w *world) caughtUp(ctx context.Context) (bool, string) {
 			return false, why
 		}
 	}
-	if n := w.parkedLive(); n > 0 {
-		return false, strconv.Itoa(n) + " dishes parked"
+	if live := w.parkedLive(); len(live) > 0 {
+		return false, fmt.Sprintf("%d dishes parked: %s", len(live), strings.Join(live, "; "))
 	}
 	return true, ""
 }
 
-// parkedLive counts the parking records without a tombstone after them.
-func (w *world) parkedLive() int {
+// parkedLive lists the parking records without a tombstone after them:
+// where each is (partition@offset) and its value, clipped.
+func (w *world) parkedLive() []string {
 	parking := group + ".parked"
 	if _, err := w.kafka.HighWatermarks(context.Background(), parking); err != nil {
-		return 0 // not created: no member started
+		return nil // not created: no member started
 	}
-	live := map[string]bool{}
+	live := map[string]string{}
 	for _, m := range testenv.ReadTopic(w.t, w.kafka, parking) {
-		live[string(m.Key)] = m.Value != nil
-	}
-	n := 0
-	for _, l := range live {
-		if l {
-			n++
+		if m.Value == nil {
+			delete(live, string(m.Key))
+			continue
 		}
+		live[string(m.Key)] = fmt.Sprintf("key %s at %s/%d@%d: %s", m.Key, parking, m.Partition, m.Offset, shortValue(string(m.Value)))
 	}
-	return n
+	var out []string
+	for _, k := range testenv.SortedKeys(live) {
+		out = append(out, live[k])
+	}
+	return out
 }
