@@ -69,6 +69,20 @@ func TestJudgeCatchesABrokenWorld(t *testing.T) {
 			break
 		}
 	}
+	// aWaited is a dish that waited for its restaurant and stands in the
+	// index at that event's version: dead-lettered too, it was decided
+	// twice.
+	var aWaited string
+	for _, i := range testenv.SortedKeys(runModel(evs, nil).mayBeDead) {
+		ev := evs[i]
+		if d, ok := want[schema.DishID(ev.id)]; ok && versionOf(d.source) == float64(ev.version) {
+			aWaited = string(ev.value)
+			break
+		}
+	}
+	if aWaited == "" {
+		t.Fatalf("seed %d: no dish waited for its restaurant and stayed", seed)
+	}
 	other := func(shard int) int { return (shard + 1) % mp.NumShards() }
 	for _, tc := range []struct {
 		name   string
@@ -126,6 +140,9 @@ func TestJudgeCatchesABrokenWorld(t *testing.T) {
 		{"a valid event dead-lettered", func(o *observed) {
 			o.dlq = append(o.dlq, deadLetter{reason: string(pipeline.ReasonRejected), value: aValid})
 		}, []string{kindUnexpDead}},
+		{"a waiting dish dead-lettered and written", func(o *observed) {
+			o.dlq = append(o.dlq, deadLetter{reason: string(pipeline.ReasonUnknownRestaurant), value: aWaited})
+		}, []string{kindDeadAndWritten}},
 		{"a dead letter with another reason", func(o *observed) {
 			o.dlq[0].reason = "some_other_reason"
 		}, []string{kindReason}},
