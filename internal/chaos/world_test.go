@@ -289,14 +289,19 @@ func (w *world) stop(n int) {
 }
 
 // kill ends member n's life as the rest of the world sees it: its
-// requests fail and the group hears no more of it. Its Run returns in
-// the background.
+// requests fail and the group hears no more of it. The step returns once
+// its Run has: the broker cannot refuse the member's producers (their
+// requests carry no member id), so nothing may run in it — no dead
+// letter, no parked dish written — after the kill step, as nothing runs
+// in a killed process.
 func (w *world) kill(n int) {
+	w.t.Helper()
 	m := w.members[n]
 	w.ctl.kill(m.cid)
 	m.gate.kill()
 	m.kill()
 	m.state = "killed"
+	_ = m.run.Wait(w.t, 30*time.Second)
 }
 
 func (w *world) freeze(n int) {
