@@ -40,10 +40,30 @@
 //   - judge_test.go: reading the world back and comparing it with the
 //     model; judge_self_test.go: the judge shown to fail on a world broken
 //     on purpose;
-//   - schedule_test.go: schedules drawn from a seed;
-//     faults_test.go: a member killed or frozen, at the broker and at its
-//     transport; world_test.go: the engines, the producer and the members;
+//   - schedule_test.go: schedules drawn from a seed (schedule_self_test.go:
+//     a seed is all a replay needs);
+//   - faults_test.go: a member killed or frozen, at the broker and at its
+//     transport (faults_self_test.go: shown to do what they say);
+//     world_test.go: the engines, the producer and the members;
+//     reshard_test.go: the reshard job beside them;
 //   - explore_test.go: TestExplore, its flags, and running one schedule.
+//
+// # What a fault is made of, and what it is not
+//
+// A killed member's group requests are refused and its requests to the
+// emulator fail; the step returns once its Run has, so nothing of it runs
+// after. A frozen member's group requests (heartbeats, commits, joins)
+// and its requests to the emulator are held until the thaw; but its
+// fetches are not — the broker cannot tell them apart — so a frozen member
+// goes on reading and deciding while nothing it sends arrives: a member
+// cut off from the coordinator and from OpenSearch rather than a stopped
+// process. Holding its fetches too needs a hook in pipeline (a member's
+// Kafka dialer, which pipeline keeps unexported).
+//
+// Not yet covered: a broker that fails or moves leaders, a rollback
+// after the cutover, the emulator's clock (tombstones that expire,
+// index.gc_deletes), Debezium's format, more than one reshard, and
+// shrinking a failing schedule to the steps it needs.
 //
 // The package has no non-test code besides this comment; nothing imports
 // it. It may import anything, but production code is only ever driven
