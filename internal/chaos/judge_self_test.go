@@ -21,7 +21,7 @@ import (
 // perfect is the world the model of evs predicts: every document where
 // the model puts it, every dead letter once, every offset committed.
 func perfect(evs []genEvent, mp *router.Map) observed {
-	m := runModel(evs, nil)
+	m := runModel(evs, nil, nil)
 	o := observed{docs: map[string]storedDoc{}, counts: make([]int64, mp.NumShards()), committed: true}
 	for id, d := range m.expected(mp) {
 		o.docs[id] = storedDoc{shard: d.shard, routing: d.routing, source: roundTrip(d.source)}
@@ -53,7 +53,7 @@ func TestJudgeCatchesABrokenWorld(t *testing.T) {
 		t.Fatalf("the model's own world: %v", v.anomalies)
 	}
 	// aDish is a dish the model keeps, and its restaurant.
-	want := runModel(evs, nil).expected(mp)
+	want := runModel(evs, nil, nil).expected(mp)
 	var aDish, itsRestaurant string
 	for _, id := range testenv.SortedKeys(want) {
 		if rid, _ := want[id].source[schema.FieldRestaurantID].(string); rid != "" {
@@ -73,7 +73,7 @@ func TestJudgeCatchesABrokenWorld(t *testing.T) {
 	// index at that event's version: dead-lettered too, it was decided
 	// twice.
 	var aWaited string
-	for _, i := range testenv.SortedKeys(runModel(evs, nil).mayBeDead) {
+	for _, i := range testenv.SortedKeys(runModel(evs, nil, nil).mayBeDead) {
 		ev := evs[i]
 		if d, ok := want[schema.DishID(ev.id)]; ok && versionOf(d.source) == float64(ev.version) {
 			aWaited = string(ev.value)

@@ -48,6 +48,9 @@ type observed struct {
 	// high watermark and no dish is parked; why says what lags if not.
 	committed bool
 	why       string
+	// early are the dish events that may have been read before their
+	// restaurant's creation (world.early); nil for none.
+	early map[int]bool
 }
 
 // anomaly is one way the world differs from the model.
@@ -105,7 +108,7 @@ func judge(evs []genEvent, mp *router.Map, o observed) verdict {
 	// Settle the log: the dishes the topic holds as unknown_restaurant
 	// beyond the model's own dead letters, that the model says may have
 	// waited too long, are taken out of the log.
-	base := runModel(evs, nil)
+	base := runModel(evs, nil, o.early)
 	extraUnknown := map[string]int{}
 	for _, d := range o.dlq {
 		if d.reason == string(pipeline.ReasonUnknownRestaurant) {
@@ -137,7 +140,7 @@ func judge(evs []genEvent, mp *router.Map, o observed) verdict {
 	}
 	m := base
 	if len(skip) > 0 {
-		m = runModel(evs, skip)
+		m = runModel(evs, skip, o.early)
 	}
 	v.tolerated = len(skip)
 	for _, i := range both {
@@ -294,6 +297,7 @@ func (w *world) observe(index string, mp *router.Map) observed {
 		o.dlq = append(o.dlq, d)
 	}
 	o.committed, o.why = w.caughtUp(context.Background())
+	o.early = w.early()
 	return o
 }
 

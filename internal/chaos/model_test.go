@@ -55,8 +55,11 @@ type modelDish struct {
 }
 
 // runModel applies the event log evs, skipping the events skip names
-// (dishes dead-lettered after their wait; nil skips nothing).
-func runModel(evs []genEvent, skip map[int]bool) *model {
+// (dishes dead-lettered after their wait; nil skips nothing). early names
+// the dish events that may be read before their restaurant's creation
+// although the log has them after it (two topics: see world.early): they
+// may have waited too.
+func runModel(evs []genEvent, skip, early map[int]bool) *model {
 	m := &model{rests: map[string]*modelRest{}, dishes: map[string]*modelDish{}, dead: map[int]pipeline.Reason{}, mayBeDead: map[int]bool{}}
 	pending := map[string][]int{}
 	applyDish := func(i int) {
@@ -125,6 +128,9 @@ func runModel(evs []genEvent, skip map[int]bool) *model {
 			pending[ev.rid] = kept
 		default:
 			applyDish(i)
+			if early[i] && ev.op == pipeline.OpUpsert {
+				m.mayBeDead[i] = true
+			}
 		}
 	}
 	for _, idx := range pending {
