@@ -154,8 +154,9 @@ bench-peer:
 # answers, each judged against the model of its event log. test-chaos runs
 # CHAOS_SCHEDULES schedules, starting none after CHAOS_TIME (the first seed
 # CHAOS_SEED, or drawn from the clock); test-chaos-ci is the bounded run
-# make test makes: no schedule starts after 3m30s, and one lasts at most
-# about 80s (its final catch-up is bounded by a minute), so it ends within
+# make test makes: no schedule starts after 2m, and one lasts at most
+# about three minutes (its steps, a reshard bounded by 90s, a final
+# catch-up bounded by a minute; most take 5 to 20s), so it ends within
 # five minutes. go test ./... runs the judge's own tests and no schedule
 # (-chaos.schedules defaults to 0). A failure prints its seed, and
 #   make test-chaos CHAOS_SEED=N CHAOS_SCHEDULES=1
@@ -169,4 +170,4 @@ test-chaos:
 
 test-chaos-ci:
 	$(GO) test -count=1 -timeout 6m ./internal/chaos \
-		-chaos.seed=$(CHAOS_SEED) -chaos.schedules=1000 -chaos.duration=3m30s
+		-chaos.seed=$(CHAOS_SEED) -chaos.schedules=1000 -chaos.duration=2m
