@@ -2,7 +2,7 @@
 GO ?= go
 REAL := deploy/local/real.sh
 
-.PHONY: build suites test test-fast test-stress test-real test-cluster bench bench-real real-up real-exports real-down lint fixtures fuzz image bench-soak bench-peer
+.PHONY: build suites test test-chaos test-chaos-ci test-fast test-stress test-real test-cluster bench bench-real real-up real-exports real-down lint fixtures fuzz image bench-soak bench-peer
 
 build:
 	$(GO) build ./...
@@ -11,7 +11,8 @@ build:
 # present — the same suites against a real OpenSearch node and Kafka broker
 # that test-real brings up on loopback and down again, then the cluster
 # suite on three nodes and three brokers (test-cluster), whose killed
-# processes stay down TEST_FAULT_DOWN.
+# processes stay down TEST_FAULT_DOWN. Between the two, the explorer's
+# bounded run (test-chaos-ci).
 #
 # Each suite runs under bin/suites (internal/suites), which fails the run
 # unless every package with tests under its patterns ran at least one test
@@ -19,7 +20,7 @@ build:
 # that failed is a failure, never a quiet pass. Each closes with a line
 # "suites: N passed, N failed, N skipped".
 TEST_FAULT_DOWN ?= 20s
-test: test-fast test-real
+test: test-fast test-chaos-ci test-real
 	@$(MAKE) --no-print-directory test-cluster FAULT_DOWN=$(TEST_FAULT_DOWN) FAULT_RUN=TestFault
 
 SUITES := bin/suites
@@ -158,3 +159,25 @@ bench-peer:
 	@$(GO) build -o $(BENCHRUN) ./internal/benchrun/cmd/benchrun
 	@$(BENCHRUN) peer -check -events '$(PEER_EVENTS)' -rounds '$(PEER_ROUNDS)' -src '$(BENCH_SRC)' $(BENCH_ARGS)
 	@$(REAL) run $(BENCHRUN) peer -events '$(PEER_EVENTS)' -rounds '$(PEER_ROUNDS)' -src '$(BENCH_SRC)' $(BENCH_ARGS)
+
+# The fault-schedule explorer (internal/chaos): seeded schedules of members
+# joining, leaving, killed and frozen, failing and slow shards and lost
+# answers, each judged against the model of its event log. test-chaos runs
+# CHAOS_SCHEDULES schedules, starting none after CHAOS_TIME (the first seed
+# CHAOS_SEED, or drawn from the clock); test-chaos-ci is the bounded run
+# make test makes: no schedule starts after 2m, and one lasts at most
+# about three minutes (its steps, a reshard bounded by 90s, a final
+# catch-up bounded by a minute; most take 5 to 20s), so it ends within
+# five minutes. go test ./... runs the judge's own tests and no schedule
+# (-chaos.schedules defaults to 0). A failure prints its seed, and
+#   make test-chaos CHAOS_SEED=N CHAOS_SCHEDULES=1
+# replays it.
+CHAOS_TIME ?= 30m
+CHAOS_SCHEDULES ?= 100000
+CHAOS_SEED ?= 0
+test-chaos:
+	$(GO) test -count=1 -timeout 0 -run 'TestExplore$$' ./internal/chaos \
+		-chaos.seed=$(CHAOS_SEED) -chaos.schedules=$(CHAOS_SCHEDULES) -chaos.duration=$(CHAOS_TIME)
+
+test-chaos-ci: suites
+	@$(SUITES) -gotest '-count=1 -timeout 6m' -testargs '-chaos.seed=$(CHAOS_SEED) -chaos.schedules=1000 -chaos.duration=2m' ./internal/chaos

@@ -1,10 +1,11 @@
 // Command suites runs go test on packages and fails unless every package
 // with tests ran at least one test and passed (package suites):
 //
-//	suites [-tags T] [-gotest 'FLAGS'] [-allow-skips] [-v] PACKAGES...
+//	suites [-tags T] [-gotest 'FLAGS'] [-testargs 'FLAGS'] [-allow-skips] [-v] PACKAGES...
 //
 // -gotest is go test's own flags, split at spaces (-race -count=1 -run X);
-// -json is added. The go command is $GO, or go. Exit status: 0 every suite
+// -json is added. -testargs are the test binary's own flags, put after
+// the packages. The go command is $GO, or go. Exit status: 0 every suite
 // ran and passed, 1 otherwise, 2 bad arguments.
 package main
 
@@ -34,6 +35,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	tags := fs.String("tags", "", "build tags, as go test's -tags")
 	gotest := fs.String("gotest", "", "go test's flags, split at spaces (-json is added)")
+	testArgsFlag := fs.String("testargs", "", "the test binary's own flags, split at spaces, after the packages")
 	allowSkips := fs.Bool("allow-skips", false, "let a test skip (otherwise a skip fails the run)")
 	verbose := fs.Bool("v", false, "print every line of the tests' output as it comes")
 	if err := fs.Parse(args); err != nil {
@@ -69,6 +71,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	testArgs := append(append([]string{"test", "-json"}, tagArgs...), strings.Fields(*gotest)...)
 	testArgs = append(testArgs, pkgs...)
+	testArgs = append(testArgs, strings.Fields(*testArgsFlag)...)
 	fmt.Fprintf(stdout, "suites: %s %s (%d packages with tests)\n", goCmd, strings.Join(testArgs, " "), len(expect))
 	cmd := exec.CommandContext(ctx, goCmd, testArgs...)
 	cmd.Stderr = stderr

@@ -1,0 +1,544 @@
+package chaos
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/geoshard/geoshard/internal/datagen"
+	"github.com/geoshard/geoshard/pipeline"
+)
+
+// The event generator is pipeline's own (pipeline/gen_test.go), ported:
+// a seeded stream of restaurant and dish events with every kind of change
+// the pipeline must survive — creations, updates, near and far moves,
+// deletes, replays, overtaken versions, early and orphan dishes, dishes
+// that change restaurant, and one poison event of every reason. The
+// explorer keeps it in step with pipeline's by hand; a copy, not an
+// import, because test files cannot be imported across packages.
+
+// genEvent is one generated event with what the model needs to know.
+type genEvent struct {
+	dish       bool
+	key, value []byte
+	typ, op    string
+	id, rid    string
+	// former is a dish's restaurant before a change of restaurant, when
+	// the event names it.
+	former   string
+	version  int64
+	lat, lon float64
+	doc      map[string]any
+	// poison is the dead-letter reason the event must get ("" for a valid
+	// event; pipeline.ReasonRejected for one that OpenSearch refuses).
+	poison pipeline.Reason
+}
+
+// genConfig shapes a generated stream. Weights are relative; 0 disables
+// that kind of step.
+type genConfig struct {
+	seed        uint64
+	restaurants int // location pool size (restaurants created at most)
+	steps       int
+	// step kinds
+	wCreate, wDish, wDishUpdate, wDishOutOfOrder, wDishDelete, wRestUpdate,
+	wMoveFar, wMoveNear, wRestOutOfOrder, wRestDelete, wReplay, wOrphan, wEarly, wReparent int
+	poison bool // one poison event of every reason, at random places
+	// dishKeyDish keys dish events by the dish's own id, as
+	// change-data-capture does, instead of by restaurant.
+	dishKeyDish bool
+}
+
+// defaultGen mixes every kind of event.
+func defaultGen(seed uint64, steps int) genConfig {
+	return genConfig{
+		seed: seed, restaurants: steps / 8, steps: steps,
+		wCreate: 10, wDish: 30, wDishUpdate: 12, wDishOutOfOrder: 3, wDishDelete: 5, wRestUpdate: 4,
+		wMoveFar: 2, wMoveNear: 2, wRestOutOfOrder: 2, wRestDelete: 1, wReplay: 6, wOrphan: 1, wEarly: 3,
+		wReparent: 3, poison: true,
+	}
+}
+
+type genRest struct {
+	id        string
+	version   int64
+	lat, lon  float64
+	live      bool
+	dishes    []*genDish
+	restEvs   []int // indexes of its restaurant events
+	epochDish []int // indexes of its dish events since its last move
+	// gained: a dish of another restaurant moved to it.
+	gained bool
+}
+
+type genDish struct {
+	id      string
+	version int64
+	live    bool
+	// moved: the dish changed restaurant (reparentDish).
+	moved bool
+}
+
+type generator struct {
+	cfg    genConfig
+	rng    *rand.Rand
+	pool   []datagen.Restaurant
+	next   int
+	out    []genEvent
+	rests  []*genRest // live restaurants
+	all    []*genRest
+	due    []*genRest // created soon (early dishes wait for them)
+	dishN  int
+	orphan int
+}
+
+// generate builds a stream from cfg.
+func generate(t testing.TB, cfg genConfig) []genEvent {
+	t.Helper()
+	cities, err := datagen.Cities()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := datagen.Generate(cities, datagen.Config{Countries: []string{"US"}, Restaurants: max(cfg.restaurants, 8) * 2, MedianDishes: 1, Seed: cfg.seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &generator{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.seed, 77)), pool: pool}
+	weights := []struct {
+		w  int
+		fn func() bool
+	}{
+		{cfg.wCreate, g.create}, {cfg.wDish, g.addDish}, {cfg.wDishUpdate, g.updateDish},
+		{cfg.wDishOutOfOrder, g.dishOutOfOrder}, {cfg.wDishDelete, g.deleteDish},
+		{cfg.wRestUpdate, func() bool { return g.updateRest(0) }}, {cfg.wMoveFar, func() bool { return g.updateRest(2) }},
+		{cfg.wMoveNear, func() bool { return g.updateRest(1) }}, {cfg.wRestOutOfOrder, g.restOutOfOrder},
+		{cfg.wRestDelete, g.deleteRest}, {cfg.wReplay, g.replay}, {cfg.wOrphan, g.orphanDish}, {cfg.wEarly, g.early},
+		{cfg.wReparent, g.reparentDish},
+	}
+	total := 0
+	for _, w := range weights {
+		total += w.w
+	}
+	var poisonAt map[int]bool
+	if cfg.poison {
+		poisonAt = map[int]bool{}
+		for range poisonKinds {
+			poisonAt[g.rng.IntN(cfg.steps)] = true
+		}
+	}
+	pi := 0
+	for step := 0; step < cfg.steps; step++ {
+		// A restaurant announced by an early dish comes within a few steps.
+		if len(g.due) > 0 && g.rng.IntN(3) == 0 {
+			r := g.due[0]
+			g.due = g.due[1:]
+			g.emitCreate(r)
+		}
+		if poisonAt[step] && pi < len(poisonKinds) {
+			g.poison(poisonKinds[pi])
+			pi++
+			continue
+		}
+		for tries := 0; tries < 10; tries++ {
+			x := g.rng.IntN(total)
+			done := false
+			for _, w := range weights {
+				if x < w.w {
+					done = w.fn()
+					break
+				}
+				x -= w.w
+			}
+			if done {
+				break
+			}
+		}
+	}
+	for _, r := range g.due {
+		g.emitCreate(r)
+	}
+	for ; cfg.poison && pi < len(poisonKinds); pi++ {
+		g.poison(poisonKinds[pi])
+	}
+	return g.out
+}
+
+func (g *generator) newRest() *genRest {
+	if g.next >= len(g.pool) {
+		return nil
+	}
+	p := g.pool[g.next]
+	g.next++
+	r := &genRest{id: fmt.Sprintf("r%05d", g.next), lat: p.Lat, lon: p.Lng}
+	g.all = append(g.all, r)
+	return r
+}
+
+func (g *generator) restDoc() map[string]any {
+	d := map[string]any{"name": fmt.Sprintf("place %d", g.rng.IntN(1e6)), "cuisines": []any{[]string{"thai", "pizza", "ramen", "tacos"}[g.rng.IntN(4)]}}
+	if g.rng.IntN(20) == 0 {
+		// The doc cannot override the pipeline's own fields.
+		d["geo_cell"], d["version"], d["relation"] = "bogus", float64(999999), "dish"
+	}
+	return d
+}
+
+func (g *generator) dishDoc() map[string]any {
+	d := map[string]any{"name": fmt.Sprintf("dish %d", g.rng.IntN(1e6)), "price_cents": float64(100 + g.rng.IntN(5000)), "diets": []any{"vegan"}}
+	if g.rng.IntN(20) == 0 {
+		d["restaurant_id"], d["doc_id"] = "elsewhere", "dish:other"
+	}
+	return d
+}
+
+func (g *generator) emit(ev genEvent) int {
+	if ev.value == nil {
+		ev.value = encodeEvent(ev)
+	}
+	if ev.key == nil {
+		ev.key = []byte(ev.rid)
+		if ev.dish && g.cfg.dishKeyDish {
+			ev.key = []byte(ev.id)
+		}
+	}
+	g.out = append(g.out, ev)
+	return len(g.out) - 1
+}
+
+func encodeEvent(ev genEvent) []byte {
+	m := map[string]any{"type": ev.typ, "op": ev.op, "id": ev.id, "version": ev.version}
+	if ev.dish {
+		m["restaurant_id"] = ev.rid
+		if ev.former != "" {
+			m["former_restaurant_id"] = ev.former
+		}
+	}
+	if ev.op == pipeline.OpUpsert {
+		m["doc"] = ev.doc
+		if !ev.dish {
+			m["location"] = map[string]any{"lat": ev.lat, "lon": ev.lon}
+		}
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func (g *generator) restEvent(r *genRest, op string) int {
+	ev := genEvent{typ: pipeline.TypeRestaurant, op: op, id: r.id, rid: r.id, version: r.version, lat: r.lat, lon: r.lon}
+	if op == pipeline.OpUpsert {
+		ev.doc = g.restDoc()
+	}
+	i := g.emit(ev)
+	r.restEvs = append(r.restEvs, i)
+	return i
+}
+
+func (g *generator) dishEvent(r *genRest, d *genDish, op string) int {
+	ev := genEvent{dish: true, typ: pipeline.TypeDish, op: op, id: d.id, rid: r.id, version: d.version}
+	if op == pipeline.OpUpsert {
+		ev.doc = g.dishDoc()
+	}
+	i := g.emit(ev)
+	r.epochDish = append(r.epochDish, i)
+	return i
+}
+
+func (g *generator) emitCreate(r *genRest) {
+	r.version = 1 + int64(g.rng.IntN(5))
+	r.live = true
+	g.restEvent(r, pipeline.OpUpsert)
+	g.rests = append(g.rests, r)
+}
+
+func (g *generator) create() bool {
+	r := g.newRest()
+	if r == nil {
+		return false
+	}
+	g.emitCreate(r)
+	return true
+}
+
+// early emits a dish before its restaurant exists.
+func (g *generator) early() bool {
+	r := g.newRest()
+	if r == nil {
+		return false
+	}
+	g.dishN++
+	d := &genDish{id: fmt.Sprintf("d%06d", g.dishN), version: 1, live: true}
+	r.dishes = append(r.dishes, d)
+	g.dishEvent(r, d, pipeline.OpUpsert)
+	g.due = append(g.due, r)
+	return true
+}
+
+func (g *generator) pickRest() *genRest {
+	if len(g.rests) == 0 {
+		return nil
+	}
+	return g.rests[g.rng.IntN(len(g.rests))]
+}
+
+func (g *generator) pickDish(r *genRest) *genDish {
+	var live []*genDish
+	for _, d := range r.dishes {
+		if d.live {
+			live = append(live, d)
+		}
+	}
+	if len(live) == 0 {
+		return nil
+	}
+	return live[g.rng.IntN(len(live))]
+}
+
+func (g *generator) addDish() bool {
+	r := g.pickRest()
+	if r == nil {
+		return false
+	}
+	g.dishN++
+	d := &genDish{id: fmt.Sprintf("d%06d", g.dishN), version: 1 + int64(g.rng.IntN(3)), live: true}
+	r.dishes = append(r.dishes, d)
+	g.dishEvent(r, d, pipeline.OpUpsert)
+	return true
+}
+
+func (g *generator) updateDish() bool {
+	r := g.pickRest()
+	if r == nil {
+		return false
+	}
+	d := g.pickDish(r)
+	if d == nil {
+		return false
+	}
+	d.version += 1 + int64(g.rng.IntN(2))
+	g.dishEvent(r, d, pipeline.OpUpsert)
+	return true
+}
+
+// dishOutOfOrder emits a newer version of a dish and then an older one.
+func (g *generator) dishOutOfOrder() bool {
+	r := g.pickRest()
+	if r == nil {
+		return false
+	}
+	d := g.pickDish(r)
+	if d == nil {
+		return false
+	}
+	d.version += 2
+	g.dishEvent(r, d, pipeline.OpUpsert)
+	d.version--
+	g.dishEvent(r, d, pipeline.OpUpsert)
+	d.version++
+	return true
+}
+
+// reparentDish moves a dish to another restaurant, usually in another
+// city, as an UPDATE of its restaurant_id does; the event names the
+// former restaurant, as a change-data-capture before image does.
+func (g *generator) reparentDish() bool {
+	r, to := g.pickRest(), g.pickRest()
+	if r == nil || to == nil || r == to {
+		return false
+	}
+	d := g.pickDish(r)
+	if d == nil {
+		return false
+	}
+	for i, x := range r.dishes {
+		if x == d {
+			r.dishes = append(r.dishes[:i:i], r.dishes[i+1:]...)
+			break
+		}
+	}
+	to.dishes = append(to.dishes, d)
+	d.moved, to.gained = true, true
+	d.version += 1 + int64(g.rng.IntN(2))
+	i := g.dishEvent(to, d, pipeline.OpUpsert)
+	g.out[i].former = r.id
+	g.out[i].value = encodeEvent(g.out[i])
+	return true
+}
+
+func (g *generator) deleteDish() bool {
+	r := g.pickRest()
+	if r == nil {
+		return false
+	}
+	d := g.pickDish(r)
+	if d == nil || d.moved {
+		// A dish that changed restaurant is not deleted: its older
+		// versions under the restaurant it left may be decided after the
+		// delete, which nothing there records (doc.go, Limits).
+		return false
+	}
+	d.version++
+	d.live = false
+	g.dishEvent(r, d, pipeline.OpDelete)
+	return true
+}
+
+// updateRest changes a restaurant: kind 0 keeps its location, 1 moves it a
+// few kilometres (a new cell, often the same shard), 2 moves it to another
+// city (usually another shard).
+func (g *generator) updateRest(kind int) bool {
+	r := g.pickRest()
+	if r == nil {
+		return false
+	}
+	switch kind {
+	case 1:
+		r.lat += (g.rng.Float64() - 0.5) * 0.2
+		r.lon += (g.rng.Float64() - 0.5) * 0.2
+	case 2:
+		p := g.pool[g.rng.IntN(len(g.pool))]
+		r.lat, r.lon = p.Lat, p.Lng
+	}
+	if kind > 0 {
+		r.epochDish = nil // replays of its dishes stay within a location
+	}
+	r.version += 1 + int64(g.rng.IntN(2))
+	g.restEvent(r, pipeline.OpUpsert)
+	return true
+}
+
+// restOutOfOrder emits a newer upsert, then an older one elsewhere.
+func (g *generator) restOutOfOrder() bool {
+	r := g.pickRest()
+	if r == nil {
+		return false
+	}
+	r.epochDish = nil
+	r.version += 2
+	g.restEvent(r, pipeline.OpUpsert)
+	lat, lon := r.lat, r.lon
+	p := g.pool[g.rng.IntN(len(g.pool))]
+	r.lat, r.lon = p.Lat, p.Lng
+	r.version--
+	g.restEvent(r, pipeline.OpUpsert)
+	r.version++
+	r.lat, r.lon = lat, lon
+	return true
+}
+
+func (g *generator) deleteRest() bool {
+	if len(g.rests) < 4 {
+		return false
+	}
+	i := g.rng.IntN(len(g.rests))
+	r := g.rests[i]
+	if r.gained {
+		return false // as deleteDish: its dishes include moved ones
+	}
+	g.rests = append(g.rests[:i], g.rests[i+1:]...)
+	r.version++
+	r.live = false
+	g.restEvent(r, pipeline.OpDelete)
+	return true
+}
+
+// replay re-emits an earlier event unchanged: a restaurant event from any
+// time, or a dish event from its restaurant's current location.
+func (g *generator) replay() bool {
+	if len(g.all) == 0 {
+		return false
+	}
+	r := g.all[g.rng.IntN(len(g.all))]
+	var from []int
+	if g.rng.IntN(2) == 0 {
+		from = r.restEvs
+	} else {
+		from = r.epochDish
+	}
+	if len(from) == 0 {
+		return false
+	}
+	ev := g.out[from[g.rng.IntN(len(from))]]
+	g.out = append(g.out, ev)
+	return true
+}
+
+// orphanDish emits a dish of a restaurant that never comes, and sometimes
+// a delete of it that cancels it while it waits.
+func (g *generator) orphanDish() bool {
+	g.orphan++
+	r := &genRest{id: fmt.Sprintf("orphan%03d", g.orphan)}
+	g.dishN++
+	d := &genDish{id: fmt.Sprintf("d%06d", g.dishN), version: 1}
+	g.dishEvent(r, d, pipeline.OpUpsert)
+	if g.rng.IntN(3) == 0 {
+		d.version++
+		g.dishEvent(r, d, pipeline.OpDelete)
+	}
+	return true
+}
+
+var poisonKinds = []pipeline.Reason{
+	pipeline.ReasonInvalidJSON, pipeline.ReasonUnknownType, pipeline.ReasonUnknownOp, pipeline.ReasonMissingID, pipeline.ReasonMissingVersion,
+	pipeline.ReasonBadLocation, pipeline.ReasonMissingRestaurantID, pipeline.ReasonMissingDoc, pipeline.ReasonOversized, pipeline.ReasonKeyMismatch,
+	pipeline.ReasonRejected, "oversized_id", "rejected_restaurant",
+}
+
+// poison emits one event that must end in the dead-letter topic.
+func (g *generator) poison(kind pipeline.Reason) {
+	g.orphan++
+	rid := fmt.Sprintf("poison%03d", g.orphan)
+	ev := genEvent{key: []byte(rid), rid: rid, poison: kind}
+	raw := func(s string) { ev.value = []byte(s) }
+	switch kind {
+	case pipeline.ReasonInvalidJSON:
+		raw(`{"type":"restaurant","op":"upsert",`)
+	case pipeline.ReasonUnknownType:
+		raw(`{"type":"menu","op":"upsert","id":"` + rid + `","version":1}`)
+	case pipeline.ReasonUnknownOp:
+		raw(`{"type":"restaurant","op":"patch","id":"` + rid + `","version":1}`)
+	case pipeline.ReasonMissingID:
+		raw(`{"type":"restaurant","op":"delete","version":1}`)
+		ev.key = nil
+	case pipeline.ReasonMissingVersion:
+		raw(`{"type":"restaurant","op":"delete","id":"` + rid + `","version":-3}`)
+	case pipeline.ReasonBadLocation:
+		raw(`{"type":"restaurant","op":"upsert","id":"` + rid + `","version":1,"location":{"lat":95,"lon":0},"doc":{}}`)
+	case pipeline.ReasonMissingRestaurantID:
+		raw(`{"type":"dish","op":"upsert","id":"d-` + rid + `","version":1,"doc":{}}`)
+		ev.key = nil
+	case pipeline.ReasonMissingDoc:
+		raw(`{"type":"dish","op":"upsert","id":"d-` + rid + `","restaurant_id":"` + rid + `","version":1,"doc":"x"}`)
+	case pipeline.ReasonOversized:
+		raw(`{"type":"restaurant","op":"upsert","id":"` + rid + `","version":1,"location":{"lat":1,"lon":1},"doc":{"name":"` + strings.Repeat("x", 70<<10) + `"}}`)
+	case "oversized_id":
+		ev.poison = pipeline.ReasonOversized
+		id := strings.Repeat("i", 600)
+		raw(`{"type":"dish","op":"delete","id":"` + id + `","restaurant_id":"` + rid + `","version":1}`)
+	case pipeline.ReasonKeyMismatch:
+		raw(`{"type":"restaurant","op":"delete","id":"` + rid + `","version":1}`)
+		ev.key = []byte("someone-else")
+	case pipeline.ReasonRejected:
+		// A dish of a live restaurant whose price does not fit the
+		// mapping: OpenSearch refuses it.
+		if r := g.pickRest(); r != nil {
+			ev.key, ev.rid = []byte(r.id), r.id
+		}
+		ev.dish = true
+		raw(`{"type":"dish","op":"upsert","id":"d-` + rid + `","restaurant_id":"` + ev.rid + `","version":1,"doc":{"price_cents":"cheap"}}`)
+		if g.pickRest() == nil {
+			ev.poison = pipeline.ReasonUnknownRestaurant
+		}
+	case "rejected_restaurant":
+		ev.poison = pipeline.ReasonRejected
+		raw(`{"type":"restaurant","op":"upsert","id":"` + rid + `","version":1,"location":{"lat":40.7,"lon":-74},"doc":{"price_cents":"cheap"}}`)
+	}
+	if strings.Contains(string(ev.value), `"type":"dish"`) {
+		ev.dish = true
+	}
+	g.out = append(g.out, ev)
+}
