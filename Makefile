@@ -175,8 +175,8 @@ CHAOS_TIME ?= 30m
 CHAOS_SCHEDULES ?= 100000
 CHAOS_SEED ?= 0
 test-chaos:
-	$(GO) test -count=1 -timeout 0 -run 'TestExplore$$' ./internal/chaos \
-		-chaos.seed=$(CHAOS_SEED) -chaos.schedules=$(CHAOS_SCHEDULES) -chaos.duration=$(CHAOS_TIME)
+	$(GO) test -count=1 -timeout 0 -run 'TestExplore$$|TestMemberFaults' ./internal/chaos \
+		-chaos.seed=$(CHAOS_SEED) -chaos.schedules=$(CHAOS_SCHEDULES) -chaos.duration=$(CHAOS_TIME) -chaos.member-faults
 
 # test-chaos-ci replays a fixed corpus, CHAOS_CI_SEED and the
 # CHAOS_CI_SCHEDULES seeds after it (about 100 s): schedules the
