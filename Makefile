@@ -186,4 +186,4 @@ test-chaos:
 CHAOS_CI_SEED ?= 5007
 CHAOS_CI_SCHEDULES ?= 13
 test-chaos-ci: suites
-	@$(SUITES) -gotest '-count=1 -timeout 8m' -testargs '-chaos.seed=$(CHAOS_CI_SEED) -chaos.schedules=$(CHAOS_CI_SCHEDULES) -chaos.duration=5m' ./internal/chaos
+	@$(SUITES) -allow-skips -gotest '-count=1 -timeout 8m' -testargs '-chaos.seed=$(CHAOS_CI_SEED) -chaos.schedules=$(CHAOS_CI_SCHEDULES) -chaos.duration=5m' ./internal/chaos

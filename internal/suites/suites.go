@@ -154,6 +154,9 @@ func finishPackage(out io.Writer, name string, p *pkgResult, verbose bool) {
 		fmt.Fprintf(out, "?   \t%s\t[no test files]\n", name)
 	case "pass":
 		fmt.Fprintf(out, "ok  \t%s\t%.3fs\t%s\n", name, p.elapsed, counts(p))
+		if len(p.skipped) > 0 {
+			fmt.Fprintf(out, "    \tskipped: %s\n", strings.Join(p.skipped, ", "))
+		}
 	}
 }
 

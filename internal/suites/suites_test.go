@@ -44,7 +44,7 @@ func TestJudge(t *testing.T) {
 			opts:    Options{Expect: []string{"tj/a", "tj/b", "tj/d"}, AllowSkips: true},
 			counts:  [3]int{3, 2, 1},
 			reasons: []string{"tj/b: failed: TestBad", "tj/d: failed outside any test"},
-			printed: []string{"ok  \ttj/a\t0.004s\t3 passed, 1 skipped", "boom", "undefined: undefined", "?   \ttj/c\t[no test files]"},
+			printed: []string{"ok  \ttj/a\t0.004s\t3 passed, 1 skipped\n    \tskipped: TestSkip", "boom", "undefined: undefined", "?   \ttj/c\t[no test files]"},
 		},
 		{
 			name:    "a skip where none is allowed",
