@@ -71,11 +71,45 @@ var (
 	fenceNY = s2.CellIDFromLatLng(s2.LatLngFromDegrees(40.7128, -74.006))
 )
 
-func fenceDish(p *Pipeline, offset int64, id, rid string, v int64) *event {
+// fenceEvent is change, tracked at offset of partition 0, taken in the
+// member's generation.
+func fenceEvent(p *Pipeline, offset int64, c *Change) *event {
 	k := partKey{"events", 0}
 	entry, _ := p.track.track(k, offset, 100)
-	return &event{part: k, offset: offset, entry: entry, rid: rid, gen: p.ix.gen,
-		change: &Change{Type: TypeDish, Op: OpUpsert, ID: id, RestaurantID: rid, Version: v}}
+	rid := c.ID
+	if c.Type == TypeDish {
+		rid = c.RestaurantID
+	}
+	return &event{part: k, offset: offset, entry: entry, rid: rid, gen: p.ix.gen, change: c}
+}
+
+func fenceDish(p *Pipeline, offset int64, id, rid string, v int64) *event {
+	return fenceEvent(p, offset, &Change{Type: TypeDish, Op: OpUpsert, ID: id, RestaurantID: rid, Version: v})
+}
+
+// fenceMoveToNY is restaurant Y's upsert at version v in New York.
+func fenceMoveToNY(p *Pipeline, offset, v int64) *event {
+	return fenceEvent(p, offset, &Change{Type: TypeRestaurant, Op: OpUpsert, ID: "Y", Version: v, Lat: 40.7128, Lon: -74.006})
+}
+
+// decideAll submits evs in order, runs the loop until nothing is in
+// flight, and checks that every one of them is finished (the commit point
+// is past the last).
+func decideAll(t *testing.T, p *Pipeline, evs ...*event) {
+	t.Helper()
+	ctx := context.Background()
+	for _, ev := range evs {
+		if err := p.ix.submit(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.ix.quiesce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	last := evs[len(evs)-1].offset
+	if due := p.track.due(); len(due) != 1 || due[0].offset != last+1 {
+		t.Errorf("commit points %v, want every event finished", due)
+	}
 }
 
 // TestEndedGenerationDecidesNothing: a member whose generation ends while
@@ -173,7 +207,6 @@ func TestReplayBehindALandedMoveKeepsTheDish(t *testing.T) {
 	e := newEnv(t, envOptions{partitions: 1})
 	p := handMember(t, e)
 	ix := p.ix
-	ctx := context.Background()
 	ix.enterGen(2)
 	lvl := e.m.Level()
 	e.put(t, schema.RestaurantID("Y"), 1, fenceSF, restaurantBody(nil, "Y", 1, fenceSF, 37.7749, -122.4194, lvl), false)
@@ -181,22 +214,7 @@ func TestReplayBehindALandedMoveKeepsTheDish(t *testing.T) {
 	e.put(t, schema.DishID("d1"), 2, fenceSF, dishBody(nil, "d1", "Y", 2, fenceSF, lvl), true)
 	ix.dir.set("Y", fenceSF, 1)
 
-	if err := ix.submit(ctx, fenceDish(p, 7, "d1", "Y", 2)); err != nil {
-		t.Fatal(err)
-	}
-	k := partKey{"events", 0}
-	entry, _ := p.track.track(k, 8, 100)
-	move := &event{part: k, offset: 8, entry: entry, rid: "Y", gen: ix.gen,
-		change: &Change{Type: TypeRestaurant, Op: OpUpsert, ID: "Y", Version: 2, Lat: 40.7128, Lon: -74.006}}
-	if err := ix.submit(ctx, move); err != nil {
-		t.Fatal(err)
-	}
-	if err := ix.quiesce(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if due := p.track.due(); len(due) != 1 || due[0].offset != 9 {
-		t.Errorf("commit points %v, want both events finished", due)
-	}
+	decideAll(t, p, fenceDish(p, 7, "d1", "Y", 2), fenceMoveToNY(p, 8, 2))
 	tg := newTarget(testIndex, e.m, true)
 	_, ny := tg.routing(fenceNY)
 	docs := e.scanIndex(t)
@@ -342,7 +360,6 @@ func TestMoveCutAfterItsCopiesLeavesNoLeftover(t *testing.T) {
 	e := newEnv(t, envOptions{partitions: 1})
 	p := handMember(t, e)
 	ix := p.ix
-	ctx := context.Background()
 	ix.enterGen(2)
 	lvl := e.m.Level()
 	e.put(t, schema.RestaurantID("Y"), 1, fenceSF, restaurantBody(nil, "Y", 1, fenceSF, 37.7749, -122.4194, lvl), false)
@@ -352,25 +369,8 @@ func TestMoveCutAfterItsCopiesLeavesNoLeftover(t *testing.T) {
 	}
 	ix.dir.set("Y", fenceSF, 1)
 
-	k := partKey{"events", 0}
-	entry, _ := p.track.track(k, 7, 100)
-	gone := &event{part: k, offset: 7, entry: entry, rid: "Y", gen: ix.gen,
-		change: &Change{Type: TypeDish, Op: OpDelete, ID: "d1", RestaurantID: "Y", Version: 3}}
-	if err := ix.submit(ctx, gone); err != nil {
-		t.Fatal(err)
-	}
-	entry, _ = p.track.track(k, 8, 100)
-	move := &event{part: k, offset: 8, entry: entry, rid: "Y", gen: ix.gen,
-		change: &Change{Type: TypeRestaurant, Op: OpUpsert, ID: "Y", Version: 2, Lat: 40.7128, Lon: -74.006}}
-	if err := ix.submit(ctx, move); err != nil {
-		t.Fatal(err)
-	}
-	if err := ix.quiesce(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if due := p.track.due(); len(due) != 1 || due[0].offset != 9 {
-		t.Errorf("commit points %v, want both events finished", due)
-	}
+	gone := fenceEvent(p, 7, &Change{Type: TypeDish, Op: OpDelete, ID: "d1", RestaurantID: "Y", Version: 3})
+	decideAll(t, p, gone, fenceMoveToNY(p, 8, 2))
 	tg := newTarget(testIndex, e.m, true)
 	_, ny := tg.routing(fenceNY)
 	docs := e.scanIndex(t)
