@@ -447,6 +447,14 @@ func (o *deadOnce) learn(ctx context.Context, d int, since time.Time, parts map[
 	return len(learnt), nil
 }
 
+// forgetOwners makes the next enter read every partition's dead letters
+// back, as at the start.
+func (o *deadOnce) forgetOwners() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.owned = nil
+}
+
 // dropUnowned drops the places and pins of partitions not owned (their
 // waiting dishes were dropped with them: releaseUnowned). Called with mu
 // held.

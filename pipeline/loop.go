@@ -196,10 +196,10 @@ func (l *loop) firstGeneration(ctx context.Context, msgs <-chan fetched) error {
 // lost partitions (the older members when one joins) pauses for nothing
 // but the rebalance. The restaurants of a partition it gained are looked
 // up in the index as their events come (gained.go). A partition it lost
-// is released at once (releaseUnowned). Generations that passed unseen
-// (gen more than one past the directory's) may have given a kept
-// partition to another member and back: every partition then counts as
-// gained. Then the parked dishes of the partitions gained are read back.
+// is released at once (releaseUnowned). Then the parked dishes of the
+// partitions gained are read back, and the dead letters their events
+// made. Generations that passed unseen start the member over
+// (forgetPartitions).
 //
 // Where the fence of the generation before cut decisions short
 // (fence.go), the restaurants cut are looked up at their next event, and
@@ -214,6 +214,9 @@ func (l *loop) enterGeneration(ctx context.Context, gen *generation) error {
 		}
 	}
 	l.gen = gen
+	if gen.id > l.ix.dirGen+1 {
+		l.forgetPartitions(gen.id)
+	}
 	if l.ix.enterGen(gen.id) {
 		dropped := len(l.ix.pend.purge(func(*event) bool { return true }))
 		l.ix.met.pending.Set(float64(l.ix.pend.len()))
@@ -237,9 +240,6 @@ func (l *loop) enterGeneration(ctx context.Context, gen *generation) error {
 func (l *loop) followAssignment(ctx context.Context, gen int64, owned map[partKey]bool) error {
 	l.releaseUnowned(owned)
 	gained, lost := partitionChange(l.assigned, owned)
-	if gen > l.ix.dirGen+1 {
-		gained, _ = partitionChange(nil, owned)
-	}
 	l.assigned = owned
 	if len(gained) == 0 {
 		for _, n := range lost {
@@ -250,6 +250,24 @@ func (l *loop) followAssignment(ctx context.Context, gen int64, owned map[partKe
 		return nil
 	}
 	return l.ix.gain(ctx, gen, gained, lost)
+}
+
+// forgetPartitions starts the member over as at a restart, when gen is
+// more than one past the generation it last followed: generations passed
+// while it could not hear the group (frozen, or cut off past its
+// session), and any partition it owned may have been another member's
+// meanwhile, and given back. That member may have decided the dishes
+// waiting here, parked others, and dead-lettered events. So every
+// partition is released (the waiting dishes dropped: the parking topic's
+// records stand for those still waiting), and every partition of gen
+// counts as gained: for the directory, the parked dishes read back, and
+// the dead letters known.
+func (l *loop) forgetPartitions(gen int64) {
+	l.log.Info("consumer group generations passed unseen: every partition is started over", "generation", gen, "last_followed", l.ix.dirGen)
+	l.releaseUnowned(nil)
+	l.assigned = nil
+	l.parking.forgetRead()
+	l.out.forgetDeadLetterOwners()
 }
 
 // releaseUnowned gives up every partition not in owned (those the group

@@ -202,6 +202,14 @@ func (o *outcomes) learnDeadLetters(ctx context.Context, gen *generation) error 
 	return err
 }
 
+// forgetDeadLetterOwners makes the next learnDeadLetters count every
+// partition as gained.
+func (o *outcomes) forgetDeadLetterOwners() {
+	if o.once != nil {
+		o.once.forgetOwners()
+	}
+}
+
 // landDeadLetters waits until every dead letter queued is written.
 func (o *outcomes) landDeadLetters(ctx context.Context) error {
 	if o.dead == nil {

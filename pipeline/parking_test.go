@@ -367,3 +367,54 @@ func TestRedeliveredParkedDishWaitsOnce(t *testing.T) {
 		t.Errorf("%d dishes pending, want 2 after a newer version", n)
 	}
 }
+
+// TestUnseenGenerationsReadParkedDishesAgain: a member that could not hear
+// the group (frozen past its session) comes back in a generation more
+// than one past its last. The partition it owns there was another
+// member's meanwhile, which parked a dish of it; the member reads that
+// partition's parking records again, though it had read them at its last
+// generation, so the dish waits here rather than on nobody.
+func TestUnseenGenerationsReadParkedDishesAgain(t *testing.T) {
+	realenv.EmulatorOnly(t, "a member driven by hand against the emulator")
+	e := newEnv(t, envOptions{partitions: 1})
+	p := handMember(t, e)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := Config{Brokers: e.kafka.Addrs(), ParkingTopic: e.parkingTopic()}
+	if err := e.kafka.CreateTopic(ctx, cfg.ParkingTopic, 1); err != nil {
+		t.Fatal(err)
+	}
+	p.parking.cfg.ParkingTopic = cfg.ParkingTopic
+	p.parking.client = &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 30 * time.Second}
+	p.parking.out = newOutbox(parkingWriter(cfg, &kafka.Transport{}), p.log, "parking", p.parking.written, func(*parkRecord) bool { return false })
+
+	// Generation 1: the member owns partition 0 and reads its parking
+	// records (none).
+	owned := map[partKey]bool{{"events", 0}: true}
+	p.ix.enterGen(1)
+	p.ix.dirGen = 1
+	p.loop.assigned = owned
+	if err := p.parking.readBackOwned(ctx, owned, p.loop.decideUnparked); err != nil {
+		t.Fatal(err)
+	}
+	p.grp.ended.Store(1)
+
+	// Generation 2, unseen here: another member owns partition 0 and parks
+	// a dish of it.
+	other := parkingWriter(cfg, &kafka.Transport{})
+	defer other.Close()
+	now := time.Now()
+	dish := &event{part: partKey{"events", 0}, offset: 7, ts: now, parkedAt: now,
+		value: []byte(`{"type":"dish","op":"upsert","id":"d-away","restaurant_id":"r-away","version":1,"doc":{"name":"soup","price_cents":700}}`)}
+	if err := other.WriteMessages(ctx, (&parkRecord{ev: dish}).message()); err != nil {
+		t.Fatal(err)
+	}
+
+	// Generation 3: the member is back, with partition 0 again.
+	if err := p.loop.enterGeneration(ctx, &generation{id: 3, owned: owned}); err != nil {
+		t.Fatal(err)
+	}
+	if n := p.parking.readBack.Load(); n != 1 {
+		t.Errorf("%d parked dishes read back at generation 3, want 1: the dish parked in generation 2 waits on no member", n)
+	}
+}
