@@ -176,7 +176,7 @@ CHAOS_SCHEDULES ?= 100000
 CHAOS_SEED ?= 0
 test-chaos:
 	$(GO) test -count=1 -timeout 0 -run 'TestExplore$$|TestMemberFaults' ./internal/chaos \
-		-chaos.seed=$(CHAOS_SEED) -chaos.schedules=$(CHAOS_SCHEDULES) -chaos.duration=$(CHAOS_TIME) -chaos.member-faults
+		-chaos.seed=$(CHAOS_SEED) -chaos.schedules=$(CHAOS_SCHEDULES) -chaos.duration=$(CHAOS_TIME)
 
 # test-chaos-ci replays a fixed corpus, CHAOS_CI_SEED and the
 # CHAOS_CI_SCHEDULES seeds after it (about 100 s): schedules the
@@ -186,4 +186,4 @@ test-chaos:
 CHAOS_CI_SEED ?= 5007
 CHAOS_CI_SCHEDULES ?= 13
 test-chaos-ci: suites
-	@$(SUITES) -allow-skips -gotest '-count=1 -timeout 8m' -testargs '-chaos.seed=$(CHAOS_CI_SEED) -chaos.schedules=$(CHAOS_CI_SCHEDULES) -chaos.duration=5m' ./internal/chaos
+	@$(SUITES) -gotest '-count=1 -timeout 8m' -testargs '-chaos.seed=$(CHAOS_CI_SEED) -chaos.schedules=$(CHAOS_CI_SCHEDULES) -chaos.duration=5m' ./internal/chaos

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -22,7 +23,9 @@ import (
 //     applied the request (lose);
 //   - its group traffic is told apart at the broker by its member id,
 //     which the in-process broker derives from the client id (each member
-//     has its own): killed, its heartbeats, commits and its leave are
+//     has its own), and a first JoinGroup, which carries no member id
+//     yet, by its rebalance timeout (the broker's control sees no client
+//     id; each member's is its own, a millisecond apart): killed, its heartbeats, commits and its leave are
 //     answered by a closed connection, so that the group learns of the
 //     death only when the session runs out, and nothing it commits after
 //     the kill counts; frozen, those requests sleep until the thaw, so
@@ -134,7 +137,10 @@ func (g *gate) loseAnswers(n int) {
 type groupControl struct {
 	kf *kfake.Cluster
 
-	mu     sync.Mutex
+	mu sync.Mutex
+	// joins names the member of a JoinGroup that carries no member id,
+	// by its rebalance timeout in milliseconds (world.config).
+	joins  map[int32]string
 	dead   map[string]bool          // client id → killed
 	frozen map[string]chan struct{} // client id → closed at the thaw
 	// held and refused count the group requests held by a freeze and
@@ -143,9 +149,35 @@ type groupControl struct {
 }
 
 func newGroupControl(kf *kfake.Cluster) *groupControl {
-	c := &groupControl{kf: kf, dead: map[string]bool{}, frozen: map[string]chan struct{}{}, held: map[string]int{}, refused: map[string]int{}}
+	c := &groupControl{kf: kf, joins: map[int32]string{}, dead: map[string]bool{}, frozen: map[string]chan struct{}{}, held: map[string]int{}, refused: map[string]int{}}
 	kf.Control(c.control)
 	return c
+}
+
+// register tells the control which member's first JoinGroup carries
+// rebalance as its rebalance timeout.
+func (c *groupControl) register(clientID string, rebalance time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.joins[int32(rebalance.Milliseconds())] = clientID
+}
+
+// clientOf returns the client id of the member a group request comes
+// from, if it is one of the registered members'. Called with mu held.
+func (c *groupControl) clientOf(req kmsg.Request) string {
+	if j, ok := req.(*kmsg.JoinGroupRequest); ok && j.MemberID == "" {
+		return c.joins[j.RebalanceTimeoutMillis]
+	}
+	mid := memberOf(req)
+	if mid == "" {
+		return ""
+	}
+	for _, cid := range c.joins {
+		if strings.HasPrefix(mid, cid+"-") {
+			return cid
+		}
+	}
+	return ""
 }
 
 // memberOf returns the member id a group request carries, if any.
@@ -174,25 +206,19 @@ func memberOf(req kmsg.Request) string {
 // the client id, a dash and a UUID (groups.go, generateMemberID).
 func (c *groupControl) control(req kmsg.Request) (kmsg.Response, error, bool) {
 	c.kf.KeepControl()
-	mid := memberOf(req)
-	if mid == "" {
+	c.mu.Lock()
+	cid := c.clientOf(req)
+	if cid == "" {
+		c.mu.Unlock()
 		return nil, nil, false
 	}
 	name := kmsg.NameForKey(req.Key())
-	c.mu.Lock()
-	var dead bool
-	var frozen chan struct{}
-	for cid := range c.dead {
-		if strings.HasPrefix(mid, cid+"-") {
-			dead = true
-			c.refused[cid+" "+name]++
-		}
-	}
-	for cid, ch := range c.frozen {
-		if strings.HasPrefix(mid, cid+"-") {
-			frozen = ch
-			c.held[cid+" "+name]++
-		}
+	dead, frozen := c.dead[cid], c.frozen[cid]
+	switch {
+	case dead:
+		c.refused[cid+" "+name]++
+	case frozen != nil:
+		c.held[cid+" "+name]++
 	}
 	c.mu.Unlock()
 	if dead {

@@ -229,7 +229,7 @@ func (w *world) config(n int) pipeline.Config {
 			ClientID:          fmt.Sprintf("chaos-m%d", n),
 			SessionTimeout:    sessionTimeout,
 			HeartbeatInterval: 200 * time.Millisecond,
-			RebalanceTimeout:  rebalanceTimeout,
+			RebalanceTimeout:  rebalanceTimeout + time.Duration(n)*time.Millisecond,
 			JoinGroupBackoff:  200 * time.Millisecond,
 			MaxWait:           200 * time.Millisecond,
 			DialTimeout:       5 * time.Second,
@@ -259,6 +259,7 @@ func (w *world) start(n int) {
 		w.t.Fatal(err)
 	}
 	cfg := w.config(n)
+	w.ctl.register(cfg.Kafka.ClientID, cfg.Kafka.RebalanceTimeout)
 	p, err := pipeline.New(cfg, client)
 	if err != nil {
 		w.t.Fatal(err)
