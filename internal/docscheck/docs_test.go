@@ -417,15 +417,13 @@ func (pg *page) readParagraph(lines []snippet) {
 		}
 		n := run(i)
 		end := -1
-		for j := i + n; j < len(text); {
-			if text[j] == '`' {
-				if m := run(j); m == n {
-					end = j
-					break
-				} else {
-					j += m
-				}
-			} else {
+		for j := i + n; j < len(text) && end < 0; {
+			switch m := run(j); {
+			case m == n:
+				end = j
+			case m > 0:
+				j += m
+			default:
 				j++
 			}
 		}
