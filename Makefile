@@ -91,7 +91,7 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
 
 # The benchmarks that compare with the real engines and their own tools,
-# each side by side in one run (the README's figures).
+# each side by side in one run (docs/benchmarks.md's figures).
 bench-real:
 	@$(REAL) run sh -c "$(GO) test -tags realcluster -run '^$$' -bench 'WriterVsBulkIndexer/real' -benchtime 1x -count 3 ./bulk/ && \
 		$(GO) test -tags realcluster -run '^$$' -bench 'PipelineEngines' -benchtime 20000x -count 3 ./pipeline/ && \
@@ -182,7 +182,7 @@ test-chaos:
 # CHAOS_CI_SCHEDULES seeds after it (about 100 s): schedules the
 # explorer found passing, kept so that one that starts failing is a
 # regression, not a draw. The random search is test-chaos's, outside make
-# test, until its schedules run clean (docs: what it still finds).
+# test, until its schedules run clean (docs/testing.md: what it still finds).
 CHAOS_CI_SEED ?= 5007
 CHAOS_CI_SCHEDULES ?= 13
 test-chaos-ci: suites
