@@ -101,8 +101,7 @@ import (
 //     cannot see.
 //
 // What remains is a repeat a consumer recognises by the source headers,
-// which name one event (README, where the dead-letter topic is
-// described).
+// which name one event (docs/ingest.md, "Dead letters").
 
 // deadLetterClockMargin is how far before the timestamp of the event at
 // the committed offset the read-back of the dead-letter topic starts.

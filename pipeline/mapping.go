@@ -7,8 +7,8 @@ package pipeline
 // the mapping names the topic (or the source table) of restaurants and of
 // dishes, the columns that hold the ids and the restaurant's location,
 // the columns copied into the document, and where the version comes
-// from. deploy/debezium/README.md explains it with an example and the
-// connector settings it expects.
+// from. docs/database.md explains it with an example and the connector
+// settings it expects.
 
 import (
 	"bytes"

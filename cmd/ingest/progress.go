@@ -40,7 +40,8 @@ func (b *progressBar) update(p pipeline.Progress) {
 }
 
 // progressLegend says what each word of the progress line counts; it is
-// printed once above it, and the README's walk repeats it.
+// printed once above it, and docs/ingest.md ("The embedded run")
+// repeats it.
 const progressLegend = `progress: finished/produced events (finished: indexed or dead-lettered); ev/s, finished a second;
 lag, events after the group's committed offsets, finished or not (commits follow each second);
 waiting, dishes parked until their restaurant comes; dead, events sent to the dead-letter topic`
