@@ -87,13 +87,14 @@ type verificationRow struct {
 	MissingIDs       []string           `json:"missing_ids,omitempty"`
 	ExtraIDs         []string           `json:"extra_ids,omitempty"`
 	Duplicates       []schema.Duplicate `json:"duplicates,omitempty"`
+	ResolvedInFlight int64              `json:"resolved_in_flight,omitempty"`
 }
 
 func writeVerificationJSON(w io.Writer, v *schema.Verification) error {
 	rows := make([]verificationRow, len(v.Shards))
 	for i, r := range v.Shards {
 		rows[i] = verificationRow{r.Shard, r.Source, r.Target, r.OutOfRange, r.Missing, r.Extra, r.SourceDuplicates, r.TargetDuplicates, r.OK,
-			r.MissingIDs, r.ExtraIDs, r.Duplicates}
+			r.MissingIDs, r.ExtraIDs, r.Duplicates, r.ResolvedInFlight}
 	}
 	return writeJSON(w, rows)
 }
@@ -144,6 +145,9 @@ func writeVerification(w io.Writer, v *schema.Verification) error {
 		}
 	}
 	writeDuplicates(w, v)
+	if v.ResolvedInFlight > 0 {
+		fmt.Fprintf(w, "resolved in flight: %s differences seen were changes the ingest instances had in flight, and were gone once they finished (not counted above)\n", cli.Commas(v.ResolvedInFlight))
+	}
 	if !v.IDs && !v.OK {
 		fmt.Fprintln(w, "(missing and extra are count differences, and a document stored on two shards counts twice; verify --ids names the documents and tells duplicates apart)")
 	}

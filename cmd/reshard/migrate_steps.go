@@ -41,6 +41,7 @@ func verifyFlags(fs *flag.FlagSet) *migrate.VerifyConfig {
 	fs.IntVar(&c.Attempts, "attempts", migrate.DefaultAttempts, "check a shard that differs up to this many times (live writes can be caught half-way)")
 	fs.DurationVar(&c.Pause, "pause", migrate.DefaultPause, "pause between attempts")
 	fs.IntVar(&c.MaxIDs, "max-ids", migrate.DefaultMaxIDs, "longest list of missing (or extra, or duplicated) ids per shard; counts stay exact")
+	fs.DurationVar(&c.Settle, "settle", migrate.DefaultSettle, "with --ids, how long a difference may wait for the ingest instances to finish the changes they had in flight when it was seen, before it is reported")
 	return c
 }
 
@@ -54,6 +55,9 @@ func checkVerify(c *migrate.VerifyConfig) error {
 	}
 	if c.MaxIDs < 1 {
 		p.add("--max-ids %d: want 1 or more", c.MaxIDs)
+	}
+	if c.Settle <= 0 {
+		p.add("--settle %v: want more than 0", c.Settle)
 	}
 	if err := p.err(); err != nil {
 		return err

@@ -50,3 +50,30 @@ func TestVerifyJSONCarriesTheIDs(t *testing.T) {
 		t.Errorf("verify --json = %s\nwant ares's 2 listed missing ids of 3 and bravo's extra id", js.String())
 	}
 }
+
+// A verification whose suspects resolved themselves says how many, in
+// the text and, by shard, in the JSON.
+func TestVerifySaysWhatResolvedInFlight(t *testing.T) {
+	v := verificationWithIDs()
+	v.Shards[0].ResolvedInFlight = 2
+	v.ResolvedInFlight = 3
+	var text, js bytes.Buffer
+	if err := writeVerification(&text, v); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeVerificationJSON(&js, v); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(text.Bytes(), []byte("resolved in flight: 3 differences")) {
+		t.Errorf("verify's text does not say 3 differences resolved in flight:\n%s", text.String())
+	}
+	var rows []struct {
+		Resolved int64 `json:"resolved_in_flight"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &rows); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0].Resolved != 2 || rows[1].Resolved != 0 {
+		t.Errorf("verify --json = %s\nwant ares resolved_in_flight 2", js.String())
+	}
+}
