@@ -52,8 +52,9 @@
 //
 // A killed member's group requests are refused and its requests to the
 // emulator fail; the step returns once its Run has, so nothing of it runs
-// after. A frozen member's group requests (heartbeats, commits, joins)
-// and its requests to the emulator are held until the thaw; but its
+// after. A frozen member's group requests (heartbeats, commits, joins,
+// a first join without a member id among them: faults_test.go) and its
+// requests to the emulator are held until the thaw; but its
 // fetches are not — the broker cannot tell them apart — so a frozen member
 // goes on reading and deciding while nothing it sends arrives: a member
 // cut off from the coordinator and from OpenSearch rather than a stopped
