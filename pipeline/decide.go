@@ -194,20 +194,32 @@ func (ix *indexer) restaurantDelete(ctx context.Context, ev *event) error {
 		ix.host.finish(x, resultStale)
 	}
 	old, known := ix.dir.get(c.ID)
+	targets := ix.targets
 	switch {
 	case known && c.Version <= old.version:
 		ix.host.finish(ev, resultStale)
 		return nil
 	case !known || old.deleted:
 		// Nothing of it can be in the index (nothing is written without
-		// routing); remember the version so an older upsert is stale.
-		ix.dir.remove(c.ID, c.Version)
-		ix.host.finish(ev, resultNoop)
-		return nil
+		// routing); remember the version so an older upsert is stale, and
+		// leave the delete's tombstone under every routing, so that the
+		// index refuses an older upsert too, to a member that never saw
+		// this delete.
+		return ix.restaurantTask(ctx, ev,
+			func(ctx context.Context) (error, error) { return ix.restaurantTombstones(ctx, targets, ev, nil) },
+			func(context.Context) error {
+				ix.dir.remove(c.ID, c.Version)
+				ix.host.finish(ev, resultNoop)
+				return nil
+			})
 	}
-	targets := ix.targets
 	return ix.restaurantTask(ctx, ev,
-		func(ctx context.Context) (error, error) { return ix.deleteDependents(ctx, targets, ev, old.cell) },
+		func(ctx context.Context) (error, error) {
+			if rej, err := ix.deleteDependents(ctx, targets, ev, old.cell); rej != nil || err != nil {
+				return rej, err
+			}
+			return ix.restaurantTombstones(ctx, targets, ev, &old.cell)
+		},
 		func(ctx context.Context) error {
 			err := ix.emit(ctx, ix.targets[:1], ev, docWrite{
 				action: bulk.Delete, vtype: bulk.External, id: schema.RestaurantID(c.ID), version: c.Version, cell: old.cell,

@@ -92,6 +92,7 @@ const (
 	stepDeleteDishes                              // a delete: the restaurant's dishes
 	stepDeleteRestaurantOther                     // a delete during dual writes: the restaurant in the other index
 	stepProbeGone                                 // a move, after the copies: what became of the dishes an earlier attempt left at the new place
+	stepTombstones                                // a delete: the restaurant's tombstone under every other routing
 )
 
 func (s moveStep) String() string {
@@ -112,6 +113,8 @@ func (s moveStep) String() string {
 		return "delete dishes"
 	case stepDeleteRestaurantOther:
 		return "delete restaurant from the other index"
+	case stepTombstones:
+		return "leave the restaurant's tombstone under every routing"
 	}
 	return fmt.Sprintf("step %d", int(s))
 }
@@ -462,6 +465,40 @@ func (ix *indexer) deleteDependents(ctx context.Context, targets []target, ev *e
 		})
 	}
 	return ix.step(ctx, ev, stepDeleteRestaurantOther, items)
+}
+
+// restaurantTombstones deletes ev's restaurant at the delete's version
+// under every routing of every target but the one of at (nil: none),
+// where the delete itself goes. The index keeps no deleted document, so a
+// member that never saw the delete (the partition's next owner, whose
+// directory was read from the index) takes a replay of an older upsert
+// for a restaurant it does not know, and writes it under the replay's own
+// routing (confirmRestaurant): only a tombstone there refuses it. A
+// delete under a routing that holds nothing leaves one (external
+// versioning), and one that meets a newer version is stale, and harmless.
+// The tombstones last as long as the index keeps them
+// (index.gc_deletes).
+func (ix *indexer) restaurantTombstones(ctx context.Context, targets []target, ev *event, at *s2.CellID) (rej, err error) {
+	id := schema.RestaurantID(ev.change.ID)
+	var items []bulk.Item
+	for i := range targets {
+		t := &targets[i]
+		own := ""
+		if at != nil {
+			_, own = t.routing(*at)
+		}
+		for s := range t.m.NumShards() {
+			r := t.m.Shard(s).Routing
+			if r == own {
+				continue
+			}
+			items = append(items, bulk.Item{
+				Action: bulk.Delete, Index: t.index, ID: id, Routing: r, Version: ev.change.Version,
+				VersionType: bulk.External, Shard: t.labels[s],
+			})
+		}
+	}
+	return ix.step(ctx, ev, stepTombstones, items)
 }
 
 // storedDish is a dish as an index stores it, with its version.
