@@ -16,16 +16,6 @@ import (
 	"github.com/geoshard/geoshard/bulk"
 )
 
-// consumer is the part of kafka-go's Reader the repartitioner uses.
-type consumer interface {
-	FetchMessage(ctx context.Context) (kafka.Message, error)
-	CommitMessages(ctx context.Context, msgs ...kafka.Message) error
-	Stats() kafka.ReaderStats
-	Close() error
-}
-
-var _ consumer = (*kafka.Reader)(nil)
-
 // Pipeline consumes change events and writes them to OpenSearch. Create it
 // with New and run it once with Run; Ready and Stats may be called at any
 // time, from any goroutine.

@@ -52,6 +52,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -181,12 +182,24 @@ func appendOrigin(hs []kafka.Header, o origin) []kafka.Header {
 
 // repartitioner moves dish events from the dish topic to the repartition
 // topic, keyed by restaurant (see the top of this file).
+//
+// It follows its consumer group generation by generation, as the
+// pipeline's member does (group.go): each generation reads the partitions
+// it was given from their committed offsets, and commits what it
+// forwarded through that generation alone. A commit of a generation that
+// has ended is refused by the coordinator, so it can never move a
+// partition's committed offset back after the partition's next owner
+// committed further (a kafka-go Reader in a group hands a commit asked
+// for in one generation to the next, and a member cut off from the
+// coordinator for a while then commits offsets it fetched long before).
 type repartitioner struct {
 	log *slog.Logger
-	// r is made by newReader, which joins the repartitioner's consumer
-	// group, once the placement is known.
-	r         consumer
-	newReader func() consumer
+	// newGroup joins the repartitioner's consumer group, once the
+	// placement is known; newReader reads one partition of the dish topic,
+	// outside any group.
+	newGroup  func() (*kafka.ConsumerGroup, error)
+	newReader func(partition int) *kafka.Reader
+	topic     string
 	w         producer
 	// place knows, or learns, the restaurant topic's placement; fail
 	// stops the pipeline when the topic is refused while it learns.
@@ -201,75 +214,142 @@ type repartitioner struct {
 	ridOf func(value []byte) (string, bool)
 }
 
-// run waits until the placement is known, then forwards until stop
-// ends, finishes the batch it is writing (within work) and commits it. It
-// closes its reader and writer.
+// run waits until the placement is known, then forwards, one consumer
+// group generation after another, until stop ends; it finishes the batch
+// it is writing (within work) and commits it. It closes its group and
+// writer.
 func (rp *repartitioner) run(stop, work context.Context) {
+	defer func() {
+		if err := rp.w.Close(); err != nil {
+			rp.log.Warn("repartition: close kafka writer", "error", err)
+		}
+	}()
 	place, err := rp.place.learn(stop)
 	if err != nil {
 		rp.fail(err)
 	}
 	if place == nil {
-		if err := rp.w.Close(); err != nil {
-			rp.log.Warn("repartition: close kafka writer", "error", err)
-		}
 		return
 	}
-	rp.r = rp.newReader()
-	in := make(chan kafka.Message, rp.maxBatch)
-	fetched := make(chan struct{})
-	go func() {
-		defer close(fetched)
-		defer close(in)
-		fetchAll(stop, rp.log.With("step", "repartition"), nil, rp.r, func(m kafka.Message) bool {
-			select {
-			case in <- m:
-				return true
-			case <-stop.Done():
-				return false
-			}
-		})
-	}()
-	// Commits run beside the next batch's write, the latest acknowledged
-	// message of each partition at a time (kafka-go commits the highest
-	// offset of each partition it is given).
-	var mu sync.Mutex
-	acked := map[int]kafka.Message{}
-	wake := make(chan struct{}, 1)
-	commit := func(ctx context.Context) {
-		mu.Lock()
-		msgs := make([]kafka.Message, 0, len(acked))
-		for _, m := range acked {
-			msgs = append(msgs, m)
+	group, err := rp.newGroup()
+	if err != nil {
+		rp.fail(fmt.Errorf("pipeline: repartition consumer group: %w", err))
+		return
+	}
+	defer func() {
+		if err := group.Close(); err != nil {
+			rp.log.Debug("repartition: leave the consumer group", "error", err)
 		}
+	}()
+	for failures := 0; stop.Err() == nil; {
+		gen, err := group.Next(stop)
+		if err != nil {
+			if stop.Err() != nil {
+				return
+			}
+			failures++
+			if !pause(stop, rp.log, "repartition: joining the consumer group failed; trying again", failures, err) {
+				return
+			}
+			continue
+		}
+		failures = 0
+		done := make(chan struct{})
+		gen.Start(func(genCtx context.Context) {
+			defer close(done)
+			ctx, cancel := context.WithCancel(genCtx)
+			defer cancel()
+			defer context.AfterFunc(stop, cancel)()
+			rp.forward(ctx, work, gen, place)
+		})
+		<-done
+	}
+}
+
+// forward forwards the partitions gen gave the repartitioner until ctx
+// ends (the generation's end, or stop), and commits each batch through
+// gen once the repartition topic has acknowledged it: the commits run
+// beside the next batch's write, the latest acknowledged offset of each
+// partition at a time. The batch being written when ctx ends is finished
+// (within work) and committed, which the coordinator refuses if gen has
+// ended: its next owner forwards it again, and the copies' versions make
+// that a no-op.
+func (rp *repartitioner) forward(ctx, work context.Context, gen *kafka.Generation, place *keyPlacement) {
+	in := make(chan kafka.Message, rp.maxBatch)
+	var fetchers sync.WaitGroup
+	for _, a := range gen.Assignments[rp.topic] {
+		r := rp.newReader(a.ID)
+		if err := r.SetOffset(a.Offset); err != nil {
+			rp.log.Error("repartition: cannot start a partition's reader", "partition", a.ID, "offset", a.Offset, "error", err)
+			r.Close()
+			continue
+		}
+		fetchers.Go(func() {
+			defer r.Close()
+			fetchAll(ctx, rp.log.With("step", "repartition"), nil, r, func(m kafka.Message) bool {
+				select {
+				case in <- m:
+					return true
+				case <-ctx.Done():
+					return false
+				}
+			})
+		})
+	}
+	go func() {
+		fetchers.Wait()
+		close(in)
+	}()
+
+	var mu sync.Mutex
+	acked := map[int]int64{} // partition → the offset after the last acknowledged
+	commit := func() {
+		mu.Lock()
+		offsets := maps.Clone(acked)
 		clear(acked)
 		mu.Unlock()
-		if len(msgs) == 0 {
+		if len(offsets) == 0 {
 			return
 		}
-		if err := rp.r.CommitMessages(ctx, msgs...); err != nil && ctx.Err() == nil {
-			// Lost to a rebalance, most likely: the partition's next owner
-			// forwards these again, and their versions make that a no-op.
-			rp.log.Warn("repartition: commit failed; the events will be forwarded again", "error", err)
+		err := gen.CommitOffsets(map[string]map[int]int64{rp.topic: offsets})
+		if err == nil {
+			return
 		}
+		level := slog.LevelWarn
+		if errors.Is(err, kafka.RebalanceInProgress) || errors.Is(err, kafka.IllegalGeneration) || errors.Is(err, kafka.UnknownMemberId) {
+			level = slog.LevelDebug // the generation has ended: the partitions' next owners forward these again
+		}
+		rp.log.Log(work, level, "repartition: commit failed; will retry", "generation", gen.ID, "partitions", len(offsets), "error", err)
+		mu.Lock()
+		for p, o := range offsets {
+			acked[p] = max(acked[p], o)
+		}
+		mu.Unlock()
 	}
+	wake := make(chan struct{}, 1)
 	committing := make(chan struct{})
 	stopCommit := make(chan struct{})
 	go func() {
 		defer close(committing)
+		tick := time.NewTicker(time.Second) // a failed commit is tried again
+		defer tick.Stop()
 		for {
 			select {
 			case <-wake:
-				commit(work)
+			case <-tick.C:
 			case <-stopCommit:
 				return
 			}
+			commit()
 		}
 	}()
 
 	batch := make([]kafka.Message, 0, rp.maxBatch)
 	out := make([]kafka.Message, 0, rp.maxBatch)
 	for m := range in {
+		if ctx.Err() != nil {
+			break // what is fetched and not forwarded comes again
+		}
 		batch = append(batch[:0], m)
 	fill:
 		for len(batch) < rp.maxBatch {
@@ -294,7 +374,7 @@ func (rp *repartitioner) run(stop, work context.Context) {
 		rp.count(len(out))
 		mu.Lock()
 		for _, m := range batch {
-			acked[m.Partition] = m // in offset order within a partition
+			acked[m.Partition] = m.Offset + 1 // in offset order within a partition
 		}
 		mu.Unlock()
 		select {
@@ -302,19 +382,12 @@ func (rp *repartitioner) run(stop, work context.Context) {
 		default:
 		}
 	}
+	for range in {
+		// Fetched after the end: not forwarded, not committed.
+	}
 	close(stopCommit)
 	<-committing
-	// The last commit outlives work, as the pipeline's own last one does.
-	final, cancel := context.WithTimeout(context.WithoutCancel(work), 5*time.Second)
-	commit(final)
-	cancel()
-	<-fetched
-	if err := rp.r.Close(); err != nil {
-		rp.log.Warn("repartition: close kafka reader", "error", err)
-	}
-	if err := rp.w.Close(); err != nil {
-		rp.log.Warn("repartition: close kafka writer", "error", err)
-	}
+	commit() // the last: once more, whatever ended the generation
 }
 
 // write writes msgs until the broker acknowledges them all, or ctx ends.
@@ -331,33 +404,48 @@ func (rp *repartitioner) write(ctx context.Context, msgs []kafka.Message) error 
 // restaurant; fail stops the pipeline.
 func newRepartitioner(cfg Config, log *slog.Logger, d *kafka.Dialer, t *kafka.Transport, place *placer, fail func(error), forwarded prometheus.Counter, count func(n int)) *repartitioner {
 	k := cfg.Kafka
-	rc := kafka.ReaderConfig{
-		Brokers:     cfg.Brokers,
-		GroupID:     cfg.repartitionGroup(),
-		GroupTopics: []string{cfg.DishTopic},
+	errorLog := func(what string) kafka.Logger {
+		return kafka.LoggerFunc(func(msg string, args ...any) {
+			log.Debug(what, "group", cfg.repartitionGroup(), "detail", fmt.Sprintf(msg, args...))
+		})
+	}
+	gc := kafka.ConsumerGroupConfig{
+		ID:      cfg.repartitionGroup(),
+		Brokers: cfg.Brokers,
+		Dialer:  d,
+		Topics:  []string{cfg.DishTopic},
 		// kafka-go's range and round robin: any member may forward any
 		// partition.
-		Dialer:            d,
-		MinBytes:          1,
-		MaxBytes:          max(10<<20, 2*cfg.MaxEventBytes),
-		MaxWait:           k.MaxWait,
-		CommitInterval:    0, // CommitMessages is synchronous
-		HeartbeatInterval: k.HeartbeatInterval,
-		SessionTimeout:    k.SessionTimeout,
-		RebalanceTimeout:  k.RebalanceTimeout,
-		JoinGroupBackoff:  k.JoinGroupBackoff,
-		StartOffset:       kafka.FirstOffset,
-		ReadLagInterval:   -1,
-		ReadBackoffMin:    50 * time.Millisecond,
-		ReadBackoffMax:    time.Second,
-		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
-			log.Debug("kafka reader", "group", cfg.repartitionGroup(), "detail", fmt.Sprintf(msg, args...))
-		}),
+		HeartbeatInterval:     k.HeartbeatInterval,
+		SessionTimeout:        k.SessionTimeout,
+		RebalanceTimeout:      k.RebalanceTimeout,
+		JoinGroupBackoff:      k.JoinGroupBackoff,
+		WatchPartitionChanges: true,
+		StartOffset:           kafka.FirstOffset,
+		ErrorLogger:           errorLog("kafka consumer group"),
+	}
+	rc := kafka.ReaderConfig{
+		Brokers:         cfg.Brokers,
+		Topic:           cfg.DishTopic,
+		Dialer:          d,
+		MinBytes:        1,
+		MaxBytes:        max(10<<20, 2*cfg.MaxEventBytes),
+		MaxWait:         k.MaxWait,
+		ReadLagInterval: -1,
+		ReadBackoffMin:  50 * time.Millisecond,
+		ReadBackoffMax:  time.Second,
+		ErrorLogger:     errorLog("kafka reader"),
 	}
 	maxBytes := cfg.maxRepartitionMessage()
 	return &repartitioner{
-		log:       log.With("component", "repartition"),
-		newReader: func() consumer { return kafka.NewReader(rc) },
+		log:      log.With("component", "repartition"),
+		newGroup: func() (*kafka.ConsumerGroup, error) { return kafka.NewConsumerGroup(gc) },
+		newReader: func(partition int) *kafka.Reader {
+			c := rc
+			c.Partition = partition
+			return kafka.NewReader(c)
+		},
+		topic: cfg.DishTopic,
 		w: &kafka.Writer{
 			Addr:  kafka.TCP(cfg.Brokers...),
 			Topic: cfg.RepartitionTopic,

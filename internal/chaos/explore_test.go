@@ -228,5 +228,21 @@ func (w *world) stats() string {
 		st := m.p.Stats()
 		p = append(p, fmt.Sprintf("m%d %s: fetched %d finished %d pending %d lag %d", n, m.state, st.Fetched, st.Finished, st.Pending, st.Lag))
 	}
+	groups := []string{group}
+	if w.repartition != "" {
+		groups = append(groups, group+".repartition")
+	}
+	for _, name := range groups {
+		g, err := w.kafka.DescribeGroup(context.Background(), name)
+		if err != nil {
+			p = append(p, fmt.Sprintf("group %s: %v", name, err))
+			continue
+		}
+		var ms []string
+		for _, m := range g.Members {
+			ms = append(ms, fmt.Sprintf("%s %v", m.ClientID, m.Partitions))
+		}
+		p = append(p, fmt.Sprintf("group %s %s at generation %d: %s", name, g.State, g.Generation, strings.Join(ms, ", ")))
+	}
 	return strings.Join(p, "; ")
 }
