@@ -31,10 +31,10 @@ type progressLines struct {
 
 // progressMark is what the last line said.
 type progressMark struct {
-	at                             time.Time
-	fetched, finished, dead, lag   int64
-	pending                        int
-	logged, waiting, pendingLogged bool
+	at                           time.Time
+	fetched, finished, dead, lag int64
+	pending                      int
+	waiting                      bool
 }
 
 func newProgressLines(p *Pipeline, every time.Duration) *progressLines {

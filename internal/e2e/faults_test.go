@@ -1000,3 +1000,18 @@ func TestFaultRollingRestart(t *testing.T) {
 	s.finish(t, steps...)
 	fig.log(t, "rolling restart")
 }
+
+// checkOfferedDuring fails unless events were produced between each
+// named mark and the next: the step ran while live writes were offered,
+// whether or not ingest could finish any of them before the step ended.
+func (s *scenario) checkOfferedDuring(t *testing.T, steps ...string) {
+	t.Helper()
+	for i := 0; i+1 < len(s.marks); i++ {
+		a, b := s.marks[i], s.marks[i+1]
+		for _, step := range steps {
+			if step == a.step && b.produced == a.produced {
+				t.Errorf("no live traffic offered during %s: nothing produced", step)
+			}
+		}
+	}
+}
