@@ -112,6 +112,36 @@ func TestBulkTombstoneAndGCDeletes(t *testing.T) {
 	check("index c v2 behind the tombstone", write("c", 2), "409 version_conflict_engine_exception: [c]: version conflict, current version [7] is higher or equal to the one provided [2]")
 }
 
+// A delete with an external version of an id the shard never held is
+// answered not_found and leaves a tombstone at that version: an older
+// write of the id under that routing is refused, a newer one taken. The
+// pipeline's spreads and a restaurant delete's tombstones under every
+// routing rest on it.
+func TestBulkDeleteOfAMissingIDLeavesATombstone(t *testing.T) {
+	tg := newTarget(t)
+	name := tg.name("tombmissing")
+	tg.mustDo(200, "PUT", "/"+name, `{"settings":{"number_of_shards":2}}`)
+	op := func(action string, version int64, doc bool) string {
+		body := fmt.Sprintf(`{%q:{"_id":"gone","routing":"r1","version":%d,"version_type":"external"}}`, action, version) + "\n"
+		if doc {
+			body += "{}\n"
+		}
+		return itemError(item(tg.bulk(name, body, opensearchapi.BulkParams{}), 0))
+	}
+	for _, st := range []struct {
+		what, got, want string
+	}{
+		{"delete v7 of a missing id", op("delete", 7, false), "404 not_found"},
+		{"index v2 behind it", op("index", 2, true), "409 version_conflict_engine_exception: [gone]: version conflict, current version [7] is higher or equal to the one provided [2]"},
+		{"index v7 at its version", op("index", 7, true), "409 version_conflict_engine_exception: [gone]: version conflict, current version [7] is higher or equal to the one provided [7]"},
+		{"index v8 past it", op("index", 8, true), "201 created"},
+	} {
+		if st.got != st.want {
+			t.Errorf("%s = %s, want %s", st.what, st.got, st.want)
+		}
+	}
+}
+
 func TestBulkPerItemErrors(t *testing.T) {
 	tg := newTarget(t)
 	routed, joined, plain := tg.name("routed"), tg.name("joined"), tg.name("plain")
