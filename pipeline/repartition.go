@@ -266,8 +266,9 @@ func (rp *repartitioner) run(stop, work context.Context) {
 	}
 }
 
-// forward forwards the partitions gen gave the repartitioner until ctx
-// ends (the generation's end, or stop), and commits each batch through
+// forward forwards the partitions gen gave the repartitioner (none, when
+// the group has more members than the dish topic has partitions) until
+// ctx ends (the generation's end, or stop), and commits each batch through
 // gen once the repartition topic has acknowledged it: the commits run
 // beside the next batch's write, the latest acknowledged offset of each
 // partition at a time. The batch being written when ctx ends is finished
@@ -388,6 +389,11 @@ func (rp *repartitioner) forward(ctx, work context.Context, gen *kafka.Generatio
 	close(stopCommit)
 	<-committing
 	commit() // the last: once more, whatever ended the generation
+	// A function of a generation that returns ends the generation
+	// (kafka-go's Generation.Start), and the member rejoins: one given no
+	// partition (more members than partitions) would make the group
+	// rebalance again and again. It returns with the generation.
+	<-ctx.Done()
 }
 
 // write writes msgs until the broker acknowledges them all, or ctx ends.

@@ -248,3 +248,44 @@ func TestRekey(t *testing.T) {
 		t.Error("originOf of a message with a partial origin: want nil")
 	}
 }
+
+// TestRepartitionerWithoutPartitionsKeepsItsGeneration: with more members
+// than the dish topic has partitions, a repartitioner given none waits
+// for its generation's end rather than ending it, so the group is not
+// rebalanced again and again: once both members have joined and caught
+// up, the repartition group's generation stands while events flow.
+func TestRepartitionerWithoutPartitionsKeepsItsGeneration(t *testing.T) {
+	realenv.EmulatorOnly(t, "reads the in-process broker's group generation")
+	e := newEnv(t, envOptions{partitions: 1, twoTopics: true, dishKeyDish: true})
+	g := defaultGen(7, 200)
+	evs := keyDishesByDish(generate(t, g))
+	half := len(evs) / 2
+	e.produce(context.Background(), evs[:half])
+	cfg := e.config()
+	a := e.startMember(cfg, "a")
+	b := e.startMember(cfg, "b")
+	ctx := context.Background()
+	repGroup := cfg.repartitionGroup()
+	if _, err := e.kafka.WaitGroupStable(ctx, repGroup, 2); err != nil {
+		t.Fatal(err)
+	}
+	e.waitCaughtUp(t, a.r, 60*time.Second)
+	before, err := e.kafka.DescribeGroup(ctx, repGroup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.produce(ctx, evs[half:])
+	e.waitCaughtUp(t, a.r, 60*time.Second)
+	after, err := e.kafka.DescribeGroup(ctx, repGroup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []*testMember{a, b} {
+		if err := m.r.Stop(t); err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+	}
+	if after.Generation != before.Generation || len(after.Members) != 2 {
+		t.Errorf("the repartition group went from generation %d to %d while events flowed (members %d), want it to stand", before.Generation, after.Generation, len(after.Members))
+	}
+}
