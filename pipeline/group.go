@@ -108,26 +108,33 @@ func newMember(cfg Config, log *slog.Logger, commit func(context.Context, *gener
 // older version can form: a group votes for the first strategy all its
 // members offer).
 func (m *member) config() kafka.ConsumerGroupConfig {
-	k := m.cfg.Kafka
+	c := groupConfig(m.cfg, m.cfg.Group, m.dialer, m.cfg.topics())
+	c.GroupBalancers = []kafka.GroupBalancer{copartitioned{}, kafka.RangeGroupBalancer{}}
+	c.ErrorLogger = kafka.LoggerFunc(func(msg string, args ...any) {
+		detail := fmt.Sprintf(msg, args...)
+		m.log.Debug("kafka consumer group", "detail", detail)
+		if brokerLogged(detail) {
+			m.health.failed(engineBroker, "keep the consumer group's membership", errors.New(detail))
+		}
+	})
+	return c
+}
+
+// groupConfig is a consumer group of cfg's brokers and timings, reading
+// topics from the committed offsets (the first offset where none is).
+func groupConfig(cfg Config, id string, d *kafka.Dialer, topics []string) kafka.ConsumerGroupConfig {
+	k := cfg.Kafka
 	return kafka.ConsumerGroupConfig{
-		ID:                    m.cfg.Group,
-		Brokers:               m.cfg.Brokers,
-		Dialer:                m.dialer,
-		Topics:                m.cfg.topics(),
-		GroupBalancers:        []kafka.GroupBalancer{copartitioned{}, kafka.RangeGroupBalancer{}},
+		ID:                    id,
+		Brokers:               cfg.Brokers,
+		Dialer:                d,
+		Topics:                topics,
 		HeartbeatInterval:     k.HeartbeatInterval,
 		SessionTimeout:        k.SessionTimeout,
 		RebalanceTimeout:      k.RebalanceTimeout,
 		JoinGroupBackoff:      k.JoinGroupBackoff,
 		WatchPartitionChanges: true,
 		StartOffset:           kafka.FirstOffset,
-		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
-			detail := fmt.Sprintf(msg, args...)
-			m.log.Debug("kafka consumer group", "detail", detail)
-			if brokerLogged(detail) {
-				m.health.failed(engineBroker, "keep the consumer group's membership", errors.New(detail))
-			}
-		}),
 	}
 }
 

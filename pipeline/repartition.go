@@ -415,21 +415,10 @@ func newRepartitioner(cfg Config, log *slog.Logger, d *kafka.Dialer, t *kafka.Tr
 			log.Debug(what, "group", cfg.repartitionGroup(), "detail", fmt.Sprintf(msg, args...))
 		})
 	}
-	gc := kafka.ConsumerGroupConfig{
-		ID:      cfg.repartitionGroup(),
-		Brokers: cfg.Brokers,
-		Dialer:  d,
-		Topics:  []string{cfg.DishTopic},
-		// kafka-go's range and round robin: any member may forward any
-		// partition.
-		HeartbeatInterval:     k.HeartbeatInterval,
-		SessionTimeout:        k.SessionTimeout,
-		RebalanceTimeout:      k.RebalanceTimeout,
-		JoinGroupBackoff:      k.JoinGroupBackoff,
-		WatchPartitionChanges: true,
-		StartOffset:           kafka.FirstOffset,
-		ErrorLogger:           errorLog("kafka consumer group"),
-	}
+	// kafka-go's range and round robin: any member may forward any
+	// partition.
+	gc := groupConfig(cfg, cfg.repartitionGroup(), d, []string{cfg.DishTopic})
+	gc.ErrorLogger = errorLog("kafka consumer group")
 	rc := kafka.ReaderConfig{
 		Brokers:         cfg.Brokers,
 		Topic:           cfg.DishTopic,
