@@ -15,6 +15,15 @@ import (
 	"github.com/geoshard/geoshard/bulk"
 )
 
+// fetched is a message, decoded, and the consumer-group generation it
+// was read in; or, with start set, the start of a generation.
+type fetched struct {
+	msg   kafka.Message
+	gen   int64
+	dec   decoded
+	start *generation
+}
+
 // The consumer group.
 //
 // ingest's instances share the event topics through one Kafka consumer

@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -83,6 +85,8 @@ type indexer struct {
 	admin *bulk.Admin
 	met   *metrics
 	host  host
+	// fail stops the pipeline with a fatal error (Pipeline.fail).
+	fail func(error)
 	// now is the clock of pending dishes' ages (Pipeline.now).
 	now func() time.Time
 	// writer is set before the loop starts.
@@ -167,9 +171,9 @@ type restState struct {
 	chain []*sourceWrite
 }
 
-func newIndexer(log *slog.Logger, admin *bulk.Admin, met *metrics, h host, pend *pendingSet) *indexer {
+func newIndexer(log *slog.Logger, admin *bulk.Admin, met *metrics, h host, pend *pendingSet, fail func(error)) *indexer {
 	ix := &indexer{
-		log: log, admin: admin, met: met, host: h,
+		log: log, admin: admin, met: met, host: h, fail: fail,
 		dir: newDirectory(), pend: pend,
 		inflight:    newInflight(),
 		getSlots:    make(chan struct{}, 16),
@@ -179,6 +183,7 @@ func newIndexer(log *slog.Logger, admin *bulk.Admin, met *metrics, h host, pend 
 		now:         time.Now,
 	}
 	ix.reparent = newReparenter(ix)
+	ix.reparent.fail = fail
 	ix.refresher = newRefresher(refreshGap, &ix.tasks, func(ctx context.Context, index string) error {
 		ix.met.refreshes.Inc()
 		return retry(ctx, ix.log, "refresh "+index, func() error { return ix.admin.Refresh(ctx, index) })
@@ -253,8 +258,39 @@ func (ix *indexer) unhold(ctx context.Context, rid string) error {
 	return nil
 }
 
-// result routes one of the writer's results to what it answers. Writer
-// workers call it.
+// onResult is the bulk writer's callback, called from its workers.
+//
+// An index that refuses a write for a reason of its own (a write block, a
+// missing index) does not make the event bad: the write counts as failed,
+// not rejected, so the event is neither dead-lettered nor finished, and
+// the pipeline stops (ErrIndexUnwritable). With two targets this keeps
+// one index from silently lacking a change the other has.
+func (ix *indexer) onResult(r bulk.Result) {
+	if r.Outcome == bulk.Permanent && indexRefused(r.Err) {
+		err := fmt.Errorf("%w: %s %s/%s (routing %s): %w", ErrIndexUnwritable, r.Item.Action, r.Item.Index, r.Item.ID, r.Item.Routing, r.Err)
+		r.Outcome, r.Err = bulk.Failed, err
+		ix.fail(err)
+	}
+	ix.result(r)
+	if r.Outcome == bulk.Failed && errors.Is(r.Err, bulk.ErrRetryBudget) {
+		ix.fail(fmt.Errorf("%w: %s %s/%s (routing %s): %w", ErrWriteFailed, r.Item.Action, r.Item.Index, r.Item.ID, r.Item.Routing, r.Err))
+	}
+}
+
+// indexRefused reports an item error that is about the index, not the
+// document: 403 cluster_block_exception (index.blocks.write, read_only;
+// the disk flood-stage block is a 429, which the writer retries) or 404
+// index_not_found_exception.
+func indexRefused(err error) bool {
+	var ie *bulk.ItemError
+	if !errors.As(err, &ie) {
+		return false
+	}
+	return (ie.Status == 403 && ie.Type == "cluster_block_exception") ||
+		(ie.Status == 404 && ie.Type == "index_not_found_exception")
+}
+
+// result routes one of the writer's results to what it answers.
 func (ix *indexer) result(r bulk.Result) {
 	switch ref := r.Item.Ref.(type) {
 	case *event:

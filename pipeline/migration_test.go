@@ -640,7 +640,7 @@ func TestEventFinishesWithEveryTarget(t *testing.T) {
 		return ev
 	}
 	result := func(ev *event, index string, o bulk.Outcome, err error) {
-		p.out.onResult(bulk.Result{Item: &bulk.Item{Index: index, ID: "restaurant:r", Ref: ev}, Outcome: o, Err: err})
+		p.ix.onResult(bulk.Result{Item: &bulk.Item{Index: index, ID: "restaurant:r", Ref: ev}, Outcome: o, Err: err})
 	}
 	ev := newEvent(0)
 	result(ev, "source", bulk.OK, nil)

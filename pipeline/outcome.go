@@ -2,8 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -12,16 +10,15 @@ import (
 	"github.com/geoshard/geoshard/bulk"
 )
 
-// outcomes is where an event ends. The bulk writer's results come here
-// first and go on to the indexer; every event finishes here (written,
+// outcomes is where an event ends: every event finishes here (written,
 // stale, dead-lettered, dropped), counted, its offset then free for the
-// committer. It is the indexer's host.
+// committer. It is the indexer's host: the indexer, which takes the bulk
+// writer's answers, hands it each event it has decided the end of.
 type outcomes struct {
 	log     *slog.Logger
 	met     *metrics
 	track   *tracker
 	now     func() time.Time
-	ix      *indexer
 	parking *parker
 	fail    func(error)
 	// dead writes dead letters, once keeps it from writing one twice
@@ -40,38 +37,6 @@ type outcomes struct {
 }
 
 var _ host = (*outcomes)(nil)
-
-// onResult is the bulk writer's callback, called from its workers.
-//
-// An index that refuses a write for a reason of its own (a write block, a
-// missing index) does not make the event bad: the write counts as failed,
-// not rejected, so the event is neither dead-lettered nor finished, and
-// the pipeline stops (ErrIndexUnwritable). With two targets this keeps
-// one index from silently lacking a change the other has.
-func (o *outcomes) onResult(r bulk.Result) {
-	if r.Outcome == bulk.Permanent && indexRefused(r.Err) {
-		err := fmt.Errorf("%w: %s %s/%s (routing %s): %w", ErrIndexUnwritable, r.Item.Action, r.Item.Index, r.Item.ID, r.Item.Routing, r.Err)
-		r.Outcome, r.Err = bulk.Failed, err
-		o.fail(err)
-	}
-	o.ix.result(r)
-	if r.Outcome == bulk.Failed && errors.Is(r.Err, bulk.ErrRetryBudget) {
-		o.fail(fmt.Errorf("%w: %s %s/%s (routing %s): %w", ErrWriteFailed, r.Item.Action, r.Item.Index, r.Item.ID, r.Item.Routing, r.Err))
-	}
-}
-
-// indexRefused reports an item error that is about the index, not the
-// document: 403 cluster_block_exception (index.blocks.write, read_only;
-// the disk flood-stage block is a 429, which the writer retries) or 404
-// index_not_found_exception.
-func indexRefused(err error) bool {
-	var ie *bulk.ItemError
-	if !errors.As(err, &ie) {
-		return false
-	}
-	return (ie.Status == 403 && ie.Type == "cluster_block_exception") ||
-		(ie.Status == 404 && ie.Type == "index_not_found_exception")
-}
 
 // rejected dead-letters an event the index rejected a write of.
 func (o *outcomes) rejected(ev *event, err error) {

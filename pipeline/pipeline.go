@@ -104,11 +104,9 @@ func New(cfg Config, client *opensearch.Client) (*Pipeline, error) {
 	}
 	p.commits.passed = p.out.once.passed
 	p.parking.readAlso = p.out.once.parked
-	p.ix = newIndexer(p.log, p.admin, m, p.out, newPendingSet(cfg.PendingMax, cfg.PendingMaxAge))
+	p.ix = newIndexer(p.log, p.admin, m, p.out, newPendingSet(cfg.PendingMax, cfg.PendingMaxAge), p.fail)
 	p.ix.now = now
-	p.ix.reparent.fail = p.fail
 	p.ix.reparent.trustFirst = cfg.TrustFirstVersions
-	p.out.ix = p.ix
 	p.loop = &loop{
 		cfg: cfg, log: p.log, met: m, ix: p.ix, track: p.track, grp: p.grp, modes: p.modes,
 		parking: p.parking, out: p.out, dec: p.dec, maxTracked: maxTracked,
@@ -306,7 +304,7 @@ func (p *Pipeline) startWriter() (*bulk.Writer, error) {
 		}
 		bcfg.MaxBufferedItems = max(DefaultMaxBufferedItems, shard)
 	}
-	bcfg.OnResult = p.out.onResult
+	bcfg.OnResult = p.ix.onResult
 	bcfg.Withdraw = p.ix.withdrawn
 	bcfg.Registerer = p.cfg.Registerer
 	if bcfg.Logger == nil {
@@ -442,13 +440,4 @@ func (p *Pipeline) fail(err error) {
 	if p.cancelRun != nil {
 		p.cancelRun(err)
 	}
-}
-
-// fetched is a message, decoded, and the consumer-group generation it
-// was read in; or, with start set, the start of a generation.
-type fetched struct {
-	msg   kafka.Message
-	gen   int64
-	dec   decoded
-	start *generation
 }
