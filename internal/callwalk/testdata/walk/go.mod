@@ -1,0 +1,3 @@
+module example.com/walk
+
+go 1.26
