@@ -43,4 +43,7 @@
 //
 // bulk owns the OpenSearch wire: items, NDJSON, batching, retries and
 // outcomes. It must not import pipeline, migrate or any Kafka package.
+//
+//	imports: none
+//	never:   pipeline migrate search internal github.com/segmentio/kafka-go github.com/twmb/franz-go
 package bulk

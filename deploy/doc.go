@@ -14,4 +14,11 @@
 // Secret references and the absence of real credentials, alert annotations
 // and runbook anchors, the metric names every expression uses, dashboard
 // panel ids and titles, and the kustomization's resource list.
+//
+// # Boundaries
+//
+// With no code, it imports nothing.
+//
+//	imports: none
+//	never:   none
 package deploy

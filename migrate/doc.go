@@ -82,4 +82,7 @@
 // migrate imports bulk (the OpenSearch wire), router and schema. It never
 // imports pipeline or any Kafka package: ingest learns about a migration
 // only through the state migrate stores.
+//
+//	imports: bulk router schema
+//	never:   pipeline internal github.com/segmentio/kafka-go github.com/twmb/franz-go
 package migrate

@@ -207,4 +207,7 @@
 // migrate: it learns about a migration only through the migration state
 // document and the alias (schema/migration.go is the whole contract), and
 // answers only with its heartbeat.
+//
+//	imports: bulk router schema
+//	never:   migrate search internal github.com/twmb/franz-go
 package pipeline

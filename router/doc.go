@@ -17,6 +17,11 @@
 // The package also holds the planner that computes a map from the document
 // load per cell, and the evaluation of a map against a search workload.
 //
+// # Boundaries
+//
 // Package router is pure: it does no file or network I/O, no logging and takes
 // no context. It must not import any other geoshard package.
+//
+//	imports: none
+//	never:   net os context log/slog
 package router

@@ -15,7 +15,14 @@
 //
 // Ingest (pipeline) writes documents in this shape and applies the phases;
 // reshard (migrate) creates indexes, copies documents and moves the
-// phases; search reads the map. All import this package; it imports only
-// router. How ingest writes during dual writes is stated in package
-// pipeline's doc.
+// phases; search reads the map. How ingest writes during dual writes is
+// stated in package pipeline's doc.
+//
+// # Boundaries
+//
+// All of them import this package; it imports only router, and none of
+// them.
+//
+//	imports: router
+//	never:   bulk pipeline migrate search internal github.com/segmentio/kafka-go github.com/twmb/franz-go
 package schema

@@ -1,6 +1,3 @@
-// Package cli holds what the commands share at their edge with the
-// user: flag parsing, the OpenSearch connection flags, whether output
-// goes to a terminal, progress bars, and numbers as people read them.
 package cli
 
 import (

@@ -1,14 +1,3 @@
-// Package envflag lets a GEOSHARD_* environment variable set a flag, with
-// the flag's own parsing: a value the flag would refuse on the command
-// line is refused from the environment too, naming the variable, rather
-// than silently falling back to the default.
-//
-// A flag names its variable at the end of its usage, in parentheses:
-//
-//	fs.IntVar(&n, "workers", 8, "bulk workers (GEOSHARD_WORKERS)")
-//
-// Apply sets every such flag whose variable is set and not empty, before
-// the command line is parsed, so a flag given on the command line wins.
 package envflag
 
 import (

@@ -1,6 +1,3 @@
-// Package serve runs the small HTTP server of geoshard's commands: the
-// Prometheus registry at /metrics plus any extra handlers (health and
-// readiness for ingest), stopped with a deadline.
 package serve
 
 import (
