@@ -7,9 +7,10 @@ REAL := deploy/local/real.sh
 build:
 	$(GO) build ./...
 
-# Every suite: the in-process engines, then — where Java 17+ and Maven are
-# present — the same suites against a real OpenSearch node and Kafka broker
-# that test-real brings up on loopback and down again, then the cluster
+# The lint (make lint), then every suite: the in-process engines, then —
+# where Java 17+ and Maven are present — the same suites against a real
+# OpenSearch node and Kafka broker that test-real brings up on loopback
+# and down again, then the cluster
 # suite on three nodes and three brokers (test-cluster), whose killed
 # processes stay down TEST_FAULT_DOWN. Between the two, the explorer's
 # bounded run (test-chaos-ci).
@@ -20,7 +21,7 @@ build:
 # that failed is a failure, never a quiet pass. Each closes with a line
 # "suites: N passed, N failed, N skipped".
 TEST_FAULT_DOWN ?= 20s
-test: test-fast test-chaos-ci test-real
+test: lint test-fast test-chaos-ci test-real
 	@$(MAKE) --no-print-directory test-cluster FAULT_DOWN=$(TEST_FAULT_DOWN) FAULT_RUN=TestFault
 
 SUITES := bin/suites

@@ -174,7 +174,7 @@ func bulkPrefix(body []byte, n int) ([]byte, []string) {
 	var ids []string
 	rest, end := body, 0
 	for len(rest) > 0 && (n < 0 || len(ids) < n) {
-		line, tail, _ := bytes.Cut(rest, []byte("\n"))
+		line, _, _ := bytes.Cut(rest, []byte("\n"))
 		var action map[string]struct {
 			ID string `json:"_id"`
 		}
@@ -189,7 +189,7 @@ func bulkPrefix(body []byte, n int) ([]byte, []string) {
 			}
 		}
 		for range lines {
-			line, tail, _ = bytes.Cut(rest, []byte("\n"))
+			line, tail, _ := bytes.Cut(rest, []byte("\n"))
 			end += len(line) + 1
 			rest = tail
 		}

@@ -141,13 +141,13 @@ type BalanceWatchConfig struct {
 func (c BalanceWatchConfig) Validate() error {
 	var errs []error
 	if c.Alias == "" {
-		errs = append(errs, errors.New("Alias: required"))
+		errs = append(errs, errors.New("alias: none given"))
 	}
 	if c.Registerer == nil {
-		errs = append(errs, errors.New("Registerer: required"))
+		errs = append(errs, errors.New("registerer: none given"))
 	}
 	if c.Interval != 0 && c.Interval < time.Second {
-		errs = append(errs, fmt.Errorf("Interval: %v, want 0 (default %v) or at least 1s", c.Interval, DefaultBalanceInterval))
+		errs = append(errs, fmt.Errorf("interval %v: want 0 (default %v) or at least 1s", c.Interval, DefaultBalanceInterval))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("migrate: balance watch config: %w", err)

@@ -230,7 +230,7 @@ func TestBalanceWatchRun(t *testing.T) {
 
 func TestBalanceWatchConfigValidate(t *testing.T) {
 	err := BalanceWatchConfig{Interval: time.Millisecond}.Validate()
-	for _, want := range []string{"Alias: required", "Registerer: required", "Interval: 1ms"} {
+	for _, want := range []string{"alias: none given", "registerer: none given", "interval 1ms: want 0"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want it to say %q", err, want)
 		}
