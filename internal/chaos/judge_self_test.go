@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/geoshard/geoshard/internal/eventmodel"
 	"github.com/geoshard/geoshard/internal/testenv"
 	"github.com/geoshard/geoshard/pipeline"
 	"github.com/geoshard/geoshard/router"
@@ -24,7 +25,7 @@ func perfect(evs []genEvent, mp *router.Map) observed {
 	m := runModel(evs, nil, nil)
 	o := observed{docs: map[string]storedDoc{}, counts: make([]int64, mp.NumShards()), committed: true}
 	for id, d := range m.expected(mp) {
-		o.docs[id] = storedDoc{shard: d.shard, routing: d.routing, source: roundTrip(d.source)}
+		o.docs[id] = storedDoc{shard: d.shard, routing: d.routing, source: eventmodel.RoundTrip(d.source)}
 		o.counts[d.shard]++
 	}
 	for _, i := range testenv.SortedKeys(m.dead) {
@@ -108,14 +109,14 @@ func TestJudgeCatchesABrokenWorld(t *testing.T) {
 		}, []string{kindWrongShard}},
 		{"a dish at an old version", func(o *observed) {
 			d := o.docs[aDish]
-			src := roundTrip(d.source)
+			src := eventmodel.RoundTrip(d.source)
 			src[schema.FieldVersion] = versionOf(d.source) - 1
 			d.source = src
 			o.docs[aDish] = d
 		}, []string{kindStale}},
 		{"a dish's body changed", func(o *observed) {
 			d := o.docs[aDish]
-			src := roundTrip(d.source)
+			src := eventmodel.RoundTrip(d.source)
 			src["name"] = "something else"
 			d.source = src
 			o.docs[aDish] = d

@@ -8,6 +8,7 @@ import (
 	"github.com/golang/geo/s2"
 
 	"github.com/geoshard/geoshard/internal/datagen"
+	"github.com/geoshard/geoshard/internal/eventmodel"
 	"github.com/geoshard/geoshard/pipeline"
 	"github.com/geoshard/geoshard/router"
 	"github.com/geoshard/geoshard/schema"
@@ -17,14 +18,10 @@ import (
 // log alone. It does not use the pipeline's decoder, directory or
 // writers: it reads the messages with datagen's own event type and applies
 // the rules of the event schema (testdata/events/README.md) and of the
-// pipeline's contract (pipeline/doc.go), as pipeline's tests do with
-// theirs (runModel in pipeline/gen_test.go, ported here):
+// pipeline's contract (pipeline/doc.go). The documents' state, and the
+// rules it keeps, are internal/eventmodel's, shared with internal/chaos's
+// model; on top of them:
 //
-//   - per document, the newest version wins; an older version, a replay
-//     or an overtaken version changes nothing; a delete removes the
-//     document and leaves its version, so that an older upsert after it
-//     changes nothing either;
-//   - a restaurant delete removes its dishes;
 //   - a dish whose restaurant is not live waits for it: a later upsert of
 //     the restaurant writes it, a delete of the dish or of the restaurant
 //     cancels it, and if none comes it is dead-lettered (an orphan dish;
@@ -33,17 +30,9 @@ import (
 //     without a clock cannot tell: a dish that waited and was resolved
 //     later may have been dead-lettered before. That is harmless only if
 //     its write changed nothing — the index check catches the rest;
-//   - a dish lives where its restaurant finally is: its geo_cell and
-//     routing are its restaurant's;
 //   - poison messages change nothing and are dead-lettered.
-//
-// A document's source is the event's doc, with the fields the pipeline
-// owns removed from it, plus those fields: relation, geo_cell (the
-// restaurant's cell at the map's level), version, doc_id, and location
-// (restaurant) or restaurant_id (dish).
 type model struct {
-	rests  map[string]*modelRest
-	dishes map[string]*modelDish
+	*eventmodel.State
 	// dead are the messages that must end in the dead-letter topic;
 	// mayBeDead the dishes that waited for their restaurant and were
 	// resolved later, which ingest dead-letters if the wait outlasted
@@ -52,30 +41,10 @@ type model struct {
 	mayBeDeadAt     []int
 }
 
-type modelRest struct {
-	version  int64
-	live     bool
-	lat, lon float64
-	doc      map[string]any
-}
-
-type modelDish struct {
-	version int64
-	live    bool
-	rid     string
-	doc     map[string]any
-}
-
-// reserved are the fields the pipeline owns in every document.
-var reserved = []string{
-	schema.FieldRelation, schema.FieldGeoCell, schema.FieldVersion,
-	schema.FieldDocID, schema.FieldLocation, schema.FieldRestaurantID,
-}
-
 // buildModel applies the event log.
 func buildModel(t testing.TB, msgs []datagen.Message) *model {
 	t.Helper()
-	m := &model{rests: map[string]*modelRest{}, dishes: map[string]*modelDish{}}
+	m := &model{State: eventmodel.NewState()}
 	type waiting struct {
 		ev  datagen.Event
 		doc map[string]any
@@ -84,10 +53,7 @@ func buildModel(t testing.TB, msgs []datagen.Message) *model {
 	}
 	pending := map[string][]waiting{} // restaurant id → dishes waiting for it
 	applyDish := func(ev datagen.Event, doc map[string]any) {
-		if d := m.dishes[ev.ID]; d != nil && ev.Version <= d.version {
-			return
-		}
-		m.dishes[ev.ID] = &modelDish{version: ev.Version, live: ev.Op == datagen.OpUpsert, rid: ev.RestaurantID, doc: doc}
+		m.ApplyDish(ev.ID, ev.RestaurantID, ev.Version, ev.Op == datagen.OpUpsert, doc)
 	}
 	for i, msg := range msgs {
 		if datagen.IsPoison(msg.Kind) {
@@ -106,13 +72,13 @@ func buildModel(t testing.TB, msgs []datagen.Message) *model {
 		}
 		switch {
 		case ev.Type == datagen.TypeRestaurant && ev.Op == datagen.OpUpsert:
-			if r := m.rests[ev.ID]; r != nil && ev.Version <= r.version {
+			if r := m.Restaurants[ev.ID]; r != nil && ev.Version <= r.Version {
 				continue
 			}
 			if ev.Location == nil {
 				t.Fatalf("message %d (%s): restaurant upsert without a location", i, msg.Kind)
 			}
-			m.rests[ev.ID] = &modelRest{version: ev.Version, live: true, lat: ev.Location.Lat, lon: ev.Location.Lon, doc: doc}
+			m.UpsertRestaurant(ev.ID, ev.Version, ev.Location.Lat, ev.Location.Lon, doc)
 			for _, w := range pending[ev.ID] {
 				applyDish(w.ev, w.doc)
 				m.mayBeDead, m.mayBeDeadAt = append(m.mayBeDead, w.msg), append(m.mayBeDeadAt, w.at)
@@ -124,20 +90,9 @@ func buildModel(t testing.TB, msgs []datagen.Message) *model {
 				m.mayBeDead, m.mayBeDeadAt = append(m.mayBeDead, w.msg), append(m.mayBeDeadAt, w.at)
 			}
 			delete(pending, ev.ID)
-			r := m.rests[ev.ID]
-			if r != nil && ev.Version <= r.version {
-				continue
-			}
-			if r != nil && r.live {
-				for _, d := range m.dishes {
-					if d.rid == ev.ID {
-						d.live = false
-					}
-				}
-			}
-			m.rests[ev.ID] = &modelRest{version: ev.Version}
+			m.DeleteRestaurant(ev.ID, ev.Version)
 		default: // a dish
-			if r := m.rests[ev.RestaurantID]; r != nil && r.live {
+			if m.Live(ev.RestaurantID) {
 				applyDish(ev, doc)
 				continue
 			}
@@ -175,50 +130,10 @@ type expectedDoc struct {
 // expected is the index the model predicts under map mp: _id → document.
 func (m *model) expected(mp *router.Map) map[string]expectedDoc {
 	out := map[string]expectedDoc{}
-	place := func(r *modelRest) (int, string, string) {
-		cell := s2.CellIDFromLatLng(s2.LatLngFromDegrees(r.lat, r.lon)).Parent(mp.Level())
-		shard := mp.LocateCell(cell)
-		return shard, mp.Shard(shard).Routing, cell.ToToken()
-	}
-	for id, r := range m.rests {
-		if !r.live {
-			continue
-		}
-		shard, routing, token := place(r)
-		src := stripReserved(r.doc)
-		src[schema.FieldRelation] = schema.RelationRestaurant
-		src[schema.FieldGeoCell] = token
-		src[schema.FieldVersion] = float64(r.version)
-		src[schema.FieldDocID] = schema.RestaurantID(id)
-		src[schema.FieldLocation] = map[string]any{"lat": r.lat, "lon": r.lon}
-		out[schema.RestaurantID(id)] = expectedDoc{shard: shard, routing: routing, source: src}
-	}
-	for id, d := range m.dishes {
-		r := m.rests[d.rid]
-		if !d.live || r == nil || !r.live {
-			continue
-		}
-		shard, routing, token := place(r)
-		src := stripReserved(d.doc)
-		src[schema.FieldRelation] = map[string]any{"name": schema.RelationDish, "parent": schema.RestaurantID(d.rid)}
-		src[schema.FieldGeoCell] = token
-		src[schema.FieldVersion] = float64(d.version)
-		src[schema.FieldDocID] = schema.DishID(id)
-		src[schema.FieldRestaurantID] = d.rid
-		out[schema.DishID(id)] = expectedDoc{shard: shard, routing: routing, source: src}
+	for id, d := range m.Expected(mp) {
+		out[id] = expectedDoc{shard: d.Shard, routing: d.Routing, source: d.Source}
 	}
 	return out
-}
-
-func stripReserved(doc map[string]any) map[string]any {
-	src := make(map[string]any, len(doc)+6)
-	for k, v := range doc {
-		src[k] = v
-	}
-	for _, k := range reserved {
-		delete(src, k)
-	}
-	return src
 }
 
 // perShard counts the documents of each shard.

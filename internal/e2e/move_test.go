@@ -12,6 +12,7 @@ import (
 	"github.com/golang/geo/s2"
 
 	"github.com/geoshard/geoshard/internal/datagen"
+	"github.com/geoshard/geoshard/internal/eventmodel"
 	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/internal/testenv"
 	"github.com/geoshard/geoshard/migrate"
@@ -49,32 +50,32 @@ func TestMoveDuringBackfill(t *testing.T) {
 	// shard order, the backfill copies the lowest first and the highest
 	// last.
 	before := buildModel(t, f.log())
-	shardOf := func(r *modelRest) int {
-		return e.m18.LocateCell(s2.CellIDFromLatLng(s2.LatLngFromDegrees(r.lat, r.lon)).Parent(e.m18.Level()))
+	shardOf := func(r *eventmodel.Restaurant) int {
+		return e.m18.LocateCell(s2.CellIDFromLatLng(s2.LatLngFromDegrees(r.Lat, r.Lon)).Parent(e.m18.Level()))
 	}
 	dishesOf := map[string]int{}
-	for _, d := range before.dishes {
-		if d.live {
-			dishesOf[d.rid]++
+	for _, d := range before.Dishes {
+		if d.Live {
+			dishesOf[d.RestaurantID]++
 		}
 	}
 	var mover, dest string
-	for _, id := range testenv.SortedKeys(before.rests) {
-		r := before.rests[id]
-		if !r.live {
+	for _, id := range testenv.SortedKeys(before.Restaurants) {
+		r := before.Restaurants[id]
+		if !r.Live {
 			continue
 		}
-		if dishesOf[id] >= 2 && (mover == "" || shardOf(r) > shardOf(before.rests[mover])) {
+		if dishesOf[id] >= 2 && (mover == "" || shardOf(r) > shardOf(before.Restaurants[mover])) {
 			mover = id
 		}
-		if dest == "" || shardOf(r) < shardOf(before.rests[dest]) {
+		if dest == "" || shardOf(r) < shardOf(before.Restaurants[dest]) {
 			dest = id
 		}
 	}
 	if mover == "" {
 		t.Fatal("no live restaurant with two dishes")
 	}
-	from, to := shardOf(before.rests[mover]), shardOf(before.rests[dest])
+	from, to := shardOf(before.Restaurants[mover]), shardOf(before.Restaurants[dest])
 	if to+2 > from {
 		t.Fatalf("no restaurant to move far enough in the backfill's order: %s on shard %d, %s on %d", mover, from, dest, to)
 	}
@@ -127,10 +128,10 @@ func TestMoveDuringBackfill(t *testing.T) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	r := before.rests[mover]
-	doc, _ := json.Marshal(r.doc)
-	at := before.rests[dest]
-	f.inject(restaurantEvent(t, datagen.KindRestaurantMove, mover, r.version+1, datagen.Location{Lat: at.lat, Lon: at.lon}, doc))
+	r := before.Restaurants[mover]
+	doc, _ := json.Marshal(r.Doc)
+	at := before.Restaurants[dest]
+	f.inject(restaurantEvent(t, datagen.KindRestaurantMove, mover, r.Version+1, datagen.Location{Lat: at.Lat, Lon: at.Lon}, doc))
 	e.waitDrained(t, in, 20*time.Second)
 	// The backfill comes to the gate once it has copied the shards before
 	// the mover's: seeing it there shows the gate holds the reads it must.
@@ -152,9 +153,9 @@ func TestMoveDuringBackfill(t *testing.T) {
 	// Every dish of the restaurant is in the target, at the restaurant's
 	// new place (a real-time GET with the routing the new map gives it).
 	var lost []string
-	for _, id := range testenv.SortedKeys(final.dishes) {
-		d := final.dishes[id]
-		if d.rid != mover || !d.live {
+	for _, id := range testenv.SortedKeys(final.Dishes) {
+		d := final.Dishes[id]
+		if d.RestaurantID != mover || !d.Live {
 			continue
 		}
 		w := want[schema.DishID(id)]

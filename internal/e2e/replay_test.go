@@ -34,8 +34,8 @@ func TestReplayAfterDeleteAcrossDualWrites(t *testing.T) {
 		if datagen.IsPoison(m.Kind) || json.Unmarshal(m.Value, &x) != nil || x.Type != datagen.TypeDish || x.Op != datagen.OpUpsert {
 			continue
 		}
-		d, r := before.dishes[x.ID], before.rests[x.RestaurantID]
-		if d != nil && d.live && d.version == x.Version && r != nil && r.live {
+		d, r := before.Dishes[x.ID], before.Restaurants[x.RestaurantID]
+		if d != nil && d.Live && d.Version == x.Version && r != nil && r.Live {
 			upsert, ev = m, x
 		}
 	}
@@ -69,13 +69,13 @@ func TestReplayAfterDeleteAcrossDualWrites(t *testing.T) {
 	if _, ok := want[schema.DishID(ev.ID)]; ok {
 		t.Fatalf("the model keeps %s: the test is wrong", ev.ID)
 	}
-	r := final.rests[ev.RestaurantID]
+	r := final.Restaurants[ev.RestaurantID]
 	routing := want[schema.RestaurantID(ev.RestaurantID)].routing
 	if _, v, found, err := e.admin.Get(ctx, targetIdx, schema.DishID(ev.ID), routing); err != nil {
 		t.Fatal(err)
 	} else if found {
 		t.Errorf("%s, deleted at version %d before dual writes, is in the target at version %d (restaurant %s v%d): the replay resurrected it",
-			schema.DishID(ev.ID), ev.Version+1, v, ev.RestaurantID, r.version)
+			schema.DishID(ev.ID), ev.Version+1, v, ev.RestaurantID, r.Version)
 	}
 	if ver, err := m.Verify(ctx, migrate.VerifyConfig{IDs: true, Attempts: 2, Pause: 50 * time.Millisecond}); err != nil {
 		logVerification(t, ver)
