@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/geoshard/geoshard/internal/kafkarange"
 )
 
 // copartitioned is the consumer group's balancer: partition N of every
@@ -115,7 +117,7 @@ func checkPartitions(ctx context.Context, cfg Config, log *slog.Logger, t *kafka
 		return nil
 	}
 	client := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: t}
-	counts, err := partitionCounts(ctx, client, topics...)
+	counts, err := kafkarange.PartitionCounts(ctx, client, topics...)
 	if err != nil {
 		log.Warn("could not read the event topics' partition counts; starting without the check", "error", err)
 		return nil

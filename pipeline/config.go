@@ -16,6 +16,7 @@ import (
 	"github.com/segmentio/kafka-go/sasl/scram"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/pipeline/placement"
 	"github.com/geoshard/geoshard/schema"
 )
 
@@ -39,7 +40,7 @@ type Config struct {
 	// dish event by its restaurant's id, or DishKeyDish, by anything (its
 	// own id, as change-data-capture tools key rows), in which case the
 	// pipeline re-keys dish events by restaurant into RepartitionTopic
-	// and consumes that (repartition.go). DishKeyDish needs a DishTopic of
+	// and consumes that (placement/repartition.go). DishKeyDish needs a DishTopic of
 	// its own. Default DishKeyRestaurant, or DishKeyDish under
 	// FormatDebezium (which allows no other: Debezium keys rows by their
 	// own primary key).
@@ -57,9 +58,10 @@ type Config struct {
 	// repartitioner places dishes by: PartitionerMurmur2, PartitionerCRC32,
 	// PartitionerFNV1a or PartitionerSarama, checked against the topic's
 	// last events; or PartitionerAuto, detected from them, dish events
-	// waiting until they fit one partitioner alone (placement_detect.go,
-	// placement_learn.go). Default PartitionerAuto.
-	RestaurantPartitioner Partitioner
+	// waiting until they fit one partitioner alone (placement/detect.go,
+	// placement/learn.go); all of package placement. Default
+	// PartitionerAuto.
+	RestaurantPartitioner placement.Partitioner
 	// TrustFirstVersions skips the look for other copies of a dish whose
 	// first version is created (reparent.go): for a load into an index
 	// that holds none of the stream's dishes, where each look would find
@@ -229,7 +231,7 @@ func (c Config) withDefaults() Config {
 	str(&c.RepartitionTopic, c.Group+".dishes-by-restaurant")
 	dur(&c.RepartitionRetention, DefaultRepartitionRetention)
 	if c.RestaurantPartitioner == "" {
-		c.RestaurantPartitioner = PartitionerAuto
+		c.RestaurantPartitioner = placement.PartitionerAuto
 	}
 	str(&c.DLQTopic, DefaultDLQTopic)
 	str(&c.ParkingTopic, c.Group+".parked")
@@ -312,7 +314,7 @@ func (c Config) Validate() error {
 	switch {
 	case !c.RestaurantPartitioner.Valid():
 		bad("restaurant partitioner %q: want auto, murmur2, crc32, fnv1a or sarama", c.RestaurantPartitioner)
-	case d.RestaurantPartitioner != PartitionerAuto && d.DishKey != DishKeyDish:
+	case d.RestaurantPartitioner != placement.PartitionerAuto && d.DishKey != DishKeyDish:
 		bad("restaurant partitioner %q: only used with dish key %q, where dishes are placed by it", c.RestaurantPartitioner, DishKeyDish)
 	}
 	if c.MapHash != "" && (len(c.MapHash) != 64 || strings.Trim(c.MapHash, "0123456789abcdef") != "") {

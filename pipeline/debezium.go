@@ -30,7 +30,7 @@ package pipeline
 // Keys: Debezium keys a row's events by its primary key, {"id":42} (or
 // that inside the schema envelope). A restaurant event's key must name
 // its id (keyID); the dish topic is keyed by dish id, so ingest re-keys
-// dish events by restaurant (DishKeyDish, repartition.go) and checks the
+// dish events by restaurant (DishKeyDish, placement/repartition.go) and checks the
 // repartitioned key as it does a native one.
 //
 // Before images: Postgres sends a row's old values only under REPLICA
@@ -155,7 +155,7 @@ func (d *debezium) decode(topic string, key, value []byte, maxBytes int) (*Chang
 // column of the key's row ({"id":42} → "42", bare or in the schema
 // envelope), a JSON string's text, or else the key itself (a key
 // converter that writes the id as text, or the repartition topic's key).
-// The partitioner detection (placement.go) reads restaurant keys through
+// The partitioner detection (placement/placement.go) reads restaurant keys through
 // it, as the decoder's key check does.
 func (d *debezium) keyID(key []byte) (string, bool) {
 	k := bytes.TrimSpace(key)

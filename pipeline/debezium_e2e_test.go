@@ -13,6 +13,7 @@ import (
 
 	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/internal/testenv"
+	"github.com/geoshard/geoshard/pipeline/placement"
 )
 
 // TestDebeziumEndToEnd runs a generated stream, written as a Postgres
@@ -320,7 +321,7 @@ func TestDebeziumCapturedEndToEnd(t *testing.T) {
 			// One restaurant's key may fit several partitioners, and then
 			// its dishes would wait for more restaurants: name the one
 			// the test's producer uses, Kafka Connect's.
-			cfg.RestaurantPartitioner = PartitionerMurmur2
+			cfg.RestaurantPartitioner = placement.PartitionerMurmur2
 			where := e.produce(context.Background(), all)
 			r := e.start(cfg)
 			e.waitCaughtUp(t, r, 30*time.Second)

@@ -44,7 +44,7 @@ type deadLetter struct {
 
 // message is the dead letter as written: the event's key and value, and
 // headers for the reason and the event's place. A repartitioned event's
-// place and key are its origin's in the dish topic (repartition.go). Its
+// place and key are its origin's in the dish topic (placement/repartition.go). Its
 // Partition is the number of the partition the event was read from, for
 // dlqWriter's balancer: a partition's dead letters are read back from
 // one place (dlqonce.go).
@@ -52,7 +52,7 @@ func (d *deadLetter) message() kafka.Message {
 	ev := d.ev
 	key, topic, partition, offset := ev.key, ev.part.topic, ev.part.partition, ev.offset
 	if o := ev.origin; o != nil {
-		key, topic, partition, offset = o.key, o.topic, o.partition, o.offset
+		key, topic, partition, offset = o.Key, o.Topic, o.Partition, o.Offset
 	}
 	return kafka.Message{
 		Key:       key,

@@ -2,17 +2,16 @@ package pipeline
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/segmentio/kafka-go"
+
+	"github.com/geoshard/geoshard/internal/kafkarange"
 )
 
 // Dead letters once per event.
@@ -65,7 +64,7 @@ import (
 // The places of a partition go when it is lost, and each as the
 // committed offset passes it (passed), unless pinned: the next owner
 // starts at or after it. A repartitioned event's dead letter names its
-// place in the dish topic (repartition.go); read back, it cannot be told
+// place in the dish topic (placement/repartition.go); read back, it cannot be told
 // to which repartition offset it belongs, so it stays until no partition
 // sharing its dead-letter partition is owned. The hot path is a map
 // lookup per dead letter (claim) and, per parked dish, a pin.
@@ -118,7 +117,7 @@ type deadPlace struct {
 // repartitioned event's origin in the dish topic.
 func deadPlaceOf(ev *event) deadPlace {
 	if o := ev.origin; o != nil {
-		return deadPlace{o.topic, o.partition, o.offset}
+		return deadPlace{o.Topic, o.Partition, o.Offset}
 	}
 	return deadPlace{ev.part.topic, ev.part.partition, ev.offset}
 }
@@ -323,7 +322,7 @@ func (o *deadOnce) enter(ctx context.Context, gen *generation) error {
 	start := time.Now()
 	var m int
 	err := retry(ctx, o.log, "read the dead-letter topic's partition count", func() error {
-		counts, err := partitionCounts(ctx, o.client, o.cfg.DLQTopic)
+		counts, err := kafkarange.PartitionCounts(ctx, o.client, o.cfg.DLQTopic)
 		m = counts[o.cfg.DLQTopic]
 		return err
 	})
@@ -477,7 +476,7 @@ func (o *deadOnce) dropUnowned() {
 // timeAt is the timestamp of the first message of k at or after offset
 // (kafka.FirstOffset: the log's start); ok is false when there is none.
 func (o *deadOnce) timeAt(ctx context.Context, k partKey, offset int64) (ts time.Time, ok bool, err error) {
-	err = o.fetch(ctx, k.topic, k.partition, offset, 1<<20, func(r kafka.Record) bool {
+	err = o.fetch(ctx, k.topic, k.partition, offset, 1<<20, func(r *kafka.Record) bool {
 		ts, ok = r.Time, true
 		return false
 	})
@@ -512,18 +511,12 @@ func (o *deadOnce) readPartition(ctx context.Context, d int, since time.Time, fn
 	if start < 0 {
 		return nil // none stamped since
 	}
-	return o.fetch(ctx, topic, d, start, 8<<20, func(r kafka.Record) bool {
+	return o.fetch(ctx, topic, d, start, 8<<20, func(r *kafka.Record) bool {
 		if p, ok := parsePlace(r.Headers); ok {
 			fn(p)
 		}
 		return true
 	})
-}
-
-func closeBytes(b kafka.Bytes) {
-	if b != nil {
-		b.Close()
-	}
 }
 
 // parsePlace reads a dead letter's source headers.
@@ -553,54 +546,18 @@ func parsePlace(hs []kafka.Header) (deadPlace, bool) {
 // fetch hands the records of topic/partition from offset on, to its end
 // as it is now, to fn until fn returns false. An offset below the log's
 // start reads from the start.
-func (o *deadOnce) fetch(ctx context.Context, topic string, partition int, offset, maxBytes int64, fn func(kafka.Record) bool) error {
-	for {
-		var res *kafka.FetchResponse
-		err := retry(ctx, o.log, "read back from Kafka", func() error {
-			var err error
-			res, err = o.client.Fetch(ctx, &kafka.FetchRequest{
-				// MinBytes 0: what the partition holds now, at once.
-				Topic: topic, Partition: partition, Offset: offset, MinBytes: 0, MaxBytes: maxBytes, MaxWait: 100 * time.Millisecond,
-			})
-			if err == nil {
-				err = res.Error
-			}
-			var ke kafka.Error
-			if errors.As(err, &ke) && !ke.Temporary() {
-				return backoff.Permanent(err)
-			}
-			return err
-		})
-		if errors.Is(err, kafka.OffsetOutOfRange) && res != nil && offset < res.LogStartOffset {
-			offset = res.LogStartOffset
-			continue
+func (o *deadOnce) fetch(ctx context.Context, topic string, partition int, offset, maxBytes int64, fn func(*kafka.Record) bool) error {
+	rd := kafkarange.Reader{Client: o.client, Retry: func(ctx context.Context, fetch func() error) error {
+		return retry(ctx, o.log, "read back from Kafka", fetch)
+	}}
+	res, err := rd.Read(ctx, kafkarange.Range{Topic: topic, Partition: partition, From: offset, End: kafkarange.HighWatermark, MaxBytes: maxBytes}, func(r *kafka.Record) error {
+		if !fn(r) {
+			return kafkarange.ErrStop
 		}
-		if err != nil {
-			return fmt.Errorf("pipeline: read %s/%d at %d: %w", topic, partition, offset, err)
-		}
-		got := 0
-		for {
-			r, err := res.Records.ReadRecord()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return fmt.Errorf("pipeline: read %s/%d at %d: %w", topic, partition, offset, err)
-			}
-			if offset >= 0 && r.Offset < offset {
-				continue // a batch may start before the offset asked for
-			}
-			got++
-			offset = r.Offset + 1
-			more := fn(*r)
-			closeBytes(r.Key)
-			closeBytes(r.Value)
-			if !more {
-				return nil
-			}
-		}
-		if got == 0 || offset >= res.HighWatermark {
-			return nil
-		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("pipeline: read %s/%d at %d: %w", topic, partition, res.Next, err)
 	}
+	return nil
 }

@@ -14,9 +14,9 @@
 // account of what is in flight (inflight.go) and makes them (targets.go);
 // outcomes (outcome.go) finishes it, and the committer (offsets.go)
 // commits its offset. Pipeline (pipeline.go) wires them and runs them.
-// Dish topics keyed by dish are re-keyed first (repartition.go), to where
-// the restaurant topic's partitioner put each restaurant (placement.go),
-// once that is known (placement_learn.go).
+// Dish topics keyed by dish are re-keyed first (placement/repartition.go),
+// to where the restaurant topic's partitioner put each restaurant
+// (placement/placement.go), once that is known (placement/learn.go).
 //
 //   - Membership of the consumer group (group.go): a generation's
 //     partitions, each read from the committed offset, commits through

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/geoshard/geoshard/pipeline/placement"
 )
 
 // Event types and operations, as they appear in events and in metric
@@ -70,7 +72,7 @@ func (f Format) Valid() bool { return f == FormatNative || f == FormatDebezium }
 
 // eventFormat is how a Format reads events. The decoder decodes every
 // message through it, the repartitioner reads dish events' restaurant ids
-// through it, and the partitioner detection (placement.go) reads
+// through it, and the partitioner detection (placement/placement.go) reads
 // restaurant keys back to restaurant ids through its keyID.
 type eventFormat interface {
 	// decode decodes a message of topic. skip reports a message that
@@ -318,7 +320,7 @@ type decoder struct {
 	// repartitioner places dishes: once it is known, a restaurant event
 	// elsewhere stops the pipeline through fail (nil: not checked). Set
 	// before Run starts the decoder.
-	placement *placer
+	placement *placement.Placer
 	fail      func(error)
 	misplaced atomic.Int64
 }
@@ -350,9 +352,9 @@ func (d *decoder) run(ctx context.Context, in <-chan fetched, out chan<- fetched
 
 // decode reads a message's change.
 func (d *decoder) decode(m kafka.Message) decoded {
-	var o *origin
+	var o *placement.Origin
 	if d.cfg.DishKey == DishKeyDish && m.Topic == d.cfg.RepartitionTopic {
-		o = originOf(m)
+		o = placement.OriginOf(m)
 	}
 	c, skip, bad := d.format.decode(m.Topic, m.Key, m.Value, d.cfg.MaxEventBytes)
 	if bad != nil {
@@ -375,13 +377,13 @@ func (d *decoder) decode(m kafka.Message) decoded {
 // checkPlacement reports whether a restaurant-topic message is where the
 // placement puts it, or the placement is not yet known (no dish has been
 // forwarded by it); if not, it stops the pipeline with why
-// (keyPlacement.check says why it stops rather than dead-letters).
+// (placement.Placement.Check says why it stops rather than dead-letters).
 func (d *decoder) checkPlacement(m kafka.Message) bool {
-	k := d.placement.current()
+	k := d.placement.Current()
 	if k == nil {
 		return true
 	}
-	err := k.check(m)
+	err := k.Check(m)
 	if err == nil {
 		return true
 	}
@@ -403,7 +405,7 @@ type event struct {
 	members []byte
 	// origin is where a repartitioned event was in the dish topic (nil
 	// for any other).
-	origin *origin
+	origin *placement.Origin
 
 	// rid is the restaurant the event belongs to: its own id, or its
 	// dish's restaurant's.

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/geoshard/geoshard/pipeline/placement"
 )
 
 // loop is the processing goroutine, the indexer's loop: it follows the
@@ -54,7 +56,7 @@ type decoded struct {
 	members []byte // an upsert's doc members, reserved fields stripped
 	reason  Reason // "" for a good event
 	detail  string
-	origin  *origin // a repartitioned event's place in the dish topic
+	origin  *placement.Origin // a repartitioned event's place in the dish topic
 	// skip: the event finishes with no write and no dead letter (a
 	// Debezium tombstone), counted as noop.
 	skip bool

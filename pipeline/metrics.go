@@ -36,7 +36,7 @@ type metrics struct {
 	// parked counts the dishes parked to wait for their restaurant.
 	parked prometheus.Counter
 	// repartitioned counts dish events re-keyed into the repartition
-	// topic (repartition.go).
+	// topic (placement/repartition.go).
 	repartitioned prometheus.Counter
 	committed     *prometheus.GaugeVec // topic, partition
 	phase         *prometheus.GaugeVec // phase

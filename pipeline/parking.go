@@ -6,15 +6,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/segmentio/kafka-go"
+
+	"github.com/geoshard/geoshard/internal/kafkarange"
+	"github.com/geoshard/geoshard/pipeline/placement"
 )
 
 // A dish whose restaurant is not known yet waits for it (pending.go), up
@@ -105,7 +106,7 @@ func (r *parkRecord) message() kafka.Message {
 		m.Headers = append(m.Headers, kafka.Header{Key: HeaderSourceKey, Value: ev.key})
 	}
 	if ev.origin != nil {
-		m.Headers = appendOrigin(m.Headers, *ev.origin)
+		m.Headers = placement.AppendOrigin(m.Headers, *ev.origin)
 	}
 	return m
 }
@@ -154,7 +155,7 @@ func parseParked(value []byte, headers []kafka.Header) (unparked, error) {
 			}
 		case HeaderSourceKey:
 			u.msg.Key = h.Value
-		case HeaderOriginTopic, HeaderOriginPartition, HeaderOriginOffset, HeaderOriginKey:
+		case placement.HeaderOriginTopic, placement.HeaderOriginPartition, placement.HeaderOriginOffset, placement.HeaderOriginKey:
 			u.msg.Headers = append(u.msg.Headers, h)
 		}
 	}
@@ -289,76 +290,39 @@ func (pk *parker) readPartition(ctx context.Context, n int) ([]unparked, error) 
 	}
 	byKey := map[string]rec{}
 	topic := pk.cfg.ParkingTopic
-	offset := int64(0)
-	for {
-		var res *kafka.FetchResponse
-		err := retry(ctx, pk.log, "read parked dishes from Kafka", func() error {
-			var err error
-			res, err = pk.client.Fetch(ctx, &kafka.FetchRequest{
-				// MinBytes 0: what the partition holds now, at once (an empty
-				// partition would otherwise be waited on for MaxWait).
-				Topic: topic, Partition: n, Offset: offset, MinBytes: 0, MaxBytes: 8 << 20, MaxWait: 100 * time.Millisecond,
-			})
-			if err == nil {
-				err = res.Error
-			}
-			var ke kafka.Error
-			if errors.As(err, &ke) && !ke.Temporary() {
-				return backoff.Permanent(err) // OffsetOutOfRange below, or the broker's refusal
-			}
-			return err
-		})
-		if errors.Is(err, kafka.OffsetOutOfRange) && res != nil && offset < res.LogStartOffset {
-			offset = res.LogStartOffset // removed below: start at the log's start
-			continue
-		}
+	rd := kafkarange.Reader{Client: pk.client, Retry: func(ctx context.Context, fetch func() error) error {
+		return retry(ctx, pk.log, "read parked dishes from Kafka", fetch)
+	}}
+	res, err := rd.Read(ctx, kafkarange.Range{Topic: topic, Partition: n, From: 0, End: kafkarange.HighWatermark, MaxBytes: 8 << 20}, func(r *kafka.Record) error {
+		key, err := kafka.ReadAll(r.Key)
 		if err != nil {
-			return nil, fmt.Errorf("pipeline: read parking topic %s/%d: %w", topic, n, err)
+			return err
 		}
-		got := 0
-		for {
-			r, err := res.Records.ReadRecord()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return nil, fmt.Errorf("pipeline: read parking topic %s/%d at %d: %w", topic, n, offset, err)
-			}
-			if r.Offset < offset {
-				continue // a batch may start before the offset asked for
-			}
-			got++
-			offset = r.Offset + 1
-			key, err := kafka.ReadAll(r.Key)
-			if err != nil {
-				return nil, err
-			}
-			value, err := kafka.ReadAll(r.Value)
-			if err != nil {
-				return nil, err
-			}
-			if value == nil {
-				byKey[string(key)] = rec{offset: r.Offset}
-				continue
-			}
-			headers := make([]kafka.Header, len(r.Headers))
-			for i, h := range r.Headers {
-				headers[i] = kafka.Header{Key: h.Key, Value: bytes.Clone(h.Value)}
-			}
-			u, err := parseParked(value, headers)
-			if err != nil {
-				pk.log.Warn("parking record unreadable; dropped", "topic", topic, "partition", n, "offset", r.Offset, "error", err)
-				continue
-			}
-			byKey[string(key)] = rec{offset: r.Offset, u: u, live: true}
+		value, err := kafka.ReadAll(r.Value)
+		if err != nil {
+			return err
 		}
-		if offset >= res.HighWatermark {
-			break
+		if value == nil {
+			byKey[string(key)] = rec{offset: r.Offset}
+			return nil
 		}
-		if got == 0 {
-			pk.log.Warn("parking topic read stopped short of its end", "topic", topic, "partition", n, "offset", offset, "high_watermark", res.HighWatermark)
-			break
+		headers := make([]kafka.Header, len(r.Headers))
+		for i, h := range r.Headers {
+			headers[i] = kafka.Header{Key: h.Key, Value: bytes.Clone(h.Value)}
 		}
+		u, err := parseParked(value, headers)
+		if err != nil {
+			pk.log.Warn("parking record unreadable; dropped", "topic", topic, "partition", n, "offset", r.Offset, "error", err)
+			return nil
+		}
+		byKey[string(key)] = rec{offset: r.Offset, u: u, live: true}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: read parking topic %s/%d at %d: %w", topic, n, res.Next, err)
+	}
+	if res.Short {
+		pk.log.Warn("parking topic read stopped short of its end", "topic", topic, "partition", n, "offset", res.Next, "high_watermark", res.HighWatermark)
 	}
 	var out []rec
 	for _, r := range byKey {

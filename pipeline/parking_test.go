@@ -10,6 +10,7 @@ import (
 
 	"github.com/geoshard/geoshard/internal/osfake"
 	"github.com/geoshard/geoshard/internal/realenv"
+	"github.com/geoshard/geoshard/pipeline/placement"
 	"github.com/geoshard/geoshard/schema"
 )
 
@@ -126,7 +127,7 @@ func TestParkRecordRoundTrip(t *testing.T) {
 		{"keyed", &event{part: partKey{"dishes", 3}, offset: 812, key: []byte("r1"), value: []byte(`{"type":"dish"}`), ts: ts, parkedAt: at}},
 		{"no key", &event{part: partKey{"dishes", 0}, offset: 0, value: []byte(`{}`), ts: ts, parkedAt: at}},
 		{"repartitioned", &event{part: partKey{"g.dishes-by-restaurant", 1}, offset: 7, key: []byte("r2"), value: []byte(`{}`), ts: ts, parkedAt: at,
-			origin: &origin{topic: "dishes", partition: 4, offset: 99, key: []byte("d9")}}},
+			origin: &placement.Origin{Topic: "dishes", Partition: 4, Offset: 99, Key: []byte("d9")}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := (&parkRecord{ev: tc.ev}).message()
@@ -142,8 +143,8 @@ func TestParkRecordRoundTrip(t *testing.T) {
 				string(got.Key) != string(tc.ev.key) || string(got.Value) != string(tc.ev.value) || !got.Time.Equal(ts) || !u.parkedAt.Equal(at) {
 				t.Errorf("read back %+v parked at %v, want the event's place, key, value, time and %v", got, u.parkedAt, at)
 			}
-			o := originOf(kafka.Message{Headers: got.Headers})
-			if (o == nil) != (tc.ev.origin == nil) || o != nil && (o.topic != tc.ev.origin.topic || o.offset != tc.ev.origin.offset || string(o.key) != string(tc.ev.origin.key)) {
+			o := placement.OriginOf(kafka.Message{Headers: got.Headers})
+			if (o == nil) != (tc.ev.origin == nil) || o != nil && (o.Topic != tc.ev.origin.Topic || o.Offset != tc.ev.origin.Offset || string(o.Key) != string(tc.ev.origin.Key)) {
 				t.Errorf("origin read back %+v, want %+v", o, tc.ev.origin)
 			}
 			tomb := (&parkRecord{ev: tc.ev, tombstone: true}).message()

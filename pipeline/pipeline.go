@@ -14,6 +14,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/internal/kafkarange"
 )
 
 // Pipeline consumes change events and writes them to OpenSearch. Create it
@@ -183,7 +184,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	meta := &kafka.Client{Addr: kafka.TCP(p.cfg.Brokers...), Timeout: 10 * time.Second, Transport: transport}
 	err = p.health.awaitBrokers(ctx, "read the topics' metadata", func(ctx context.Context) error {
-		_, err := partitionCounts(ctx, meta, p.cfg.RestaurantTopic)
+		_, err := kafkarange.PartitionCounts(ctx, meta, p.cfg.RestaurantTopic)
 		return err
 	})
 	if err != nil {
@@ -209,7 +210,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	// Under DishKeyDish: where the restaurant topic holds each restaurant,
 	// known before the repartitioner forwards anything
-	// (placement_learn.go).
+	// (placement/learn.go).
 	if p.dec.placement, err = newPlacer(ctx, p.cfg, p.log, transport, p.dec.format); err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -384,12 +385,19 @@ func (lt *lifetimes) release() {
 // and the decoding beside the processing loop, until intake ends or the
 // loop fails. It returns once all of them have stopped.
 func (p *Pipeline) consume(lt *lifetimes, dialer *kafka.Dialer, transport *kafka.Transport, group *kafka.ConsumerGroup) {
-	// The repartitioner (repartition.go) stops with intake, and finishes
+	// The repartitioner (placement/repartition.go) stops with intake, and finishes
 	// the batch it is writing within the drain.
 	var repart sync.WaitGroup
 	if p.cfg.DishKey == DishKeyDish {
-		rp := newRepartitioner(p.cfg, p.log, dialer, transport, p.dec.placement, p.fail, p.met.repartitioned, func(n int) { p.repartitioned.Add(int64(n)) })
-		repart.Go(func() { rp.run(lt.intake, lt.work) })
+		rp, err := newRepartitioner(p.cfg, p.log, dialer, transport, p.dec.placement, p.fail, func(n int) {
+			p.met.repartitioned.Add(float64(n))
+			p.repartitioned.Add(int64(n))
+		})
+		if err != nil {
+			p.fail(err) // as when its consumer group cannot be made
+		} else {
+			repart.Go(func() { rp.Run(lt.intake, lt.work) })
+		}
 	}
 	raw, msgs := make(chan fetched, 64), make(chan fetched, 64)
 	var fetcher sync.WaitGroup

@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/internal/testenv"
+	"github.com/geoshard/geoshard/pipeline/placement"
 )
 
 // librdkafkaFNV1a ports librdkafka's rd_kafka_msg_partitioner_fnv1a as
@@ -40,20 +40,20 @@ func librdkafkaFNV1a(key []byte, partitionCnt int) int {
 // (its default is Kafka's murmur2; SaramaHasher over CRC-32 is
 // librdkafka's consistent; SaramaCompatHasher over FNV-1a is Sarama's),
 // and the port above for librdkafka's fnv1a. None is the code under test.
-func clientPartitioner(p Partitioner) kgo.Partitioner {
+func clientPartitioner(p placement.Partitioner) kgo.Partitioner {
 	fnv32a := func(b []byte) uint32 {
 		h := fnv.New32a()
 		h.Write(b)
 		return h.Sum32()
 	}
 	switch p {
-	case PartitionerCRC32:
+	case placement.PartitionerCRC32:
 		return kgo.StickyKeyPartitioner(kgo.SaramaHasher(crc32.ChecksumIEEE))
-	case PartitionerFNV1a:
+	case placement.PartitionerFNV1a:
 		return kgo.BasicConsistentPartitioner(func(string) func(*kgo.Record, int) int {
 			return func(r *kgo.Record, n int) int { return librdkafkaFNV1a(r.Key, n) }
 		})
-	case PartitionerSarama:
+	case placement.PartitionerSarama:
 		return kgo.StickyKeyPartitioner(kgo.SaramaCompatHasher(fnv32a))
 	}
 	return kgo.StickyKeyPartitioner(nil)
@@ -61,7 +61,7 @@ func clientPartitioner(p Partitioner) kgo.Partitioner {
 
 // producerBy is a producer to the environment's broker that places keys
 // as the client p names does.
-func producerBy(t testing.TB, e *testEnv, p Partitioner) *kgo.Client {
+func producerBy(t testing.TB, e *testEnv, p placement.Partitioner) *kgo.Client {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(e.kafka.Addrs()...), kgo.RecordPartitioner(clientPartitioner(p)),
 		kgo.ProducerLinger(0), kgo.ProducerBatchCompression(kgo.NoCompression()))
@@ -122,7 +122,7 @@ func (f keyedFormat) keyID(key []byte) (string, bool) { return f.id(key) }
 
 // placerOf samples the environment's restaurant topic as a pipeline
 // does at start, logging into log.
-func placerOf(t testing.TB, e *testEnv, named Partitioner, keyID func([]byte) (string, bool), log *slog.Logger) (*placer, error) {
+func placerOf(t testing.TB, e *testEnv, named placement.Partitioner, keyID func([]byte) (string, bool), log *slog.Logger) (*placement.Placer, error) {
 	t.Helper()
 	cfg := e.config()
 	cfg.RestaurantPartitioner = named
@@ -139,13 +139,42 @@ func placerOf(t testing.TB, e *testEnv, named Partitioner, keyID func([]byte) (s
 }
 
 // placeOf is the placement placerOf knows at start: nil if none.
-func placeOf(t testing.TB, e *testEnv, named Partitioner, keyID func([]byte) (string, bool), log *slog.Logger) (*keyPlacement, error) {
+func placeOf(t testing.TB, e *testEnv, named placement.Partitioner, keyID func([]byte) (string, bool), log *slog.Logger) (*placement.Placement, error) {
 	t.Helper()
 	pl, err := placerOf(t, e, named, keyID, log)
 	if err != nil {
 		return nil, err
 	}
-	return pl.current(), nil
+	return pl.Current(), nil
+}
+
+// envelopeKey is a Debezium JSON key with its schema envelope.
+const envelopeKey = `{"schema":{"type":"struct","fields":[{"type":"int64","optional":false,"field":"id"}],"optional":false,"name":"pg.public.restaurants.Key"},"payload":{"id":%s}}`
+
+func restaurantKey(i int) string { return fmt.Sprintf("r-%05d", i) }
+
+// jsonKeyID reads a restaurant id from a JSON key the way a Debezium
+// format does: {"id":42}, or {"schema":...,"payload":{"id":42}}; a number
+// is its text, a string its value.
+func jsonKeyID(key []byte) (string, bool) {
+	s := string(key)
+	i := strings.LastIndex(s, `"id":`)
+	if i < 0 {
+		return "", false
+	}
+	v := strings.TrimLeft(s[i+len(`"id":`):], " ")
+	if strings.HasPrefix(v, `"`) {
+		end := strings.IndexByte(v[1:], '"')
+		if end < 0 {
+			return "", false
+		}
+		return v[1 : 1+end], true
+	}
+	end := strings.IndexAny(v, ",}")
+	if end <= 0 {
+		return "", false
+	}
+	return strings.TrimSpace(v[:end]), true
 }
 
 // TestPlacerLearnsOnceOnePartitionerFits: restaurant keys that murmur2
@@ -159,29 +188,29 @@ func TestPlacerLearnsOnceOnePartitionerFits(t *testing.T) {
 	var same, only []string
 	for i := 0; len(same) < 3 || len(only) < 1; i++ {
 		k := []byte(restaurantKey(i))
-		c := PartitionerCRC32.Partition(k, n)
+		c := placement.PartitionerCRC32.Partition(k, n)
 		switch {
-		case c == PartitionerMurmur2.Partition(k, n) && c != PartitionerFNV1a.Partition(k, n) && len(same) < 3:
+		case c == placement.PartitionerMurmur2.Partition(k, n) && c != placement.PartitionerFNV1a.Partition(k, n) && len(same) < 3:
 			same = append(same, string(k))
-		case c != PartitionerMurmur2.Partition(k, n) && c != PartitionerFNV1a.Partition(k, n) && len(only) < 1:
+		case c != placement.PartitionerMurmur2.Partition(k, n) && c != placement.PartitionerFNV1a.Partition(k, n) && len(only) < 1:
 			only = append(only, string(k))
 		}
 	}
-	cl := producerBy(t, e, PartitionerCRC32)
+	cl := producerBy(t, e, placement.PartitionerCRC32)
 	produceKeys(t, e, cl, same)
-	pl, err := placerOf(t, e, PartitionerAuto, nil, testLogger())
+	pl, err := placerOf(t, e, placement.PartitionerAuto, nil, testLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if k := pl.current(); k != nil || len(pl.fitting) != 2 || pl.fitting[0] != PartitionerMurmur2 || pl.fitting[1] != PartitionerCRC32 {
-		t.Fatalf("placement of keys both fit = %+v (fitting %v), want none yet, murmur2 and crc32 fitting", k, pl.fitting)
+	if k := pl.Current(); k != nil || len(pl.Fitting()) != 2 || pl.Fitting()[0] != placement.PartitionerMurmur2 || pl.Fitting()[1] != placement.PartitionerCRC32 {
+		t.Fatalf("placement of keys both fit = %+v (fitting %v), want none yet, murmur2 and crc32 fitting", k, pl.Fitting())
 	}
 
-	learnt := make(chan *keyPlacement, 1)
+	learnt := make(chan *placement.Placement, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
-		k, err := pl.learn(ctx)
+		k, err := pl.Learn(ctx)
 		if err != nil {
 			t.Errorf("learn = %v", err)
 		}
@@ -190,8 +219,8 @@ func TestPlacerLearnsOnceOnePartitionerFits(t *testing.T) {
 	produceKeys(t, e, cl, only)
 	select {
 	case k := <-learnt:
-		if k == nil || k.by != PartitionerCRC32 || pl.current() != k {
-			t.Errorf("learnt %+v (current %+v), want crc32", k, pl.current())
+		if k == nil || k.Partitioner() != placement.PartitionerCRC32 || pl.Current() != k {
+			t.Errorf("learnt %+v (current %+v), want crc32", k, pl.Current())
 		}
 	case <-time.After(realenv.Slack(30 * time.Second)):
 		t.Fatal("learn did not return in 30s of a key only crc32 fits")
@@ -204,7 +233,7 @@ func TestPlacerLearnsOnceOnePartitionerFits(t *testing.T) {
 // dish placement then spells a restaurant id as those keys do.
 func TestDetectRestaurantPartitioner(t *testing.T) {
 	realenv.Parallel(t)
-	for _, p := range Partitioners {
+	for _, p := range placement.Partitioners {
 		for _, json := range []bool{false, true} {
 			name := string(p)
 			key, keyID := restaurantKey, (func([]byte) (string, bool))(nil)
@@ -217,18 +246,18 @@ func TestDetectRestaurantPartitioner(t *testing.T) {
 				realenv.Parallel(t)
 				e := newEnv(t, envOptions{partitions: 5, twoTopics: true, dishKeyDish: true})
 				produceKeys(t, e, producerBy(t, e, p), keysOf(0, 400, key))
-				k, err := placeOf(t, e, PartitionerAuto, keyID, testLogger())
+				k, err := placeOf(t, e, placement.PartitionerAuto, keyID, testLogger())
 				if err != nil || k == nil {
 					t.Fatalf("placement = %v, %v; want one detected", k, err)
 				}
-				if k.by.samePlace() != p.samePlace() || k.basis != basisDetected {
-					t.Errorf("detected %s (%s), want %s", k.by, k.basis, p)
+				if k.Partitioner().SamePlace() != p.SamePlace() || k.Basis() != placement.BasisDetected {
+					t.Errorf("detected %s (%s), want %s", k.Partitioner(), k.Basis(), p)
 				}
 				id, idKey := "77", "77"
 				if json {
 					idKey = fmt.Sprintf(envelopeKey, id)
 				}
-				if got, want := k.dishPartition(id), p.Partition([]byte(idKey), 5); got != want {
+				if got, want := k.DishPartition(id), p.Partition([]byte(idKey), 5); got != want {
 					t.Errorf("dishPartition(%q) = %d, want %d, the partition %s gives its key %s", id, got, want, p, idKey)
 				}
 			})
@@ -243,36 +272,23 @@ func TestDetectionSamplesTheEnd(t *testing.T) {
 	realenv.Parallel(t)
 	const n = 3
 	e := newEnv(t, envOptions{partitions: n, twoTopics: true, dishKeyDish: true})
-	produceKeys(t, e, producerBy(t, e, PartitionerCRC32), keysOf(0, 50, restaurantKey))
-	where := produceKeys(t, e, producerBy(t, e, PartitionerMurmur2), keysOf(50, 50+250*n, restaurantKey))
+	produceKeys(t, e, producerBy(t, e, placement.PartitionerCRC32), keysOf(0, 50, restaurantKey))
+	where := produceKeys(t, e, producerBy(t, e, placement.PartitionerMurmur2), keysOf(50, 50+250*n, restaurantKey))
 	per := map[int]int{}
 	for _, w := range where {
 		per[w.partition]++
 	}
 	for p := range n {
-		if per[p] < placementSample {
-			t.Fatalf("partition %d got %d murmur2 keys, the test needs %d in each", p, per[p], placementSample)
+		if per[p] < placement.SamplePerPartition {
+			t.Fatalf("partition %d got %d murmur2 keys, the test needs %d in each", p, per[p], placement.SamplePerPartition)
 		}
 	}
-	k, err := placeOf(t, e, PartitionerAuto, nil, testLogger())
-	if err != nil || k == nil || k.by != PartitionerMurmur2 || k.basis != basisDetected {
+	k, err := placeOf(t, e, placement.PartitionerAuto, nil, testLogger())
+	if err != nil || k == nil || k.Partitioner() != placement.PartitionerMurmur2 || k.Basis() != placement.BasisDetected {
 		t.Fatalf("placement = %+v, %v; want murmur2 detected", k, err)
 	}
-	_, transport, _ := e.config().Kafka.KafkaDialer()
-	client := &kafka.Client{Addr: kafka.TCP(e.kafka.Addrs()...), Timeout: 10 * time.Second, Transport: transport}
-	_, samples, err := sampleKeys(context.Background(), client, testLogger(), e.restaurantTopic, placementSample, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[int]int{}
-	for _, s := range samples {
-		got[s.partition]++
-	}
-	for p := range n {
-		if got[p] != placementSample {
-			t.Errorf("sampled %d events of partition %d, want the last %d", got[p], p, placementSample)
-		}
-	}
+	// That the sample is the last SamplePerPartition events of each
+	// partition is placement's TestSampleKeysReadsTheEnd.
 }
 
 // TestPlacementRefusals: a restaurant topic written by two clients with
@@ -283,16 +299,16 @@ func TestPlacementRefusals(t *testing.T) {
 	realenv.Parallel(t)
 	for _, tc := range []struct {
 		name  string
-		named Partitioner
+		named placement.Partitioner
 		write func(t *testing.T, e *testEnv)
 		want  string
 	}{
-		{"two producers", PartitionerAuto, func(t *testing.T, e *testEnv) {
-			produceKeys(t, e, producerBy(t, e, PartitionerMurmur2), keysOf(0, 60, restaurantKey))
-			produceKeys(t, e, producerBy(t, e, PartitionerCRC32), keysOf(60, 120, restaurantKey))
+		{"two producers", placement.PartitionerAuto, func(t *testing.T, e *testEnv) {
+			produceKeys(t, e, producerBy(t, e, placement.PartitionerMurmur2), keysOf(0, 60, restaurantKey))
+			produceKeys(t, e, producerBy(t, e, placement.PartitionerCRC32), keysOf(60, 120, restaurantKey))
 		}, "was produced with more than one partitioner"},
-		{"named, contradicted", PartitionerSarama, func(t *testing.T, e *testEnv) {
-			produceKeys(t, e, producerBy(t, e, PartitionerCRC32), keysOf(0, 60, restaurantKey))
+		{"named, contradicted", placement.PartitionerSarama, func(t *testing.T, e *testEnv) {
+			produceKeys(t, e, producerBy(t, e, placement.PartitionerCRC32), keysOf(0, 60, restaurantKey))
 		}, "the restaurant partitioner is set to sarama"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -303,9 +319,9 @@ func TestPlacementRefusals(t *testing.T) {
 			cfg.RestaurantPartitioner = tc.named
 			r := e.start(cfg)
 			err := r.Wait(t, 30*time.Second)
-			var pe *PlacementError
+			var pe *placement.PlacementError
 			if !errors.As(err, &pe) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "produce ") {
-				t.Fatalf("Run = %v; want a *PlacementError saying %q and how to fix it", err, tc.want)
+				t.Fatalf("Run = %v; want a *placement.PlacementError saying %q and how to fix it", err, tc.want)
 			}
 			if f := r.p.Stats().Fetched; f != 0 {
 				t.Errorf("%d events fetched before the refusal, want none", f)
@@ -341,7 +357,7 @@ func TestEmptyRestaurantTopicWaitsThenLearns(t *testing.T) {
 	if l := logs.String(); !strings.Contains(l, "dish events wait") || !strings.Contains(l, "--restaurant-partitioner") || strings.Contains(l, "assum") {
 		t.Errorf("log = %s\nwant a warning that dish events wait and how to name the partitioner, and nothing assumed", l)
 	}
-	if k := r.p.dec.placement.current(); k != nil {
+	if k := r.p.dec.placement.Current(); k != nil {
 		t.Fatalf("placement of an empty topic = %+v, want none", k)
 	}
 
@@ -349,12 +365,12 @@ func TestEmptyRestaurantTopicWaitsThenLearns(t *testing.T) {
 	id := ""
 	for i := 0; id == ""; i++ {
 		k := []byte(fmt.Sprintf("r-late-%d", i))
-		c := PartitionerCRC32.Partition(k, n)
-		if c != PartitionerMurmur2.Partition(k, n) && c != PartitionerFNV1a.Partition(k, n) {
+		c := placement.PartitionerCRC32.Partition(k, n)
+		if c != placement.PartitionerMurmur2.Partition(k, n) && c != placement.PartitionerFNV1a.Partition(k, n) {
 			id = string(k)
 		}
 	}
-	cl := producerBy(t, e, PartitionerCRC32)
+	cl := producerBy(t, e, placement.PartitionerCRC32)
 	produceBy(t, e, cl, []genEvent{{dish: true, key: []byte("d-early"),
 		value: []byte(`{"type":"dish","op":"upsert","id":"d-early","restaurant_id":"` + id + `","version":1,"doc":{"name":"Early"}}`)}})
 	produceBy(t, e, cl, []genEvent{{key: []byte(id),
@@ -363,7 +379,7 @@ func TestEmptyRestaurantTopicWaitsThenLearns(t *testing.T) {
 	if err := r.Stop(t); err != nil {
 		t.Fatalf("Run = %v", err)
 	}
-	if k := r.p.dec.placement.current(); k == nil || k.by != PartitionerCRC32 || k.basis != basisDetected {
+	if k := r.p.dec.placement.Current(); k == nil || k.Partitioner() != placement.PartitionerCRC32 || k.Basis() != placement.BasisDetected {
 		t.Errorf("placement = %+v, want crc32 detected", k)
 	}
 	if st := r.p.Stats(); st.Misplaced != 0 || st.Repartitioned != 1 {
@@ -393,7 +409,7 @@ func TestEmptyRestaurantTopicWaitsThenLearns(t *testing.T) {
 // no restaurant event is reported misplaced.
 func TestDishesMeetTheirRestaurantWhateverThePartitioner(t *testing.T) {
 	realenv.Parallel(t)
-	for _, p := range Partitioners {
+	for _, p := range placement.Partitioners {
 		t.Run(string(p), func(t *testing.T) {
 			realenv.Parallel(t)
 			testDishesMeetTheirRestaurant(t, p)
@@ -401,7 +417,7 @@ func TestDishesMeetTheirRestaurantWhateverThePartitioner(t *testing.T) {
 	}
 }
 
-func testDishesMeetTheirRestaurant(t *testing.T, p Partitioner) {
+func testDishesMeetTheirRestaurant(t *testing.T, p placement.Partitioner) {
 	const seed = 17
 	e := newEnv(t, envOptions{partitions: 6, twoTopics: true, dishKeyDish: true})
 	g := defaultGen(seed, 2000)
@@ -459,7 +475,7 @@ func testDishesMeetTheirRestaurant(t *testing.T, p Partitioner) {
 		if st.Misplaced != 0 {
 			t.Errorf("%s: %d restaurant events reported misplaced", r.p.cfg.Instance, st.Misplaced)
 		}
-		if k := r.p.dec.placement.current(); k == nil || k.by.samePlace() != p.samePlace() {
+		if k := r.p.dec.placement.Current(); k == nil || k.Partitioner().SamePlace() != p.SamePlace() {
 			t.Errorf("%s placed dishes by %v, want %s", r.p.cfg.Instance, k, p)
 		}
 	}

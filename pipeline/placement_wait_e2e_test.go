@@ -10,6 +10,7 @@ import (
 
 	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/internal/testenv"
+	"github.com/geoshard/geoshard/pipeline/placement"
 )
 
 // fleet is instances of one configuration kept running the way a
@@ -137,7 +138,7 @@ func eventsOf(evs []genEvent, dish bool) []genEvent {
 // committed, with no dish left waiting.
 func TestNewDeploymentPlacesEveryDish(t *testing.T) {
 	realenv.Parallel(t)
-	for _, p := range Partitioners {
+	for _, p := range placement.Partitioners {
 		for _, o := range topicOrders {
 			t.Run(string(p)+"/"+o.name, func(t *testing.T) {
 				realenv.Parallel(t)
@@ -147,7 +148,7 @@ func TestNewDeploymentPlacesEveryDish(t *testing.T) {
 	}
 }
 
-func testNewDeployment(t *testing.T, p Partitioner, order func([]genEvent) []genEvent) {
+func testNewDeployment(t *testing.T, p placement.Partitioner, order func([]genEvent) []genEvent) {
 	const seed = 23
 	e := newEnv(t, envOptions{partitions: 6, twoTopics: true, dishKeyDish: true})
 	g := defaultGen(seed, 600)
@@ -178,7 +179,7 @@ func testNewDeployment(t *testing.T, p Partitioner, order func([]genEvent) []gen
 		if st := r.p.Stats(); st.Misplaced != 0 {
 			t.Errorf("%s: %d restaurant events reported misplaced", r.p.cfg.Instance, st.Misplaced)
 		}
-		if k := r.p.dec.placement.current(); k == nil || k.by.samePlace() != p.samePlace() {
+		if k := r.p.dec.placement.Current(); k == nil || k.Partitioner().SamePlace() != p.SamePlace() {
 			t.Errorf("%s placed dishes by %+v, want %s", r.p.cfg.Instance, k, p)
 		}
 	}

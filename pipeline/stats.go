@@ -79,7 +79,7 @@ type Stats struct {
 	// Repartitioned counts dish events re-keyed into the repartition
 	// topic, under DishKeyDish; Misplaced, restaurant events in another
 	// partition than the restaurant topic's placement gives their key
-	// (placement.go: each stops ingest).
+	// (placement/placement.go: each stops ingest).
 	Repartitioned, Misplaced int64
 	// Tracked is the number of fetched messages the offset tracker holds
 	// (over every partition: unfinished, or finished behind one that is

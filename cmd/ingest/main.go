@@ -36,6 +36,7 @@ import (
 	"github.com/geoshard/geoshard/internal/cli"
 	"github.com/geoshard/geoshard/migrate"
 	"github.com/geoshard/geoshard/pipeline"
+	"github.com/geoshard/geoshard/pipeline/placement"
 	"github.com/geoshard/geoshard/router"
 )
 
@@ -101,7 +102,7 @@ func parseFlags(args []string, getenv func(string) string, stdout io.Writer) (*o
 	fs.StringVar(&o.pipe.RepartitionTopic, "repartition-topic", "", "with --dish-key dish: the topic of dish events re-keyed by restaurant, created with the restaurant topic's partition count if missing; default <group>.dishes-by-restaurant (GEOSHARD_REPARTITION_TOPIC)")
 	fs.StringVar(&o.pipe.ParkingTopic, "parking-topic", "", "compacted topic where dishes wait for their restaurant with their offsets committed, created with the restaurant topic's partition count if missing; default <group>.parked (GEOSHARD_PARKING_TOPIC)")
 	fs.DurationVar(&o.pipe.RepartitionRetention, "repartition-retention", pipeline.DefaultRepartitionRetention, "with --dish-key dish: retention of the repartition topic when ingest creates it (GEOSHARD_REPARTITION_RETENTION)")
-	restaurantPartitioner := fs.String("restaurant-partitioner", string(pipeline.PartitionerAuto), "with --dish-key dish, auto, murmur2, crc32, fnv1a or sarama: the partitioner the restaurant topic's producer places keys with, by which ingest places each dish with its restaurant: murmur2 (the Java client, Kafka Connect, Debezium), crc32 (librdkafka's default consistent_random: kcat, confluent-kafka-go, confluent-kafka-python, node-rdkafka), fnv1a (librdkafka's fnv1a), sarama (Sarama's default), checked against the topic's last events; or auto, detected from them, dish events waiting until they fit one partitioner alone (GEOSHARD_RESTAURANT_PARTITIONER)")
+	restaurantPartitioner := fs.String("restaurant-partitioner", string(placement.PartitionerAuto), "with --dish-key dish, auto, murmur2, crc32, fnv1a or sarama: the partitioner the restaurant topic's producer places keys with, by which ingest places each dish with its restaurant: murmur2 (the Java client, Kafka Connect, Debezium), crc32 (librdkafka's default consistent_random: kcat, confluent-kafka-go, confluent-kafka-python, node-rdkafka), fnv1a (librdkafka's fnv1a), sarama (Sarama's default), checked against the topic's last events; or auto, detected from them, dish events waiting until they fit one partitioner alone (GEOSHARD_RESTAURANT_PARTITIONER)")
 	fs.StringVar(&o.pipe.Group, "group", "geoshard-ingest", "consumer group (GEOSHARD_GROUP)")
 	fs.StringVar(&o.pipe.DLQTopic, "dlq-topic", "geoshard.dlq", "dead-letter topic (GEOSHARD_DLQ_TOPIC)")
 	fs.StringVar(&o.pipe.Alias, "alias", "menu", "alias to write through; the map comes from its write index (GEOSHARD_ALIAS)")
@@ -146,7 +147,7 @@ func parseFlags(args []string, getenv func(string) string, stdout io.Writer) (*o
 	if *dishKey != "" && !o.pipe.DishKey.Valid() {
 		return nil, cli.UsageError{Err: fmt.Errorf("--dish-key %q: want restaurant or dish", *dishKey)}
 	}
-	o.pipe.RestaurantPartitioner = pipeline.Partitioner(*restaurantPartitioner)
+	o.pipe.RestaurantPartitioner = placement.Partitioner(*restaurantPartitioner)
 	if !o.pipe.RestaurantPartitioner.Valid() {
 		return nil, cli.UsageError{Err: fmt.Errorf("--restaurant-partitioner %q: want auto, murmur2, crc32, fnv1a or sarama", *restaurantPartitioner)}
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/geoshard/geoshard/internal/envflag"
 	"github.com/geoshard/geoshard/internal/testenv"
-	"github.com/geoshard/geoshard/pipeline"
+	"github.com/geoshard/geoshard/pipeline/placement"
 )
 
 var (
@@ -100,7 +100,7 @@ func runSchedule(t *testing.T, s *schedule) {
 	}
 	w.mu.Lock()
 	for _, n := range testenv.SortedKeys(w.exits) {
-		var misplaced *pipeline.MisplacedRestaurantError
+		var misplaced *placement.MisplacedRestaurantError
 		switch err := w.exits[n]; {
 		case w.members[n].state == "killed":
 		case errors.As(err, &misplaced):

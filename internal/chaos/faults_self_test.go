@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoshard/geoshard/pipeline"
+	"github.com/geoshard/geoshard/pipeline/placement"
 )
 
 // TestMemberFaults shows the member faults doing what the explorer says
@@ -14,7 +14,7 @@ import (
 // heartbeats held) and joins again once thawed; a killed member is evicted
 // with nothing of it heard after the kill (its requests refused).
 func TestMemberFaults(t *testing.T) {
-	s := &schedule{seed: 5, topo: topology{topics: 1, partitions: 4, producer: pipeline.PartitionerMurmur2, told: pipeline.PartitionerAuto, order: "log"},
+	s := &schedule{seed: 5, topo: topology{topics: 1, partitions: 4, producer: placement.PartitionerMurmur2, told: placement.PartitionerAuto, order: "log"},
 		gen: defaultGen(5, 200), parts: 2, killable: map[int]bool{2: true}}
 	w := newWorld(t, s)
 	ctx := context.Background()

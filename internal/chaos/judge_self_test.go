@@ -11,6 +11,7 @@ import (
 	"github.com/geoshard/geoshard/internal/eventmodel"
 	"github.com/geoshard/geoshard/internal/testenv"
 	"github.com/geoshard/geoshard/pipeline"
+	"github.com/geoshard/geoshard/pipeline/placement"
 	"github.com/geoshard/geoshard/router"
 	"github.com/geoshard/geoshard/schema"
 )
@@ -167,7 +168,7 @@ func TestJudgeCatchesABrokenWorld(t *testing.T) {
 // that lost one event, and an index that a stray writer changed: a
 // document deleted, one written under the wrong routing.
 func TestJudgeCatchesABrokenModelOrIndex(t *testing.T) {
-	s := &schedule{seed: 11, topo: topology{topics: 1, partitions: 3, producer: pipeline.PartitionerMurmur2, told: pipeline.PartitionerAuto, order: "log"},
+	s := &schedule{seed: 11, topo: topology{topics: 1, partitions: 3, producer: placement.PartitionerMurmur2, told: placement.PartitionerAuto, order: "log"},
 		gen: defaultGen(11, 200), parts: 2, killable: map[int]bool{}}
 	s.steps = []step{{kind: stepStart, member: 1}, {kind: stepProduce, part: 0}, {kind: stepProduce, part: 1}}
 	t.Logf("schedule:\n%s", s)

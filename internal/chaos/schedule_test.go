@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/geoshard/geoshard/internal/osfake"
-	"github.com/geoshard/geoshard/pipeline"
+	"github.com/geoshard/geoshard/pipeline/placement"
 )
 
 // A schedule is everything one run of the explorer does, drawn from one
@@ -29,7 +29,7 @@ type topology struct {
 	partitions  int
 	// producer places the keys (murmur2 unless dishKeyDish); told is the
 	// partitioner ingest is configured with (auto: detected).
-	producer, told pipeline.Partitioner
+	producer, told placement.Partitioner
 	// order is how each part of the stream is produced with two topics:
 	// "log" (in the stream's order), "dishes-first" or
 	// "restaurants-first" (each part's events of one topic before the
@@ -145,13 +145,13 @@ const (
 func newSchedule(seed uint64) *schedule {
 	rng := rand.New(rand.NewPCG(seed, 0x6368616f73))
 	s := &schedule{seed: seed, killable: map[int]bool{}}
-	tp := topology{topics: 1 + rng.IntN(2), partitions: 2 + rng.IntN(5), producer: pipeline.PartitionerMurmur2, told: pipeline.PartitionerAuto, order: "log"}
+	tp := topology{topics: 1 + rng.IntN(2), partitions: 2 + rng.IntN(5), producer: placement.PartitionerMurmur2, told: placement.PartitionerAuto, order: "log"}
 	if tp.topics == 2 {
 		tp.order = []string{"log", "dishes-first", "restaurants-first"}[rng.IntN(3)]
 		tp.dishKeyDish = rng.IntN(2) == 0
 	}
 	if tp.dishKeyDish {
-		ps := []pipeline.Partitioner{pipeline.PartitionerMurmur2, pipeline.PartitionerCRC32, pipeline.PartitionerFNV1a, pipeline.PartitionerSarama}
+		ps := []placement.Partitioner{placement.PartitionerMurmur2, placement.PartitionerCRC32, placement.PartitionerFNV1a, placement.PartitionerSarama}
 		tp.producer = ps[rng.IntN(len(ps))]
 		if rng.IntN(2) == 0 {
 			tp.told = tp.producer

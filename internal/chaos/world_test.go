@@ -20,6 +20,7 @@ import (
 	"github.com/geoshard/geoshard/internal/testenv"
 	"github.com/geoshard/geoshard/migrate"
 	"github.com/geoshard/geoshard/pipeline"
+	"github.com/geoshard/geoshard/pipeline/placement"
 	"github.com/geoshard/geoshard/router"
 )
 
@@ -135,20 +136,20 @@ func cutParts(evs []genEvent, n int) [][]genEvent {
 
 // clientPartitioner is a franz-go partitioner that places keys as the
 // client p names does (ported from pipeline/placement_e2e_test.go).
-func clientPartitioner(p pipeline.Partitioner) kgo.Partitioner {
+func clientPartitioner(p placement.Partitioner) kgo.Partitioner {
 	fnv32a := func(b []byte) uint32 {
 		h := fnv.New32a()
 		h.Write(b)
 		return h.Sum32()
 	}
 	switch p {
-	case pipeline.PartitionerCRC32:
+	case placement.PartitionerCRC32:
 		return kgo.StickyKeyPartitioner(kgo.SaramaHasher(crc32.ChecksumIEEE))
-	case pipeline.PartitionerFNV1a:
+	case placement.PartitionerFNV1a:
 		return kgo.BasicConsistentPartitioner(func(string) func(*kgo.Record, int) int {
 			return func(r *kgo.Record, n int) int { return librdkafkaFNV1a(r.Key, n) }
 		})
-	case pipeline.PartitionerSarama:
+	case placement.PartitionerSarama:
 		return kgo.StickyKeyPartitioner(kgo.SaramaCompatHasher(fnv32a))
 	}
 	return kgo.StickyKeyPartitioner(nil)

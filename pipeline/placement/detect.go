@@ -1,9 +1,9 @@
-package pipeline
+package placement
 
 // Reading the restaurant topic's placement from its events.
 //
-// The placer (placement_learn.go) samples the last events of every
-// partition of the restaurant topic (up to placementSample of each) and
+// The placer (learn.go) samples the last events of every
+// partition of the restaurant topic (up to SamplePerPartition of each) and
 // keeps the keyed ones as evidence. A partitioner fits if it puts every
 // sampled key in the partition it was read from; the key template is
 // learnt from the first key that names its restaurant id (through keyID,
@@ -28,21 +28,21 @@ package pipeline
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/segmentio/kafka-go"
+
+	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/internal/kafkarange"
 )
 
-// placementSample is how many of the last events of each restaurant
+// SamplePerPartition is how many of the last events of each restaurant
 // topic partition are read at start.
-const placementSample = 200
+const SamplePerPartition = 200
 
 // keySample is a sampled restaurant-topic event: where it is and its key.
 type keySample struct {
@@ -57,8 +57,8 @@ type keySample struct {
 // when there is none); an error if the samples refuse the topic. keyIsID
 // says that a restaurant's key is its id itself, so the template needs
 // no sample.
-func decidePlacement(topic string, n int, samples []keySample, keyID func([]byte) (string, bool), keyIsID bool, named Partitioner) (*keyPlacement, []Partitioner, error) {
-	k := &keyPlacement{topic: topic, parts: partitionNumbers(n), keyID: keyID}
+func decidePlacement(topic string, n int, samples []keySample, keyID func([]byte) (string, bool), keyIsID bool, named Partitioner) (*Placement, []Partitioner, error) {
+	k := &Placement{topic: topic, parts: partitionNumbers(n), keyID: keyID}
 	if named == "" {
 		named = PartitionerAuto
 	}
@@ -99,18 +99,18 @@ func decidePlacement(topic string, n int, samples []keySample, keyID func([]byte
 		if fits[named] != len(keyed) {
 			return nil, nil, &PlacementError{Topic: topic, Partitions: n, Sampled: len(keyed), Named: named, Fits: fits, Misfit: first[named], Fitting: fitting}
 		}
-		k.by, k.basis = named, basisNamed
+		k.by, k.basis = named, BasisNamed
 	case len(fitting) == 0:
 		return nil, nil, &PlacementError{Topic: topic, Partitions: n, Sampled: len(keyed), Fits: fits, Misfit: unplaced(keyed, k.parts), Fitting: fitting}
 	case n == 1:
-		k.by, k.basis = fitting[0], basisDetected // partition 0, whichever
+		k.by, k.basis = fitting[0], BasisDetected // partition 0, whichever
 	default:
 		for _, p := range fitting[1:] {
-			if p.samePlace() != fitting[0].samePlace() || len(keyed) == 0 {
+			if p.SamePlace() != fitting[0].SamePlace() || len(keyed) == 0 {
 				return nil, fitting, nil // several still fit
 			}
 		}
-		k.by, k.basis = fitting[0], basisDetected
+		k.by, k.basis = fitting[0], BasisDetected
 	}
 	if !spelled {
 		return nil, fitting, nil
@@ -173,7 +173,7 @@ type PlacementError struct {
 	Partitions int
 	// Sampled counts the keyed events sampled.
 	Sampled int
-	// Named is the partitioner named (Config.RestaurantPartitioner); ""
+	// Named is the partitioner named (Config.Partitioner); ""
 	// under auto.
 	Named Partitioner
 	// Fits counts, per partitioner, the sampled keys it places where
@@ -270,7 +270,7 @@ type keySampler struct {
 // partitions read before it).
 func (s *keySampler) refresh(ctx context.Context) (grew bool, err error) {
 	if s.n == 0 {
-		counts, err := partitionCounts(ctx, s.client, s.topic)
+		counts, err := kafkarange.PartitionCounts(ctx, s.client, s.topic)
 		if err != nil {
 			return false, fmt.Errorf("pipeline: read the partitions of restaurant topic %q: %w", s.topic, err)
 		}
@@ -334,56 +334,37 @@ func (s *keySampler) samples() []keySample {
 // up to end.
 func sampleKeysOf(ctx context.Context, client *kafka.Client, log *slog.Logger, topic string, p int, from, end int64, maxBytes int) ([]keySample, error) {
 	var out []keySample
-	offset := from
-	for offset < end {
-		var res *kafka.FetchResponse
-		err := retry(ctx, log, "sample the restaurant topic", func() error {
-			var err error
-			res, err = client.Fetch(ctx, &kafka.FetchRequest{
-				Topic: topic, Partition: p, Offset: offset, MinBytes: 0, MaxBytes: int64(maxBytes), MaxWait: 100 * time.Millisecond,
-			})
-			if err == nil {
-				err = res.Error
-			}
-			var ke kafka.Error
-			if errors.As(err, &ke) && !ke.Temporary() {
-				return backoff.Permanent(err) // OffsetOutOfRange below, or the broker's refusal
-			}
-			return err
-		})
-		if errors.Is(err, kafka.OffsetOutOfRange) && res != nil && offset < res.LogStartOffset {
-			offset = res.LogStartOffset // deleted since it was listed
-			continue
-		}
+	rd := kafkarange.Reader{Client: client, Retry: func(ctx context.Context, fetch func() error) error {
+		return retry(ctx, log, "sample the restaurant topic", fetch)
+	}}
+	// Short (the rest is transaction markers: no events) ends the sample
+	// as the end does.
+	res, err := rd.Read(ctx, kafkarange.Range{Topic: topic, Partition: p, From: from, End: end, MaxBytes: int64(maxBytes)}, func(r *kafka.Record) error {
+		key, err := kafka.ReadAll(r.Key)
 		if err != nil {
-			return nil, fmt.Errorf("pipeline: sample restaurant topic %s/%d: %w", topic, p, err)
+			return err
 		}
-		got := 0
-		for {
-			r, err := res.Records.ReadRecord()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return nil, fmt.Errorf("pipeline: sample restaurant topic %s/%d at %d: %w", topic, p, offset, err)
-			}
-			if r.Offset < offset {
-				continue // a batch may start before the offset asked for
-			}
-			if r.Offset >= end {
-				break
-			}
-			got++
-			offset = r.Offset + 1
-			key, err := kafka.ReadAll(r.Key)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, keySample{partition: p, offset: r.Offset, key: key})
-		}
-		if got == 0 {
-			break // the rest is transaction markers: no events
-		}
+		out = append(out, keySample{partition: p, offset: r.Offset, key: key})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: sample restaurant topic %s/%d at %d: %w", topic, p, res.Next, err)
 	}
 	return out, nil
+}
+
+// retry calls f until it succeeds, fails for good, or ctx ends, with the
+// project's backoff, logging each failure retried (as pipeline's requests
+// do).
+func retry(ctx context.Context, log *slog.Logger, op string, f func() error) error {
+	attempt := 0
+	err := bulk.Retry(ctx, bulk.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second},
+		bulk.Transient, func(err error, wait time.Duration) {
+			attempt++
+			log.Warn("request failed; retrying", "step", op, "attempt", attempt, "in", wait, "error", err)
+		}, f)
+	if err != nil {
+		return fmt.Errorf("pipeline: %s: %w", op, err)
+	}
+	return nil
 }

@@ -1,8 +1,8 @@
-package pipeline
+package placement
 
 // Dishes wait for the restaurant topic's placement.
 //
-// Under DishKeyDish a dish is forwarded to the partition of the
+// When the dish topic is keyed by dish, a dish is forwarded to the partition of the
 // repartition topic that placement gives its restaurant, and a dish
 // forwarded to another partition is stranded: the member there never
 // sees its restaurant. So nothing is forwarded by a guess. The placer
@@ -10,14 +10,14 @@ package pipeline
 // (an empty topic, a sample that several partitioners fit, a JSON key
 // not yet seen), the repartitioner does not join its consumer group: the
 // dish events stay in the dish topic, uncommitted, while the placer reads
-// what the restaurant topic gains every placementPoll, until
+// what the restaurant topic gains every Config.Poll, until
 // decidePlacement knows the placement. Then the repartitioner joins and
 // forwards every dish from its group's committed offsets. The pipeline
 // itself consumes the restaurant topic (and the repartition topic)
 // meanwhile: restaurants are indexed while their dishes wait.
 //
 // Why this strands no dish. A placement is known only when it is named
-// (Config.RestaurantPartitioner, checked against the sample), or when
+// (Config.Partitioner, checked against the sample), or when
 // exactly one partitioner puts every sampled key where it is. A topic
 // written by one producer is written by its partitioner P, so every
 // sample, of any instance at any moment, fits P: a sample that fits
@@ -29,7 +29,7 @@ package pipeline
 // a producer that changes its partitioner.) The interleavings:
 //
 //   - Placement learnt while dishes arrive: the repartitioner makes its
-//     reader, which joins the group and fetches, only after learn has
+//     reader, which joins the group and fetches, only after Learn has
 //     returned P, so no dish is in flight under another placement, nor
 //     under none. Dishes produced meanwhile wait in the dish topic; the
 //     first batch forwarded is placed by P. The decoder checks restaurant
@@ -53,7 +53,7 @@ package pipeline
 // probability about 1/n, so k keys leave them both fitting with
 // probability about (1/n)^k: a handful of restaurant events with six
 // partitions. A topic of few restaurants can stay ambiguous; the placer
-// says so every placementRemind, with the partitioners still fitting,
+// says so every Config.Remind, with the partitioners still fitting,
 // and naming the partitioner ends the wait at once.
 
 import (
@@ -65,45 +65,33 @@ import (
 	"github.com/segmentio/kafka-go"
 )
 
-// placementPoll is how often a placer that waits reads what the
-// restaurant topic gained; placementRemind how often it says it still
-// waits.
-var (
-	placementPoll   = 250 * time.Millisecond
-	placementRemind = time.Minute
-)
-
-// placer knows, or learns, where the restaurant topic holds each
+// Placer knows, or learns, where the restaurant topic holds each
 // restaurant (see the top of this file).
-type placer struct {
+type Placer struct {
 	cfg    Config
 	log    *slog.Logger
 	sample *keySampler
 	keyID  func(key []byte) (string, bool)
-	// keyIsID: a restaurant's key is its id itself (the native format),
-	// so the key template needs no sample.
-	keyIsID bool
 	// known is the placement once known, nil until then. Set by the
 	// goroutine that learns (the repartitioner's), read by the decoder.
-	known atomic.Pointer[keyPlacement]
+	known atomic.Pointer[Placement]
 	// fitting are the partitioners the sample still fits while not
 	// known; only the learning goroutine reads it.
 	fitting []Partitioner
 }
 
-// newPlacer samples the restaurant topic under DishKeyDish and decides
-// its placement if it can; nil under any other keying. An error refuses
-// the topic (placement_detect.go).
-func newPlacer(ctx context.Context, cfg Config, log *slog.Logger, t *kafka.Transport, format eventFormat) (*placer, error) {
-	if cfg.DishKey != DishKeyDish {
-		return nil, nil
+// NewPlacer samples the restaurant topic and decides its placement if it
+// can. An error refuses the topic (detect.go), or cfg.
+func NewPlacer(ctx context.Context, cfg Config, log *slog.Logger, keys Keys) (*Placer, error) {
+	if err := cfg.validate(false); err != nil {
+		return nil, err
 	}
-	_, native := format.(nativeFormat)
-	pl := &placer{
-		cfg: cfg, log: log.With("component", "placement"), keyID: format.keyID, keyIsID: native,
+	cfg = cfg.withDefaults()
+	pl := &Placer{
+		cfg: cfg, log: log.With("component", "placement"), keyID: keys.KeyID,
 		sample: &keySampler{
-			client: &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: t},
-			log:    log, topic: cfg.RestaurantTopic, per: placementSample, maxBytes: max(1<<20, 2*cfg.MaxEventBytes),
+			client: &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: cfg.Transport},
+			log:    log, topic: cfg.RestaurantTopic, per: SamplePerPartition, maxBytes: max(1<<20, 2*cfg.MaxEventBytes),
 		},
 	}
 	if _, err := pl.sample.refresh(ctx); err != nil {
@@ -120,12 +108,16 @@ func newPlacer(ctx context.Context, cfg Config, log *slog.Logger, t *kafka.Trans
 	return pl, nil
 }
 
-// current is the placement, nil while it is not known.
-func (pl *placer) current() *keyPlacement { return pl.known.Load() }
+// Current is the placement, nil while it is not known.
+func (pl *Placer) Current() *Placement { return pl.known.Load() }
+
+// Fitting are the partitioners the sample fits while the placement is
+// not known. Only the goroutine that learns may call it.
+func (pl *Placer) Fitting() []Partitioner { return pl.fitting }
 
 // decide reads the placement from the sample, and keeps it once known.
-func (pl *placer) decide() (*keyPlacement, error) {
-	k, fitting, err := decidePlacement(pl.cfg.RestaurantTopic, pl.sample.n, pl.sample.samples(), pl.keyID, pl.keyIsID, pl.cfg.RestaurantPartitioner)
+func (pl *Placer) decide() (*Placement, error) {
+	k, fitting, err := decidePlacement(pl.cfg.RestaurantTopic, pl.sample.n, pl.sample.samples(), pl.keyID, pl.cfg.KeyIsID, pl.cfg.Partitioner)
 	if err != nil || k == nil {
 		pl.fitting = fitting
 		return nil, err
@@ -137,24 +129,24 @@ func (pl *placer) decide() (*keyPlacement, error) {
 }
 
 // args describe a placement still unknown, for logs.
-func (pl *placer) args() []any {
+func (pl *Placer) args() []any {
 	return []any{"topic", pl.cfg.RestaurantTopic, "sampled", len(pl.sample.samples()), "fitting", joinPartitioners(pl.fitting)}
 }
 
-// learn returns the placement once it is known, sampling what the
-// restaurant topic gains every placementPoll until then; nil once ctx
+// Learn returns the placement once it is known, sampling what the
+// restaurant topic gains every Config.Poll until then; nil once ctx
 // ends first, or with the error that refuses the topic. A sample that
 // cannot be read (a broker away, a partition between leaders) is read
 // again at the next poll: the dishes wait meanwhile, as they would for
 // the broker. One goroutine learns: the repartitioner's, before it
 // fetches a dish.
-func (pl *placer) learn(ctx context.Context) (*keyPlacement, error) {
-	if k := pl.current(); k != nil {
+func (pl *Placer) Learn(ctx context.Context) (*Placement, error) {
+	if k := pl.Current(); k != nil {
 		return k, nil
 	}
-	poll := time.NewTicker(placementPoll)
+	poll := time.NewTicker(pl.cfg.Poll)
 	defer poll.Stop()
-	remind := time.NewTicker(placementRemind)
+	remind := time.NewTicker(pl.cfg.Remind)
 	defer remind.Stop()
 	var (
 		failing error

@@ -1,4 +1,4 @@
-package pipeline
+package placement
 
 // Where the restaurant topic's keys sit.
 //
@@ -18,11 +18,11 @@ package pipeline
 // and a restaurant's key may be its id (native events) or a JSON document
 // that names it (Debezium: {"id":42}, or {"schema":...,"payload":{"id":42}}).
 //
-// A keyPlacement is both answers: the partitioner, and the key template
+// A Placement is both answers: the partitioner, and the key template
 // that spells a restaurant id as its key. They are learnt from the
 // restaurant topic's last events, or the partitioner is named and checked
-// there (placement_detect.go); until both are known the repartitioner
-// forwards nothing (placement_learn.go). It then places a dish at
+// there (detect.go); until both are known the repartitioner
+// forwards nothing (learn.go). It then places a dish at
 // partitioner(template(restaurant id)), and the decoder checks every
 // keyed restaurant event against partitioner(key) as it arrives.
 
@@ -35,13 +35,13 @@ import (
 )
 
 // Partitioner names the partitioner that placed the restaurant topic's
-// keys (Config.RestaurantPartitioner).
+// keys (Config.Partitioner).
 type Partitioner string
 
 // Partitioners.
 const (
 	// PartitionerAuto: detect it from where the restaurant topic's keys
-	// sit (placement_detect.go).
+	// sit (detect.go).
 	PartitionerAuto Partitioner = "auto"
 	// PartitionerMurmur2 is Kafka's default: toPositive(murmur2(key)) % n,
 	// toPositive masking the sign bit (Utils.toPositive).
@@ -55,7 +55,7 @@ const (
 	PartitionerFNV1a Partitioner = "fnv1a"
 	// PartitionerSarama is Sarama's default hash partitioner (and
 	// kafka-go's Hash): int32(FNV-1a 32(key)) % n, negated if negative.
-	// It places every key where PartitionerFNV1a does (see samePlace).
+	// It places every key where PartitionerFNV1a does (see SamePlace).
 	PartitionerSarama Partitioner = "sarama"
 )
 
@@ -94,7 +94,7 @@ func (p Partitioner) Clients() string {
 	return ""
 }
 
-// samePlace is the partitioner that places every key where p does: fnv1a
+// SamePlace is the partitioner that places every key where p does: fnv1a
 // for sarama. The two take the sign of the 32-bit FNV-1a hash h in
 // different ways, librdkafka's as |h| mod n unsigned, Sarama's as
 // -(h rem n) for a negative h, and these agree for every h and every
@@ -103,7 +103,7 @@ func (p Partitioner) Clients() string {
 // (Go wraps; librdkafka's C does in practice), librdkafka's unsigned
 // 2^31 mod n equals Sarama's -(MinInt32 rem n). TestSaramaIsFNV1a checks
 // it, with Sarama's own MinInt32 key.
-func (p Partitioner) samePlace() Partitioner {
+func (p Partitioner) SamePlace() Partitioner {
 	if p == PartitionerSarama {
 		return PartitionerFNV1a
 	}
@@ -273,41 +273,48 @@ func appendJSONString(b []byte, s string) []byte {
 // itself.
 func nativeKeyID(key []byte) (string, bool) { return string(key), len(key) > 0 }
 
-// basis says how a placement's partitioner was chosen.
-type basis int
+// Basis says how a placement's partitioner was chosen.
+type Basis int
 
 const (
-	// basisDetected: the only partitioner (up to samePlace) that put
+	// BasisDetected: the only partitioner (up to SamePlace) that put
 	// every sampled key where it is; or, with one partition, any.
-	basisDetected basis = iota
-	// basisNamed: named by Config.RestaurantPartitioner, and the sample
+	BasisDetected Basis = iota
+	// BasisNamed: named by Config.Partitioner, and the sample
 	// agreed (or there was none).
-	basisNamed
+	BasisNamed
 )
 
-func (b basis) String() string {
+func (b Basis) String() string {
 	return [...]string{"detected", "named"}[b]
 }
 
-// keyPlacement is where the restaurant topic's producer puts a
+// Placement is where the restaurant topic's producer puts a
 // restaurant's events: partition by(template(id)) of the n there are. It
 // is only made once both are known (decidePlacement), and never changes.
-type keyPlacement struct {
+type Placement struct {
 	topic string
 	parts []int // 0..n-1
 	by    Partitioner
 	tmpl  keyTemplate
 	keyID func(key []byte) (string, bool)
-	basis basis
+	basis Basis
 }
 
-// partition is the partition the producer gives key.
-func (k *keyPlacement) partition(key []byte) int { return k.by.partition(key, k.parts) }
+// Partitioner is the partitioner the restaurant topic's producer places
+// keys with.
+func (k *Placement) Partitioner() Partitioner { return k.by }
 
-// dishPartition is the partition of the restaurant topic that holds the
+// Basis says how the partitioner was chosen.
+func (k *Placement) Basis() Basis { return k.basis }
+
+// partition is the partition the producer gives key.
+func (k *Placement) partition(key []byte) int { return k.by.partition(key, k.parts) }
+
+// DishPartition is the partition of the restaurant topic that holds the
 // restaurant rid's events: the partition the repartitioner gives its
 // dishes.
-func (k *keyPlacement) dishPartition(rid string) int { return k.partition(k.tmpl.key(rid)) }
+func (k *Placement) DishPartition(rid string) int { return k.partition(k.tmpl.key(rid)) }
 
 // check returns a *MisplacedRestaurantError for a keyed restaurant-topic
 // message that is not where the placement puts its key, or whose key
@@ -326,8 +333,8 @@ func (k *keyPlacement) dishPartition(rid string) int { return k.partition(k.tmpl
 // at that producer's rate while ingest looked healthy; stopping with the
 // event uncommitted loses nothing, says what to fix, and reads it again
 // after the fix. (No placement is assumed: one that is not yet known
-// holds the dishes back instead, placement_learn.go.)
-func (k *keyPlacement) check(m kafka.Message) error {
+// holds the dishes back instead, learn.go.)
+func (k *Placement) Check(m kafka.Message) error {
 	if len(m.Key) == 0 {
 		return nil // no key, no partitioner: nothing to check
 	}
@@ -344,7 +351,7 @@ func (k *keyPlacement) check(m kafka.Message) error {
 }
 
 // MisplacedRestaurantError stops the pipeline at a restaurant event that
-// contradicts the placement its dishes are forwarded by (keyPlacement.check
+// contradicts the placement its dishes are forwarded by (Placement.Check
 // says why it stops).
 type MisplacedRestaurantError struct {
 	Topic     string
@@ -357,7 +364,7 @@ type MisplacedRestaurantError struct {
 	// Spelled, if set, is the template the key does not follow (the
 	// partition was right).
 	Spelled string
-	Basis   basis
+	Basis   Basis
 }
 
 func (e *MisplacedRestaurantError) Error() string {
@@ -370,7 +377,7 @@ func (e *MisplacedRestaurantError) Error() string {
 	}
 	var why, fix string
 	switch e.Basis {
-	case basisNamed:
+	case BasisNamed:
 		why = fmt.Sprintf("the restaurant partitioner is set to %s", e.Partitioner)
 		fix = fmt.Sprintf("produce every restaurant event keyed by restaurant id with %s (%s), or correct --restaurant-partitioner", e.Partitioner, e.Partitioner.Clients())
 	default:
@@ -386,4 +393,16 @@ func joinPartitioners(ps []Partitioner) string {
 		s[i] = string(p)
 	}
 	return strings.Join(s, ", ")
+}
+
+// clip is b for a message: "(absent)" if empty, cut after 64 bytes.
+func clip(b []byte) string {
+	if len(b) == 0 {
+		return "(absent)"
+	}
+	const max = 64
+	if len(b) > max {
+		return string(b[:max]) + "…"
+	}
+	return string(b)
 }

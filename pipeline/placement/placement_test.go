@@ -1,4 +1,4 @@
-package pipeline
+package placement
 
 import (
 	"errors"
@@ -89,7 +89,7 @@ func TestPartitionerVectors(t *testing.T) {
 }
 
 // TestSaramaIsFNV1a: librdkafka's fnv1a and Sarama's hash partitioner
-// take the hash's sign differently, and agree on every key (samePlace):
+// take the hash's sign differently, and agree on every key (SamePlace):
 // checked on random keys, on keys whose hash is negative, and on Sarama's
 // MinInt32 key, for partition counts up to 64.
 func TestSaramaIsFNV1a(t *testing.T) {
@@ -249,13 +249,13 @@ func TestDecidePlacement(t *testing.T) {
 			if err != nil || k == nil {
 				t.Fatalf("decidePlacement = %+v, %v; want %s detected", k, err, p)
 			}
-			if k.by.samePlace() != p.samePlace() || k.basis != basisDetected {
+			if k.by.SamePlace() != p.SamePlace() || k.basis != BasisDetected {
 				t.Errorf("decided %s (%s), want %s detected", k.by, k.basis, p)
 			}
 		})
 		t.Run("named "+string(p)+" agrees", func(t *testing.T) {
 			k, _, err := decidePlacement("restaurants", n, placed(p, n, 60, restaurantKey), nativeKeyID, true, p)
-			if err != nil || k == nil || k.by != p || k.basis != basisNamed {
+			if err != nil || k == nil || k.by != p || k.basis != BasisNamed {
 				t.Errorf("decidePlacement(named %s) = %+v, %v; want %s named", p, k, err, p)
 			}
 		})
@@ -269,13 +269,13 @@ func TestDecidePlacement(t *testing.T) {
 		if k.by != PartitionerCRC32 {
 			t.Errorf("decided %s, want crc32", k.by)
 		}
-		if got, want := k.dishPartition("77"), PartitionerCRC32.Partition([]byte(fmt.Sprintf(envelopeKey, "77")), n); got != want {
-			t.Errorf("dishPartition(77) = %d, want %d, the partition of its envelope key", got, want)
+		if got, want := k.DishPartition("77"), PartitionerCRC32.Partition([]byte(fmt.Sprintf(envelopeKey, "77")), n); got != want {
+			t.Errorf("DishPartition(77) = %d, want %d, the partition of its envelope key", got, want)
 		}
 	})
 	t.Run("one partition: every partitioner is right", func(t *testing.T) {
 		k, _, err := decidePlacement("restaurants", 1, placed(PartitionerCRC32, 1, 5, restaurantKey), nativeKeyID, true, PartitionerAuto)
-		if err != nil || k == nil || k.basis != basisDetected {
+		if err != nil || k == nil || k.basis != BasisDetected {
 			t.Errorf("decidePlacement = %+v, %v; want detected", k, err)
 		}
 		k, _, err = decidePlacement("restaurants", 1, nil, nativeKeyID, true, PartitionerAuto)
@@ -318,7 +318,7 @@ func TestDecidePlacement(t *testing.T) {
 			t.Errorf("decidePlacement of no keys = %+v, %v, %v; want none yet, every partitioner fitting", k, fitting, err)
 		}
 		k, _, err = decidePlacement("restaurants", n, nil, nativeKeyID, true, PartitionerFNV1a)
-		if err != nil || k == nil || k.by != PartitionerFNV1a || k.basis != basisNamed {
+		if err != nil || k == nil || k.by != PartitionerFNV1a || k.basis != BasisNamed {
 			t.Errorf("decidePlacement of no keys, fnv1a named = %+v, %v; want fnv1a named", k, err)
 		}
 		k, _, err = decidePlacement("restaurants", n, nil, jsonKeyID, false, PartitionerFNV1a)
@@ -378,20 +378,20 @@ func TestPlacementCheck(t *testing.T) {
 	}
 	key := []byte(`{"id":500}`)
 	right := PartitionerCRC32.Partition(key, 4)
-	if err := k.check(kafka.Message{Topic: "restaurants", Partition: right, Key: key}); err != nil {
+	if err := k.Check(kafka.Message{Topic: "restaurants", Partition: right, Key: key}); err != nil {
 		t.Errorf("check of a placed event = %v, want nil", err)
 	}
-	if err := k.check(kafka.Message{Topic: "restaurants", Partition: (right + 1) % 4}); err != nil {
+	if err := k.Check(kafka.Message{Topic: "restaurants", Partition: (right + 1) % 4}); err != nil {
 		t.Errorf("check of a keyless event = %v, want nil", err)
 	}
-	err = k.check(kafka.Message{Topic: "restaurants", Partition: (right + 1) % 4, Offset: 9, Key: key})
+	err = k.Check(kafka.Message{Topic: "restaurants", Partition: (right + 1) % 4, Offset: 9, Key: key})
 	var me *MisplacedRestaurantError
 	if !errors.As(err, &me) || me.Want != right || !strings.Contains(err.Error(), "restaurants/"+fmt.Sprint((right+1)%4)+"@9") ||
 		!strings.Contains(err.Error(), "produce every restaurant event keyed by restaurant id with crc32") {
 		t.Errorf("check of a misplaced event = %v; want a *MisplacedRestaurantError that names it and the fix", err)
 	}
 	odd := []byte(`{"id": 500}`)
-	err = k.check(kafka.Message{Topic: "restaurants", Partition: PartitionerCRC32.Partition(odd, 4), Key: odd})
+	err = k.Check(kafka.Message{Topic: "restaurants", Partition: PartitionerCRC32.Partition(odd, 4), Key: odd})
 	if !errors.As(err, &me) || me.Spelled == "" {
 		t.Errorf("check of an event keyed in another spelling = %v; want a *MisplacedRestaurantError about the spelling", err)
 	}
@@ -400,10 +400,10 @@ func TestPlacementCheck(t *testing.T) {
 func BenchmarkDishPartition(b *testing.B) {
 	for _, p := range Partitioners {
 		b.Run(string(p), func(b *testing.B) {
-			k := &keyPlacement{parts: partitionNumbers(12), by: p, keyID: nativeKeyID}
+			k := &Placement{parts: partitionNumbers(12), by: p, keyID: nativeKeyID}
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
-				k.dishPartition("r-123456")
+				k.DishPartition("r-123456")
 			}
 		})
 	}
