@@ -11,7 +11,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/geoshard/geoshard/internal/kafkarange"
+	"github.com/geoshard/geoshard/kafkarange"
 )
 
 // copartitioned is the consumer group's balancer: partition N of every

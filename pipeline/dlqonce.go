@@ -11,7 +11,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/geoshard/geoshard/internal/kafkarange"
+	"github.com/geoshard/geoshard/kafkarange"
 )
 
 // Dead letters once per event.

@@ -208,6 +208,6 @@
 // document and the alias (schema/migration.go is the whole contract), and
 // answers only with its heartbeat.
 //
-//	imports: bulk router schema
+//	imports: bulk kafkarange pipeline/placement router schema
 //	never:   migrate search internal github.com/twmb/franz-go
 package pipeline

@@ -14,7 +14,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/geoshard/geoshard/internal/kafkarange"
+	"github.com/geoshard/geoshard/kafkarange"
 	"github.com/geoshard/geoshard/pipeline/placement"
 )
 

@@ -14,7 +14,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/geoshard/geoshard/bulk"
-	"github.com/geoshard/geoshard/internal/kafkarange"
+	"github.com/geoshard/geoshard/kafkarange"
 )
 
 // Pipeline consumes change events and writes them to OpenSearch. Create it

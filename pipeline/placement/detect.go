@@ -37,7 +37,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/geoshard/geoshard/bulk"
-	"github.com/geoshard/geoshard/internal/kafkarange"
+	"github.com/geoshard/geoshard/kafkarange"
 )
 
 // SamplePerPartition is how many of the last events of each restaurant

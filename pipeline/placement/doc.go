@@ -25,9 +25,9 @@
 // # Boundaries
 //
 // It talks to Kafka through kafka-go and reads ranges of partitions
-// through internal/kafkarange; it knows nothing of the pipeline's events,
+// through kafkarange; it knows nothing of the pipeline's events,
 // index or consumer group beyond what Config, Keys and Hooks carry.
 //
-//	imports: bulk internal/kafkarange
+//	imports: bulk kafkarange
 //	never:   pipeline migrate
 package placement

@@ -11,8 +11,8 @@
 //
 // # Boundaries
 //
-// It knows Kafka, not geoshard: it is production code that package
-// pipeline and its subpackages import, and it imports none of them.
+// It knows Kafka, not geoshard: package pipeline and its subpackages
+// import it, and it imports no package of the module.
 //
 //	imports: none
 //	never:   pipeline migrate

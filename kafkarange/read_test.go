@@ -13,9 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/geoshard/geoshard/internal/kafkarange"
 	"github.com/geoshard/geoshard/internal/kafkatest"
 	"github.com/geoshard/geoshard/internal/realenv"
+	"github.com/geoshard/geoshard/kafkarange"
 )
 
 // fill starts a cluster with topic t of one partition holding n records,
