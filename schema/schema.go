@@ -31,6 +31,26 @@ const (
 	FieldRestaurantID = "restaurant_id"
 )
 
+// ReservedFields are the fields of a document that ingest sets itself:
+// relation, geo_cell, version, doc_id, and location (restaurant) or
+// restaurant_id (dish). A source document cannot override them: they are
+// stripped from it first (at the top level, which is where they live),
+// and a Debezium mapping may not copy a column into one.
+var ReservedFields = []string{
+	FieldRelation, FieldGeoCell, FieldVersion,
+	FieldDocID, FieldLocation, FieldRestaurantID,
+}
+
+// IsReserved reports whether a top-level field is one of ReservedFields.
+func IsReserved(field string) bool {
+	for _, r := range ReservedFields {
+		if field == r {
+			return true
+		}
+	}
+	return false
+}
+
 // Relation names of the join field.
 const (
 	RelationRestaurant = "restaurant"
