@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/opensearch-project/opensearch-go/v4"
+
+	"github.com/geoshard/geoshard/decode"
 )
 
 // benchEventsMoving is benchEvents with one dish event in every `every`
@@ -27,7 +29,7 @@ func benchEventsMoving(n, every int) []genEvent {
 		if dishes%every == 0 && len(prev) > 0 {
 			old := evs[prev[0]]
 			prev = prev[1:]
-			ev := genEvent{dish: true, typ: TypeDish, op: OpUpsert, id: old.id, rid: evs[i].rid, version: old.version + 1, doc: evs[i].doc}
+			ev := genEvent{dish: true, typ: decode.TypeDish, op: decode.OpUpsert, id: old.id, rid: evs[i].rid, version: old.version + 1, doc: evs[i].doc}
 			ev.value, ev.key = encodeEvent(ev), []byte(ev.rid)
 			evs[i] = ev
 			continue

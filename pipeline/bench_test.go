@@ -11,6 +11,7 @@ import (
 
 	"github.com/opensearch-project/opensearch-go/v4"
 
+	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/internal/acksrv"
 	"github.com/geoshard/geoshard/internal/osfake"
 	"github.com/geoshard/geoshard/internal/realenv"
@@ -28,12 +29,12 @@ func benchEvents(n int) []genEvent {
 		if i%10 == 0 {
 			c := cities[(i/10)%len(cities)]
 			rid = fmt.Sprintf("r%07d", i/10)
-			evs = append(evs, genEvent{typ: TypeRestaurant, op: OpUpsert, id: rid, rid: rid, version: 1,
+			evs = append(evs, genEvent{typ: decode.TypeRestaurant, op: decode.OpUpsert, id: rid, rid: rid, version: 1,
 				lat: c[0] + float64(i%97)*0.001, lon: c[1] + float64(i%89)*0.001,
 				doc: map[string]any{"name": "place " + rid, "cuisines": []string{"thai", "ramen"}}})
 			continue
 		}
-		evs = append(evs, genEvent{dish: true, typ: TypeDish, op: OpUpsert, id: fmt.Sprintf("d%08d", i), rid: rid, version: 1,
+		evs = append(evs, genEvent{dish: true, typ: decode.TypeDish, op: decode.OpUpsert, id: fmt.Sprintf("d%08d", i), rid: rid, version: 1,
 			doc: map[string]any{"name": "noodles", "price_cents": 1250, "allergens": []string{"peanut"}, "diets": []string{"vegan"}}})
 	}
 	return encodeAll(evs)

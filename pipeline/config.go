@@ -16,6 +16,7 @@ import (
 	"github.com/segmentio/kafka-go/sasl/scram"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/pipeline/placement"
 	"github.com/geoshard/geoshard/schema"
 )
@@ -25,13 +26,13 @@ import (
 type Config struct {
 	// Brokers are the Kafka bootstrap addresses, host:port. Required.
 	Brokers []string
-	// Format is the shape of the events: FormatNative or FormatDebezium.
-	// Default FormatNative.
-	Format Format
-	// Mapping says, under FormatDebezium, which table is which and which
-	// columns say what (mapping.go). Required with FormatDebezium, not
-	// allowed with any other format.
-	Mapping *Mapping
+	// Format is the shape of the events: decode.FormatNative or
+	// decode.FormatDebezium. Default decode.FormatNative.
+	Format decode.Format
+	// Mapping says, under decode.FormatDebezium, which table is which and
+	// which columns say what (decode/mapping.go). Required with
+	// decode.FormatDebezium, not allowed with any other format.
+	Mapping *decode.Mapping
 	// RestaurantTopic and DishTopic are the topics of restaurant and dish
 	// events; they may name the same topic. Defaults: the Mapping's
 	// topics, else "restaurants" and "dishes".
@@ -184,9 +185,6 @@ const (
 	DefaultMaxEventBytes         = 1 << 20
 	DefaultClientID              = "geoshard-ingest"
 
-	// MaxIDBytes is the longest id (or restaurant id) accepted, in bytes:
-	// OpenSearch refuses an _id over 512 bytes.
-	MaxIDBytes = 512
 	// DefaultMaxBufferedItems bounds the writes in the bulk writer, queued
 	// or in flight. Each holds its event (the message, its decoded doc,
 	// the document body: about 1.7 KB for the generator's events), so the
@@ -213,9 +211,9 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	if c.Format == "" {
-		c.Format = FormatNative
+		c.Format = decode.FormatNative
 	}
-	if c.Format == FormatDebezium && c.Mapping != nil {
+	if c.Format == decode.FormatDebezium && c.Mapping != nil {
 		str(&c.RestaurantTopic, c.Mapping.Restaurants.Topic)
 		str(&c.DishTopic, c.Mapping.Dishes.Topic)
 	}
@@ -224,7 +222,7 @@ func (c Config) withDefaults() Config {
 	str(&c.Group, DefaultGroup)
 	if c.DishKey == "" {
 		c.DishKey = DishKeyRestaurant
-		if c.Format == FormatDebezium {
+		if c.Format == decode.FormatDebezium {
 			c.DishKey = DishKeyDish
 		}
 	}
@@ -274,12 +272,12 @@ func (c Config) Validate() error {
 	d := c.withDefaults()
 	switch {
 	case !d.Format.Valid():
-		bad("format %q: want %q or %q", c.Format, FormatNative, FormatDebezium)
-	case d.Format == FormatDebezium && c.Mapping == nil:
+		bad("format %q: want %q or %q", c.Format, decode.FormatNative, decode.FormatDebezium)
+	case d.Format == decode.FormatDebezium && c.Mapping == nil:
 		bad("format %q: needs a mapping (which table is which, and which columns say what)", d.Format)
-	case d.Format != FormatDebezium && c.Mapping != nil:
-		bad("mapping: only read with format %q, not %q", FormatDebezium, d.Format)
-	case d.Format == FormatDebezium:
+	case d.Format != decode.FormatDebezium && c.Mapping != nil:
+		bad("mapping: only read with format %q, not %q", decode.FormatDebezium, d.Format)
+	case d.Format == decode.FormatDebezium:
 		if err := c.Mapping.Validate(); err != nil {
 			bad("%v", err)
 		}
@@ -290,7 +288,7 @@ func (c Config) Validate() error {
 			bad("dish topic %q: the mapping's dishes.topic is %q; give one or make them agree", d.DishTopic, t)
 		}
 		if d.DishKey == DishKeyRestaurant {
-			bad("dish key %q: Debezium keys the dish topic by the dish's own id; use %q (the default with format %q)", d.DishKey, DishKeyDish, FormatDebezium)
+			bad("dish key %q: Debezium keys the dish topic by the dish's own id; use %q (the default with format %q)", d.DishKey, DishKeyDish, decode.FormatDebezium)
 		}
 	}
 	if d.DLQTopic == d.RestaurantTopic || d.DLQTopic == d.DishTopic {
@@ -336,8 +334,8 @@ func (c Config) Validate() error {
 			bad("%s %v: must not be negative", f.name, f.v)
 		}
 	}
-	if id := schema.HeartbeatDocID(d.Alias, d.Instance); len(id) > MaxIDBytes {
-		bad("instance %q: too long: its heartbeat id would be %d bytes, over %d", d.Instance, len(id), MaxIDBytes)
+	if id := schema.HeartbeatDocID(d.Alias, d.Instance); len(id) > decode.MaxIDBytes {
+		bad("instance %q: too long: its heartbeat id would be %d bytes, over %d", d.Instance, len(id), decode.MaxIDBytes)
 	}
 	if c.PendingMax < 0 {
 		bad("pending max %d: must not be negative", c.PendingMax)

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/internal/osfake"
 	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/internal/testenv"
@@ -139,7 +140,7 @@ func TestMetricsAndHealth(t *testing.T) {
 	waitFor("a progress report", func() bool { return progress.Load() > reports })
 	waitFor("every metric", func() bool { return len(missing()) == 0 })
 	st := p.Stats()
-	if st.Events[EventKey{TypeDish, OpUpsert, resultWritten}] != 6 || st.Events[EventKey{TypeRestaurant, OpUpsert, resultWritten}] != 2 || st.Directory != 2 {
+	if st.Events[EventKey{decode.TypeDish, decode.OpUpsert, resultWritten}] != 6 || st.Events[EventKey{decode.TypeRestaurant, decode.OpUpsert, resultWritten}] != 2 || st.Directory != 2 {
 		t.Errorf("stats = %+v", st)
 	}
 	for k, ps := range st.Partitions {

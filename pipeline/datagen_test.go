@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/internal/datagen"
 	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/internal/testenv"
@@ -13,14 +14,14 @@ import (
 
 // poisonReasons maps the generator's poison kinds to the dead-letter
 // reason the pipeline must give them.
-var poisonReasons = map[string]Reason{
-	datagen.KindPoisonJSON:           ReasonInvalidJSON,
-	datagen.KindPoisonType:           ReasonUnknownType,
-	datagen.KindPoisonOp:             ReasonUnknownOp,
-	datagen.KindPoisonMissingID:      ReasonMissingID,
-	datagen.KindPoisonMissingVersion: ReasonMissingVersion,
-	datagen.KindPoisonLocation:       ReasonBadLocation,
-	datagen.KindPoisonOversized:      ReasonOversized,
+var poisonReasons = map[string]decode.Reason{
+	datagen.KindPoisonJSON:           decode.ReasonInvalidJSON,
+	datagen.KindPoisonType:           decode.ReasonUnknownType,
+	datagen.KindPoisonOp:             decode.ReasonUnknownOp,
+	datagen.KindPoisonMissingID:      decode.ReasonMissingID,
+	datagen.KindPoisonMissingVersion: decode.ReasonMissingVersion,
+	datagen.KindPoisonLocation:       decode.ReasonBadLocation,
+	datagen.KindPoisonOversized:      decode.ReasonOversized,
 }
 
 // fromDatagen turns generated messages into events the model reads.
@@ -34,20 +35,20 @@ func fromDatagen(t *testing.T, msgs []datagen.Message) []genEvent {
 			if ev.poison == "" {
 				t.Fatalf("message %d: poison kind %s has no reason", i, m.Kind)
 			}
-			_, bad := Decode(m.Key, m.Value, DefaultMaxEventBytes)
+			_, bad := decode.Decode(m.Key, m.Value, DefaultMaxEventBytes)
 			if bad == nil || bad.Reason != ev.poison {
 				t.Fatalf("message %d (%s): Decode = %v, want reason %s", i, m.Kind, bad, ev.poison)
 			}
 			evs[i] = ev
 			continue
 		}
-		c, bad := Decode(m.Key, m.Value, DefaultMaxEventBytes)
+		c, bad := decode.Decode(m.Key, m.Value, DefaultMaxEventBytes)
 		if bad != nil {
 			t.Fatalf("message %d (%s, %.100s): Decode = %v, want a valid event", i, m.Kind, m.Value, bad)
 		}
-		ev.dish, ev.typ, ev.op, ev.id, ev.rid, ev.version = c.Type == TypeDish, c.Type, c.Op, c.ID, c.RestaurantID, c.Version
+		ev.dish, ev.typ, ev.op, ev.id, ev.rid, ev.version = c.Type == decode.TypeDish, c.Type, c.Op, c.ID, c.RestaurantID, c.Version
 		ev.lat, ev.lon = c.Lat, c.Lon
-		if c.Op == OpUpsert {
+		if c.Op == decode.OpUpsert {
 			if err := json.Unmarshal(c.Doc, &ev.doc); err != nil {
 				t.Fatal(err)
 			}

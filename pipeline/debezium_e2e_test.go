@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geoshard/geoshard/decode"
+	"github.com/geoshard/geoshard/internal/dbztest"
 	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/internal/testenv"
 	"github.com/geoshard/geoshard/pipeline/placement"
@@ -49,8 +51,8 @@ func TestDebeziumEndToEnd(t *testing.T) {
 
 	cfg := e.config()
 	cfg.DishKey = "" // debezium's default: dish
-	cfg.Format = FormatDebezium
-	m, err := ParseMapping(fmt.Appendf(nil, `{
+	cfg.Format = decode.FormatDebezium
+	m, err := decode.ParseMapping(fmt.Appendf(nil, `{
 	  "restaurants": {"topic": %q, "table": "restaurants", "schema": "public", "id": "id", "lat": "latitude", "lon": "longitude",
 	    "exclude": ["id", "latitude", "longitude"]},
 	  "dishes": {"topic": %q, "table": "dishes", "id": "id", "restaurant_id": "restaurant_id", "exclude": ["id"]}
@@ -81,7 +83,7 @@ func TestDebeziumEndToEnd(t *testing.T) {
 	}
 	slices.Sort(live)
 	for _, id := range live[:min(8, len(live))] {
-		s.add(genEvent{typ: TypeRestaurant, op: OpDelete, id: "r" + id, rid: "r" + id, version: model.rests[id].version + 1})
+		s.add(genEvent{typ: decode.TypeRestaurant, op: decode.OpDelete, id: "r" + id, rid: "r" + id, version: model.rests[id].version + 1})
 	}
 	where = append(where, e.produce(ctx, s.all[first:])...)
 	e.waitCaughtUp(t, a.r, 60*time.Second)
@@ -105,8 +107,8 @@ func TestDebeziumEndToEnd(t *testing.T) {
 		}
 	}
 	checkFinal(t, e, s.model(), modelWhere)
-	for typ, n := range map[string]int{TypeRestaurant: s.tombstones[0], TypeDish: s.tombstones[1]} {
-		if got := events[EventKey{Type: typ, Op: OpDelete, Result: resultNoop}]; got < int64(n) {
+	for typ, n := range map[string]int{decode.TypeRestaurant: s.tombstones[0], decode.TypeDish: s.tombstones[1]} {
+		if got := events[EventKey{Type: typ, Op: decode.OpDelete, Result: resultNoop}]; got < int64(n) {
 			t.Errorf("%s/delete/noop events = %d, want at least the %d tombstones", typ, got, n)
 		}
 	}
@@ -118,7 +120,7 @@ func TestDebeziumEndToEnd(t *testing.T) {
 			home[ev.id] = where[i].partition
 		}
 	}
-	ridOf := newEventFormat(cfg.withDefaults()).restaurantID
+	ridOf := newDecoder(cfg.withDefaults()).RestaurantID
 	misplaced := 0
 	for _, msg := range testenv.ReadTopic(t, e.kafka, e.repartition) {
 		if rid, ok := ridOf(msg.Value); ok {
@@ -192,7 +194,7 @@ func (s *debeziumStream) add(ev genEvent) {
 	}
 	op := "d"
 	row := ev.typ + "/" + ev.id
-	if ev.op == OpUpsert {
+	if ev.op == decode.OpUpsert {
 		op = []string{"u", "r"}[s.rng.IntN(2)]
 		if !s.seen[row] && s.rng.IntN(2) == 0 {
 			op = "c"
@@ -210,7 +212,7 @@ func (s *debeziumStream) add(ev genEvent) {
 		ridVal, ridText := dbzID(ev.rid)
 		id = ev.id
 		row := map[string]any{"id": ev.id, "restaurant_id": ridVal}
-		if ev.op == OpUpsert {
+		if ev.op == decode.OpUpsert {
 			for k, v := range ev.doc {
 				if k != "restaurant_id" {
 					row[k] = v
@@ -231,7 +233,7 @@ func (s *debeziumStream) add(ev genEvent) {
 		idVal, idText := dbzID(ev.id)
 		id = idVal
 		row := map[string]any{"id": idVal}
-		if ev.op == OpUpsert {
+		if ev.op == decode.OpUpsert {
 			for k, v := range ev.doc {
 				row[k] = v
 			}
@@ -239,7 +241,7 @@ func (s *debeziumStream) add(ev genEvent) {
 			if schemaOn {
 				// numeric(9,6) under decimal.handling.mode=precise.
 				lat, lon := math.Round(ev.lat*1e6), math.Round(ev.lon*1e6)
-				row["latitude"], row["longitude"] = unscaled(int64(lat)), unscaled(int64(lon))
+				row["latitude"], row["longitude"] = dbztest.Unscaled(int64(lat)), dbztest.Unscaled(int64(lon))
 				ev.lat, _ = strconv.ParseFloat(strconv.FormatFloat(lat/1e6, 'f', 6, 64), 64)
 				ev.lon, _ = strconv.ParseFloat(strconv.FormatFloat(lon/1e6, 'f', 6, 64), 64)
 			}
@@ -254,10 +256,10 @@ func (s *debeziumStream) add(ev genEvent) {
 	ev.key = marshal(map[string]any{"id": id})
 	ev.value = marshal(envelope)
 	if schemaOn {
-		ev.value = []byte(withSchema(restaurantSchema(""), string(ev.value)))
+		ev.value = []byte(dbztest.WithSchema(dbztest.RestaurantSchema(""), string(ev.value)))
 	}
 	s.all, s.tombstone = append(s.all, ev), append(s.tombstone, false)
-	if ev.op == OpDelete {
+	if ev.op == decode.OpDelete {
 		s.all, s.tombstone = append(s.all, genEvent{dish: ev.dish, key: ev.key}), append(s.tombstone, true)
 		if ev.dish {
 			s.tombstones[1]++
@@ -270,37 +272,37 @@ func (s *debeziumStream) add(ev genEvent) {
 // addBad adds one bad event of each kind the decoder refuses.
 func (s *debeziumStream) addBad() {
 	for _, ev := range []genEvent{
-		{poison: ReasonUnknownOp, value: []byte(`{"before":null,"after":null,"source":{"table":"restaurants","lsn":5},"op":"t"}`)},
-		{poison: ReasonBadLocation, key: []byte(`{"id":99001}`), value: []byte(dbzValue("restaurants", "c", "", `{"id":99001,"latitude":95,"longitude":0}`, 5))},
-		{poison: ReasonKeyMismatch, key: []byte(`{"id":99002}`), value: []byte(dbzValue("restaurants", "c", "", `{"id":99003,"latitude":1,"longitude":1}`, 5))},
-		{poison: ReasonMissingDoc, key: []byte(`{"id":99004}`), value: []byte(dbzValue("restaurants", "u", "", "", 5))},
-		{dish: true, poison: ReasonMissingRestaurantID, key: []byte(`{"id":"d-x1"}`), value: []byte(dbzValue("dishes", "d", `{"id":"d-x1","restaurant_id":0}`, "", 5))},
-		{dish: true, poison: ReasonInvalidJSON, key: []byte(`{"id":"d-x2"}`), value: []byte(`{"before":null,`)},
-		{dish: true, poison: ReasonUnknownType, key: []byte(`{"id":"d-x3"}`), value: []byte(dbzValue("orders", "c", "", `{"id":"d-x3","restaurant_id":1}`, 5))},
+		{poison: decode.ReasonUnknownOp, value: []byte(`{"before":null,"after":null,"source":{"table":"restaurants","lsn":5},"op":"t"}`)},
+		{poison: decode.ReasonBadLocation, key: []byte(`{"id":99001}`), value: []byte(dbztest.Value("restaurants", "c", "", `{"id":99001,"latitude":95,"longitude":0}`, 5))},
+		{poison: decode.ReasonKeyMismatch, key: []byte(`{"id":99002}`), value: []byte(dbztest.Value("restaurants", "c", "", `{"id":99003,"latitude":1,"longitude":1}`, 5))},
+		{poison: decode.ReasonMissingDoc, key: []byte(`{"id":99004}`), value: []byte(dbztest.Value("restaurants", "u", "", "", 5))},
+		{dish: true, poison: decode.ReasonMissingRestaurantID, key: []byte(`{"id":"d-x1"}`), value: []byte(dbztest.Value("dishes", "d", `{"id":"d-x1","restaurant_id":0}`, "", 5))},
+		{dish: true, poison: decode.ReasonInvalidJSON, key: []byte(`{"id":"d-x2"}`), value: []byte(`{"before":null,`)},
+		{dish: true, poison: decode.ReasonUnknownType, key: []byte(`{"id":"d-x3"}`), value: []byte(dbztest.Value("orders", "c", "", `{"id":"d-x3","restaurant_id":1}`, 5))},
 	} {
 		s.all, s.tombstone = append(s.all, ev), append(s.tombstone, false)
 	}
 }
 
 // TestDebeziumCapturedEndToEnd produces the events a real Debezium
-// Postgres connector wrote (testdata/debezium, each converter shape), keys
-// and values byte for byte, the dish topic keyed by dish id, and runs
-// them through the pipeline: restaurant 1 indexed where it moved to, dish
+// Postgres connector wrote (decode/testdata/debezium, each converter
+// shape), keys and values byte for byte, the dish topic keyed by dish id,
+// and runs them through the pipeline: restaurant 1 indexed where it moved to, dish
 // 11 under the restaurant it moved to and nowhere else, dish 10 deleted,
 // nothing dead-lettered (checkFinal).
 func TestDebeziumCapturedEndToEnd(t *testing.T) {
 	realenv.Parallel(t)
-	for _, shape := range []string{"schemaless", "schemas"} {
+	for _, shape := range dbztest.Shapes {
 		t.Run(shape, func(t *testing.T) {
 			realenv.Parallel(t)
 			e := newEnv(t, envOptions{partitions: 3, twoTopics: true, dishKeyDish: true})
 			var all, model []genEvent
 			var tombstone []bool
-			for _, ce := range capturedEvents {
-				key, value, lsn := readCaptured(t, shape, ce.file)
-				ev := genEvent{dish: ce.dish, key: key, value: value}
-				if !ce.skip {
-					w := ce.want
+			for _, ce := range dbztest.CapturedEvents {
+				key, value, lsn := dbztest.ReadCaptured(t, "../decode/testdata/debezium", shape, ce.File)
+				ev := genEvent{dish: ce.Dish, key: key, value: value}
+				if !ce.Skip {
+					w := ce.Want
 					ev.typ, ev.op, ev.id, ev.rid, ev.version, ev.lat, ev.lon = w.Type, w.Op, w.ID, w.RestaurantID, lsn, w.Lat, w.Lon
 					if w.Doc != nil {
 						if err := json.Unmarshal(w.Doc, &ev.doc); err != nil {
@@ -309,11 +311,11 @@ func TestDebeziumCapturedEndToEnd(t *testing.T) {
 					}
 					model = append(model, ev)
 				}
-				all, tombstone = append(all, ev), append(tombstone, ce.skip)
+				all, tombstone = append(all, ev), append(tombstone, ce.Skip)
 			}
 			cfg := e.config()
-			cfg.Format = FormatDebezium
-			m, err := ParseMapping([]byte(capturedMapping))
+			cfg.Format = decode.FormatDebezium
+			m, err := decode.ParseMapping([]byte(dbztest.CapturedMapping))
 			if err != nil {
 				t.Fatal(err)
 			}

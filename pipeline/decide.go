@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/schema"
 	"github.com/golang/geo/s2"
 )
@@ -246,7 +247,7 @@ func (ix *indexer) restaurantTask(ctx context.Context, ev *event, task func(cont
 				case err != nil:
 					return err
 				case rej != nil:
-					if err := ix.host.deadLetter(ctx, ev, ReasonRejected, rej.Error(), resultDeadLetter); err != nil {
+					if err := ix.host.deadLetter(ctx, ev, decode.ReasonRejected, rej.Error(), resultDeadLetter); err != nil {
 						return err
 					}
 				default:
@@ -286,7 +287,7 @@ func (ix *indexer) dishUpsert(ctx context.Context, ev *event) error {
 		evicted := ix.pend.add(ev, at)
 		ix.host.park(ev, now)
 		for _, x := range evicted {
-			if err := ix.host.deadLetter(ctx, x, ReasonUnknownRestaurant, "restaurant "+x.change.RestaurantID+" unknown; the pending set is full", resultPendingExpired); err != nil {
+			if err := ix.host.deadLetter(ctx, x, decode.ReasonUnknownRestaurant, "restaurant "+x.change.RestaurantID+" unknown; the pending set is full", resultPendingExpired); err != nil {
 				return err
 			}
 		}
@@ -419,7 +420,7 @@ func (ix *indexer) expirePending(ctx context.Context, maxAge time.Duration) erro
 			continue
 		}
 		rid := x.change.RestaurantID
-		if err := ix.host.deadLetter(ctx, x, ReasonUnknownRestaurant,
+		if err := ix.host.deadLetter(ctx, x, decode.ReasonUnknownRestaurant,
 			fmt.Sprintf("restaurant %s unknown after %v", rid, maxAge), resultPendingExpired); err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"testing"
 
+	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/schema"
 )
@@ -20,10 +21,10 @@ func TestDeletedRestaurantRefusesAReplayAnywhere(t *testing.T) {
 	first := handMember(t, e)
 	first.ix.enterGen(1)
 	sf := func(p *Pipeline, off, v int64) *event {
-		return fenceEvent(p, off, &Change{Type: TypeRestaurant, Op: OpUpsert, ID: "Y", Version: v, Lat: 37.7749, Lon: -122.4194})
+		return fenceEvent(p, off, &decode.Change{Type: decode.TypeRestaurant, Op: decode.OpUpsert, ID: "Y", Version: v, Lat: 37.7749, Lon: -122.4194})
 	}
 	del := func(p *Pipeline, off, v int64) *event {
-		return fenceEvent(p, off, &Change{Type: TypeRestaurant, Op: OpDelete, ID: "Y", Version: v})
+		return fenceEvent(p, off, &decode.Change{Type: decode.TypeRestaurant, Op: decode.OpDelete, ID: "Y", Version: v})
 	}
 	// Y at version 2 in San Francisco; version 1, in New York, comes after
 	// it and is stale; then Y is deleted at version 3.

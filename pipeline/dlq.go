@@ -11,6 +11,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/decode"
 )
 
 // Dead-letter headers. The three source headers name one event (for a
@@ -35,7 +36,7 @@ var _ producer = (*kafka.Writer)(nil)
 // deadLetter is one event on its way to the dead-letter topic.
 type deadLetter struct {
 	ev     *event
-	reason Reason
+	reason decode.Reason
 	detail string
 	// result is the event's result label once written: dead_letter, or
 	// pending_expired for a dish that waited too long.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/internal/realenv"
 )
 
@@ -41,7 +42,7 @@ func checkDeadLettersOnce(t *testing.T, e *testEnv, evs []genEvent, where []prod
 	}
 	tolerated := 0
 	for w, reasons := range byPlace {
-		if extraPending && len(reasons) == 1 && reasons[0] == string(ReasonUnknownRestaurant) {
+		if extraPending && len(reasons) == 1 && reasons[0] == string(decode.ReasonUnknownRestaurant) {
 			tolerated++
 			continue
 		}
@@ -126,7 +127,7 @@ func TestDeadLetterOnceAfterMove(t *testing.T) {
 		t.Errorf("second instance counted %d repeats, want at least %d (every poison event decided again)", rb, poison)
 	}
 	var metric float64
-	for _, r := range Reasons {
+	for _, r := range decode.Reasons {
 		metric += testutil.ToFloat64(b.r.p.out.met.deadLetterRepeats.WithLabelValues(string(r)))
 	}
 	if int64(metric) != rb {
@@ -251,7 +252,7 @@ func TestDeadOnceRecord(t *testing.T) {
 	o := newDeadOnce(Config{}, testLogger())
 	part := partKey{"menu", 0}
 	at := func(off int64) *event { return &event{part: part, offset: off} }
-	dl := func(ev *event) *deadLetter { return &deadLetter{ev: ev, reason: ReasonInvalidJSON} }
+	dl := func(ev *event) *deadLetter { return &deadLetter{ev: ev, reason: decode.ReasonInvalidJSON} }
 	dropped := map[*event]bool{}
 	isDropped := func(ev *event) bool { return dropped[ev] }
 
@@ -312,10 +313,10 @@ func BenchmarkDeadOnce(b *testing.B) {
 	var off int64
 	for b.Loop() {
 		ev := &event{part: part, offset: off}
-		d := &deadLetter{ev: ev, reason: ReasonInvalidJSON}
+		d := &deadLetter{ev: ev, reason: decode.ReasonInvalidJSON}
 		o.claim(d)
 		o.written(d)
-		o.claim(&deadLetter{ev: ev, reason: ReasonInvalidJSON})
+		o.claim(&deadLetter{ev: ev, reason: decode.ReasonInvalidJSON})
 		off++
 		if off%64 == 0 {
 			o.passed([]commitPoint{{part, off}})

@@ -7,8 +7,8 @@
 // # What it owns
 //
 // The files follow a message: the consumer group (group.go) fetches it,
-// the decoder (events.go; debezium.go and mapping.go for Debezium's change
-// events) decodes it, the loop (loop.go) tracks it and hands it to the
+// the decoder (decoder.go, through package decode, which reads geoshard's
+// own events and Debezium's) decodes it, the loop (loop.go) tracks it and hands it to the
 // indexer (indexer.go), which decides its writes (decide.go, gained.go,
 // moves.go), follows a dish that changes restaurant (reparent.go), keeps
 // account of what is in flight (inflight.go) and makes them (targets.go);
@@ -22,9 +22,10 @@
 //     partitions, each read from the committed offset, commits through
 //     the generation, and the handover before the next join; no decision
 //     once the generation has ended (fence.go).
-//   - Decoding and validation of events (events.go). A bad event goes to
-//     the dead-letter topic with a bounded reason code; nothing is dropped
-//     silently (dlq.go), and nothing is dead-lettered twice (dlqonce.go).
+//   - Decoding and validation of events (decoder.go; package decode). A
+//     bad event goes to the dead-letter topic with a bounded reason code;
+//     nothing is dropped silently (dlq.go), and nothing is dead-lettered
+//     twice (dlqonce.go).
 //   - The write targets: an index and the geoshard map it was built with,
 //     read from the index's mapping _meta through the alias, re-checked
 //     periodically (targets.go). Routing is computed and items are emitted
@@ -208,6 +209,6 @@
 // document and the alias (schema/migration.go is the whole contract), and
 // answers only with its heartbeat.
 //
-//	imports: bulk kafkarange pipeline/placement router schema
+//	imports: bulk decode kafkarange pipeline/placement router schema
 //	never:   migrate search internal github.com/twmb/franz-go
 package pipeline

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/internal/testenv"
 	"github.com/geoshard/geoshard/router"
@@ -63,7 +64,7 @@ func checkFinalOpts(t *testing.T, e *testEnv, evs []genEvent, where []produced, 
 	}
 	tolerated := 0
 	for src, reasons := range byPlace {
-		if extraPending && len(reasons) > 0 && reasons[0] == string(ReasonUnknownRestaurant) {
+		if extraPending && len(reasons) > 0 && reasons[0] == string(decode.ReasonUnknownRestaurant) {
 			tolerated++
 			continue
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/opensearch-project/opensearch-go/v4"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/internal/osfake"
 	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/internal/testenv"
@@ -145,9 +146,9 @@ func TestDeadLetterTopicDown(t *testing.T) {
 	realenv.Parallel(t)
 	e := newEnv(t, envOptions{partitions: 1})
 	evs := []genEvent{
-		{typ: TypeRestaurant, op: OpUpsert, id: "r1", rid: "r1", version: 1, lat: 40.7, lon: -74, doc: map[string]any{"name": "a"}},
-		{key: []byte("x"), value: []byte(`not json`), poison: ReasonInvalidJSON},
-		{typ: TypeRestaurant, op: OpUpsert, id: "r2", rid: "r2", version: 1, lat: 37.7, lon: -122.4, doc: map[string]any{"name": "b"}},
+		{typ: decode.TypeRestaurant, op: decode.OpUpsert, id: "r1", rid: "r1", version: 1, lat: 40.7, lon: -74, doc: map[string]any{"name": "a"}},
+		{key: []byte("x"), value: []byte(`not json`), poison: decode.ReasonInvalidJSON},
+		{typ: decode.TypeRestaurant, op: decode.OpUpsert, id: "r2", rid: "r2", version: 1, lat: 37.7, lon: -122.4, doc: map[string]any{"name": "b"}},
 	}
 	for i := range evs {
 		if evs[i].value == nil {
@@ -161,7 +162,7 @@ func TestDeadLetterTopicDown(t *testing.T) {
 	// Once the restaurant after the dead letter is written, its offset
 	// would be ready to commit if the dead letter had finished unwritten:
 	// the commit point must stay at the dead letter.
-	written := EventKey{TypeRestaurant, OpUpsert, resultWritten}
+	written := EventKey{decode.TypeRestaurant, decode.OpUpsert, resultWritten}
 	deadline := time.Now().Add(realenv.Slack(20 * time.Second))
 	for r.p.Stats().Events[written] < 2 {
 		if time.Now().After(deadline) {
@@ -187,7 +188,7 @@ func TestDeadLetterTopicDown(t *testing.T) {
 	if err := r.Stop(t); err != nil {
 		t.Fatalf("Run = %v", err)
 	}
-	if st := r.p.Stats(); st.DeadLetters[ReasonInvalidJSON] != 1 {
+	if st := r.p.Stats(); st.DeadLetters[decode.ReasonInvalidJSON] != 1 {
 		t.Errorf("dead letters = %v, want one invalid_json", st.DeadLetters)
 	}
 }
@@ -229,7 +230,7 @@ func TestMapSwitch(t *testing.T) {
 	cfg := e.config()
 	cfg.MapCheckInterval = 100 * time.Millisecond
 	r := e.start(cfg)
-	first := []genEvent{{typ: TypeRestaurant, op: OpUpsert, id: "r1", rid: "r1", version: 1, lat: 40.7, lon: -74, doc: map[string]any{"name": "a"}}}
+	first := []genEvent{{typ: decode.TypeRestaurant, op: decode.OpUpsert, id: "r1", rid: "r1", version: 1, lat: 40.7, lon: -74, doc: map[string]any{"name": "a"}}}
 	first[0].value, first[0].key = encodeEvent(first[0]), []byte("r1")
 	e.produce(context.Background(), first)
 	e.waitCaughtUp(t, r, 20*time.Second)
@@ -260,7 +261,7 @@ func TestMapSwitch(t *testing.T) {
 	if ts := r.p.Stats().Targets; len(ts) != 1 || ts[0].Index != "menu-v2" || ts[0].MapHash != m2.Hash() {
 		t.Fatalf("targets = %+v, want menu-v2 with map %s", ts, m2.ShortHash())
 	}
-	second := []genEvent{{typ: TypeRestaurant, op: OpUpsert, id: "r1", rid: "r1", version: 2, lat: 40.7, lon: -74, doc: map[string]any{"name": "b"}}}
+	second := []genEvent{{typ: decode.TypeRestaurant, op: decode.OpUpsert, id: "r1", rid: "r1", version: 2, lat: 40.7, lon: -74, doc: map[string]any{"name": "b"}}}
 	second[0].value, second[0].key = encodeEvent(second[0]), []byte("r1")
 	e.produce(ctx, second)
 	e.waitCaughtUp(t, r, 20*time.Second)

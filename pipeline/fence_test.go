@@ -12,6 +12,7 @@ import (
 	"github.com/golang/geo/s2"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/schema"
 )
@@ -73,23 +74,23 @@ var (
 
 // fenceEvent is change, tracked at offset of partition 0, taken in the
 // member's generation.
-func fenceEvent(p *Pipeline, offset int64, c *Change) *event {
+func fenceEvent(p *Pipeline, offset int64, c *decode.Change) *event {
 	k := partKey{"events", 0}
 	entry, _ := p.track.track(k, offset, 100)
 	rid := c.ID
-	if c.Type == TypeDish {
+	if c.Type == decode.TypeDish {
 		rid = c.RestaurantID
 	}
 	return &event{part: k, offset: offset, entry: entry, rid: rid, gen: p.ix.gen, change: c}
 }
 
 func fenceDish(p *Pipeline, offset int64, id, rid string, v int64) *event {
-	return fenceEvent(p, offset, &Change{Type: TypeDish, Op: OpUpsert, ID: id, RestaurantID: rid, Version: v})
+	return fenceEvent(p, offset, &decode.Change{Type: decode.TypeDish, Op: decode.OpUpsert, ID: id, RestaurantID: rid, Version: v})
 }
 
 // fenceMoveToNY is restaurant Y's upsert at version v in New York.
 func fenceMoveToNY(p *Pipeline, offset, v int64) *event {
-	return fenceEvent(p, offset, &Change{Type: TypeRestaurant, Op: OpUpsert, ID: "Y", Version: v, Lat: 40.7128, Lon: -74.006})
+	return fenceEvent(p, offset, &decode.Change{Type: decode.TypeRestaurant, Op: decode.OpUpsert, ID: "Y", Version: v, Lat: 40.7128, Lon: -74.006})
 }
 
 // decideAll submits evs in order, runs the loop until nothing is in
@@ -304,7 +305,7 @@ func TestEndedGenerationRunsNoContinuation(t *testing.T) {
 			ix.pend.add(waiting, time.Now())
 			entry, _ := p.track.track(k, 4, 100)
 			rest := &event{part: k, offset: 4, entry: entry, rid: "Y", gen: 1,
-				change: &Change{Type: TypeRestaurant, Op: OpUpsert, ID: "Y", Version: 2, Lat: 40.7128, Lon: -74.006}}
+				change: &decode.Change{Type: decode.TypeRestaurant, Op: decode.OpUpsert, ID: "Y", Version: 2, Lat: 40.7128, Lon: -74.006}}
 			letGo := make(chan struct{})
 			switch tc {
 			case "task":
@@ -369,7 +370,7 @@ func TestMoveCutAfterItsCopiesLeavesNoLeftover(t *testing.T) {
 	}
 	ix.dir.set("Y", fenceSF, 1)
 
-	gone := fenceEvent(p, 7, &Change{Type: TypeDish, Op: OpDelete, ID: "d1", RestaurantID: "Y", Version: 3})
+	gone := fenceEvent(p, 7, &decode.Change{Type: decode.TypeDish, Op: decode.OpDelete, ID: "d1", RestaurantID: "Y", Version: 3})
 	decideAll(t, p, gone, fenceMoveToNY(p, 8, 2))
 	tg := newTarget(testIndex, e.m, true)
 	_, ny := tg.routing(fenceNY)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/golang/geo/s2"
+
+	"github.com/geoshard/geoshard/decode"
 )
 
 // TestGainedPartitionsAreLookedUp: after a generation that gained
@@ -146,19 +148,19 @@ func TestLostPartitionIsReleased(t *testing.T) {
 		offset++
 		e, _ := p.track.track(k, offset, 100)
 		return &event{part: k, offset: offset, rid: rid, entry: e,
-			change: &Change{Type: typ, Op: OpUpsert, ID: "x" + rid, RestaurantID: rid, Version: 1}}
+			change: &decode.Change{Type: typ, Op: decode.OpUpsert, ID: "x" + rid, RestaurantID: rid, Version: 1}}
 	}
-	flying := ev(0, "r0", TypeRestaurant) // in flight when the partition goes
+	flying := ev(0, "r0", decode.TypeRestaurant) // in flight when the partition goes
 	ix.rest("r0").held = true
 	for range 3 {
-		ix.rest("r0").queue = append(ix.rest("r0").queue, ev(0, "r0", TypeDish))
+		ix.rest("r0").queue = append(ix.rest("r0").queue, ev(0, "r0", decode.TypeDish))
 		ix.queuedBehind++
 	}
 	ix.rest("r1").held = true
-	ix.rest("r1").queue = append(ix.rest("r1").queue, ev(1, "r1", TypeDish))
+	ix.rest("r1").queue = append(ix.rest("r1").queue, ev(1, "r1", decode.TypeDish))
 	ix.queuedBehind++
-	ix.pend.add(ev(0, "r9", TypeDish), time.Now())
-	kept := ev(1, "r8", TypeDish)
+	ix.pend.add(ev(0, "r9", decode.TypeDish), time.Now())
+	kept := ev(1, "r8", decode.TypeDish)
 	ix.pend.add(kept, time.Now())
 
 	if err := p.loop.enterGeneration(context.Background(), &generation{id: 2, owned: map[partKey]bool{{"events", 1}: true}}); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/golang/geo/s2"
 
+	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/internal/datagen"
 	"github.com/geoshard/geoshard/router"
 	"github.com/geoshard/geoshard/schema"
@@ -28,7 +29,7 @@ type genEvent struct {
 	doc      map[string]any
 	// poison is the dead-letter reason the event must get ("" for a valid
 	// event; ReasonRejected for one that OpenSearch refuses).
-	poison Reason
+	poison decode.Reason
 }
 
 // genConfig shapes a generated stream. Weights are relative; 0 disables
@@ -204,7 +205,7 @@ func encodeEvent(ev genEvent) []byte {
 			m["former_restaurant_id"] = ev.former
 		}
 	}
-	if ev.op == OpUpsert {
+	if ev.op == decode.OpUpsert {
 		m["doc"] = ev.doc
 		if !ev.dish {
 			m["location"] = map[string]any{"lat": ev.lat, "lon": ev.lon}
@@ -218,8 +219,8 @@ func encodeEvent(ev genEvent) []byte {
 }
 
 func (g *generator) restEvent(r *genRest, op string) int {
-	ev := genEvent{typ: TypeRestaurant, op: op, id: r.id, rid: r.id, version: r.version, lat: r.lat, lon: r.lon}
-	if op == OpUpsert {
+	ev := genEvent{typ: decode.TypeRestaurant, op: op, id: r.id, rid: r.id, version: r.version, lat: r.lat, lon: r.lon}
+	if op == decode.OpUpsert {
 		ev.doc = g.restDoc()
 	}
 	i := g.emit(ev)
@@ -228,8 +229,8 @@ func (g *generator) restEvent(r *genRest, op string) int {
 }
 
 func (g *generator) dishEvent(r *genRest, d *genDish, op string) int {
-	ev := genEvent{dish: true, typ: TypeDish, op: op, id: d.id, rid: r.id, version: d.version}
-	if op == OpUpsert {
+	ev := genEvent{dish: true, typ: decode.TypeDish, op: op, id: d.id, rid: r.id, version: d.version}
+	if op == decode.OpUpsert {
 		ev.doc = g.dishDoc()
 	}
 	i := g.emit(ev)
@@ -240,7 +241,7 @@ func (g *generator) dishEvent(r *genRest, d *genDish, op string) int {
 func (g *generator) emitCreate(r *genRest) {
 	r.version = 1 + int64(g.rng.IntN(5))
 	r.live = true
-	g.restEvent(r, OpUpsert)
+	g.restEvent(r, decode.OpUpsert)
 	g.rests = append(g.rests, r)
 }
 
@@ -262,7 +263,7 @@ func (g *generator) early() bool {
 	g.dishN++
 	d := &genDish{id: fmt.Sprintf("d%06d", g.dishN), version: 1, live: true}
 	r.dishes = append(r.dishes, d)
-	g.dishEvent(r, d, OpUpsert)
+	g.dishEvent(r, d, decode.OpUpsert)
 	g.due = append(g.due, r)
 	return true
 }
@@ -295,7 +296,7 @@ func (g *generator) addDish() bool {
 	g.dishN++
 	d := &genDish{id: fmt.Sprintf("d%06d", g.dishN), version: 1 + int64(g.rng.IntN(3)), live: true}
 	r.dishes = append(r.dishes, d)
-	g.dishEvent(r, d, OpUpsert)
+	g.dishEvent(r, d, decode.OpUpsert)
 	return true
 }
 
@@ -309,7 +310,7 @@ func (g *generator) updateDish() bool {
 		return false
 	}
 	d.version += 1 + int64(g.rng.IntN(2))
-	g.dishEvent(r, d, OpUpsert)
+	g.dishEvent(r, d, decode.OpUpsert)
 	return true
 }
 
@@ -324,9 +325,9 @@ func (g *generator) dishOutOfOrder() bool {
 		return false
 	}
 	d.version += 2
-	g.dishEvent(r, d, OpUpsert)
+	g.dishEvent(r, d, decode.OpUpsert)
 	d.version--
-	g.dishEvent(r, d, OpUpsert)
+	g.dishEvent(r, d, decode.OpUpsert)
 	d.version++
 	return true
 }
@@ -352,7 +353,7 @@ func (g *generator) reparentDish() bool {
 	to.dishes = append(to.dishes, d)
 	d.moved, to.gained = true, true
 	d.version += 1 + int64(g.rng.IntN(2))
-	i := g.dishEvent(to, d, OpUpsert)
+	i := g.dishEvent(to, d, decode.OpUpsert)
 	g.out[i].former = r.id
 	g.out[i].value = encodeEvent(g.out[i])
 	return true
@@ -372,7 +373,7 @@ func (g *generator) deleteDish() bool {
 	}
 	d.version++
 	d.live = false
-	g.dishEvent(r, d, OpDelete)
+	g.dishEvent(r, d, decode.OpDelete)
 	return true
 }
 
@@ -396,7 +397,7 @@ func (g *generator) updateRest(kind int) bool {
 		r.epochDish = nil // replays of its dishes stay within a location
 	}
 	r.version += 1 + int64(g.rng.IntN(2))
-	g.restEvent(r, OpUpsert)
+	g.restEvent(r, decode.OpUpsert)
 	return true
 }
 
@@ -408,12 +409,12 @@ func (g *generator) restOutOfOrder() bool {
 	}
 	r.epochDish = nil
 	r.version += 2
-	g.restEvent(r, OpUpsert)
+	g.restEvent(r, decode.OpUpsert)
 	lat, lon := r.lat, r.lon
 	p := g.pool[g.rng.IntN(len(g.pool))]
 	r.lat, r.lon = p.Lat, p.Lng
 	r.version--
-	g.restEvent(r, OpUpsert)
+	g.restEvent(r, decode.OpUpsert)
 	r.version++
 	r.lat, r.lon = lat, lon
 	return true
@@ -431,7 +432,7 @@ func (g *generator) deleteRest() bool {
 	g.rests = append(g.rests[:i], g.rests[i+1:]...)
 	r.version++
 	r.live = false
-	g.restEvent(r, OpDelete)
+	g.restEvent(r, decode.OpDelete)
 	return true
 }
 
@@ -463,55 +464,55 @@ func (g *generator) orphanDish() bool {
 	r := &genRest{id: fmt.Sprintf("orphan%03d", g.orphan)}
 	g.dishN++
 	d := &genDish{id: fmt.Sprintf("d%06d", g.dishN), version: 1}
-	g.dishEvent(r, d, OpUpsert)
+	g.dishEvent(r, d, decode.OpUpsert)
 	if g.rng.IntN(3) == 0 {
 		d.version++
-		g.dishEvent(r, d, OpDelete)
+		g.dishEvent(r, d, decode.OpDelete)
 	}
 	return true
 }
 
-var poisonKinds = []Reason{
-	ReasonInvalidJSON, ReasonUnknownType, ReasonUnknownOp, ReasonMissingID, ReasonMissingVersion,
-	ReasonBadLocation, ReasonMissingRestaurantID, ReasonMissingDoc, ReasonOversized, ReasonKeyMismatch,
-	ReasonRejected, "oversized_id", "rejected_restaurant",
+var poisonKinds = []decode.Reason{
+	decode.ReasonInvalidJSON, decode.ReasonUnknownType, decode.ReasonUnknownOp, decode.ReasonMissingID, decode.ReasonMissingVersion,
+	decode.ReasonBadLocation, decode.ReasonMissingRestaurantID, decode.ReasonMissingDoc, decode.ReasonOversized, decode.ReasonKeyMismatch,
+	decode.ReasonRejected, "oversized_id", "rejected_restaurant",
 }
 
 // poison emits one event that must end in the dead-letter topic.
-func (g *generator) poison(kind Reason) {
+func (g *generator) poison(kind decode.Reason) {
 	g.orphan++
 	rid := fmt.Sprintf("poison%03d", g.orphan)
 	ev := genEvent{key: []byte(rid), rid: rid, poison: kind}
 	raw := func(s string) { ev.value = []byte(s) }
 	switch kind {
-	case ReasonInvalidJSON:
+	case decode.ReasonInvalidJSON:
 		raw(`{"type":"restaurant","op":"upsert",`)
-	case ReasonUnknownType:
+	case decode.ReasonUnknownType:
 		raw(`{"type":"menu","op":"upsert","id":"` + rid + `","version":1}`)
-	case ReasonUnknownOp:
+	case decode.ReasonUnknownOp:
 		raw(`{"type":"restaurant","op":"patch","id":"` + rid + `","version":1}`)
-	case ReasonMissingID:
+	case decode.ReasonMissingID:
 		raw(`{"type":"restaurant","op":"delete","version":1}`)
 		ev.key = nil
-	case ReasonMissingVersion:
+	case decode.ReasonMissingVersion:
 		raw(`{"type":"restaurant","op":"delete","id":"` + rid + `","version":-3}`)
-	case ReasonBadLocation:
+	case decode.ReasonBadLocation:
 		raw(`{"type":"restaurant","op":"upsert","id":"` + rid + `","version":1,"location":{"lat":95,"lon":0},"doc":{}}`)
-	case ReasonMissingRestaurantID:
+	case decode.ReasonMissingRestaurantID:
 		raw(`{"type":"dish","op":"upsert","id":"d-` + rid + `","version":1,"doc":{}}`)
 		ev.key = nil
-	case ReasonMissingDoc:
+	case decode.ReasonMissingDoc:
 		raw(`{"type":"dish","op":"upsert","id":"d-` + rid + `","restaurant_id":"` + rid + `","version":1,"doc":"x"}`)
-	case ReasonOversized:
+	case decode.ReasonOversized:
 		raw(`{"type":"restaurant","op":"upsert","id":"` + rid + `","version":1,"location":{"lat":1,"lon":1},"doc":{"name":"` + strings.Repeat("x", 70<<10) + `"}}`)
 	case "oversized_id":
-		ev.poison = ReasonOversized
+		ev.poison = decode.ReasonOversized
 		id := strings.Repeat("i", 600)
 		raw(`{"type":"dish","op":"delete","id":"` + id + `","restaurant_id":"` + rid + `","version":1}`)
-	case ReasonKeyMismatch:
+	case decode.ReasonKeyMismatch:
 		raw(`{"type":"restaurant","op":"delete","id":"` + rid + `","version":1}`)
 		ev.key = []byte("someone-else")
-	case ReasonRejected:
+	case decode.ReasonRejected:
 		// A dish of a live restaurant whose price does not fit the
 		// mapping: OpenSearch refuses it.
 		if r := g.pickRest(); r != nil {
@@ -520,10 +521,10 @@ func (g *generator) poison(kind Reason) {
 		ev.dish = true
 		raw(`{"type":"dish","op":"upsert","id":"d-` + rid + `","restaurant_id":"` + ev.rid + `","version":1,"doc":{"price_cents":"cheap"}}`)
 		if g.pickRest() == nil {
-			ev.poison = ReasonUnknownRestaurant
+			ev.poison = decode.ReasonUnknownRestaurant
 		}
 	case "rejected_restaurant":
-		ev.poison = ReasonRejected
+		ev.poison = decode.ReasonRejected
 		raw(`{"type":"restaurant","op":"upsert","id":"` + rid + `","version":1,"location":{"lat":40.7,"lon":-74},"doc":{"price_cents":"cheap"}}`)
 	}
 	if strings.Contains(string(ev.value), `"type":"dish"`) {
@@ -540,7 +541,7 @@ type model struct {
 	rests  map[string]*modelRest
 	dishes map[string]*modelDish
 	// deadLetters maps event index → reason.
-	deadLetters map[int]Reason
+	deadLetters map[int]decode.Reason
 }
 
 type modelRest struct {
@@ -558,7 +559,7 @@ type modelDish struct {
 }
 
 func runModel(evs []genEvent) *model {
-	m := &model{rests: map[string]*modelRest{}, dishes: map[string]*modelDish{}, deadLetters: map[int]Reason{}}
+	m := &model{rests: map[string]*modelRest{}, dishes: map[string]*modelDish{}, deadLetters: map[int]decode.Reason{}}
 	pending := map[string][]int{}
 	applyDish := func(i int) {
 		ev := evs[i]
@@ -566,7 +567,7 @@ func runModel(evs []genEvent) *model {
 		if d != nil && ev.version <= d.version {
 			return
 		}
-		m.dishes[ev.id] = &modelDish{version: ev.version, live: ev.op == OpUpsert, rid: ev.rid, doc: ev.doc}
+		m.dishes[ev.id] = &modelDish{version: ev.version, live: ev.op == decode.OpUpsert, rid: ev.rid, doc: ev.doc}
 	}
 	for i, ev := range evs {
 		if ev.poison != "" {
@@ -575,7 +576,7 @@ func runModel(evs []genEvent) *model {
 		}
 		r := m.rests[ev.rid]
 		switch {
-		case ev.typ == TypeRestaurant && ev.op == OpUpsert:
+		case ev.typ == decode.TypeRestaurant && ev.op == decode.OpUpsert:
 			if r != nil && ev.version <= r.version {
 				continue
 			}
@@ -584,7 +585,7 @@ func runModel(evs []genEvent) *model {
 				applyDish(j)
 			}
 			delete(pending, ev.id)
-		case ev.typ == TypeRestaurant:
+		case ev.typ == decode.TypeRestaurant:
 			delete(pending, ev.id) // dishes waiting for it belong to a deleted restaurant
 			if r != nil && ev.version <= r.version {
 				continue
@@ -598,7 +599,7 @@ func runModel(evs []genEvent) *model {
 			}
 			m.rests[ev.id] = &modelRest{version: ev.version}
 		case r == nil || !r.live:
-			if ev.op == OpUpsert {
+			if ev.op == decode.OpUpsert {
 				pending[ev.rid] = append(pending[ev.rid], i)
 				continue
 			}
@@ -621,7 +622,7 @@ func runModel(evs []genEvent) *model {
 	}
 	for _, idx := range pending {
 		for _, j := range idx {
-			m.deadLetters[j] = ReasonUnknownRestaurant
+			m.deadLetters[j] = decode.ReasonUnknownRestaurant
 		}
 	}
 	return m
@@ -683,7 +684,7 @@ func roundTrip(v map[string]any) map[string]any {
 func cutAt(evs []genEvent, i int) int {
 	first := map[string]int{}
 	for j, ev := range evs {
-		if ev.typ == TypeRestaurant && ev.op == OpUpsert {
+		if ev.typ == decode.TypeRestaurant && ev.op == decode.OpUpsert {
 			if _, ok := first[ev.id]; !ok {
 				first[ev.id] = j
 			}

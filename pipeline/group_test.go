@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/internal/realenv"
 )
 
@@ -278,7 +279,7 @@ func BenchmarkRebalancePause(b *testing.B) {
 					evs := make([]genEvent, n)
 					for i := range evs {
 						rid := ids[rng.IntN(len(ids))]
-						evs[i] = genEvent{dish: true, typ: TypeDish, op: OpUpsert, id: fmt.Sprintf("d%d-%d", rng.Int64(), i), rid: rid, version: 1,
+						evs[i] = genEvent{dish: true, typ: decode.TypeDish, op: decode.OpUpsert, id: fmt.Sprintf("d%d-%d", rng.Int64(), i), rid: rid, version: 1,
 							doc: map[string]any{"name": "noodles", "price_cents": 1250}}
 					}
 					return encodeAll(evs)

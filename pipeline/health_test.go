@@ -15,6 +15,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/internal/kafkatest"
 	"github.com/geoshard/geoshard/internal/osfake"
 	"github.com/geoshard/geoshard/internal/realenv"
@@ -213,7 +214,7 @@ func TestSaysWhenOpenSearchCannotBeReached(t *testing.T) {
 	if err := e.os.SetFaults(osfake.Faults{FailRate: 1, FailStatus: 503, FailEndpoints: []string{"all"}}); err != nil {
 		t.Fatal(err)
 	}
-	evs := encodeAll([]genEvent{{typ: TypeRestaurant, op: OpUpsert, id: "r1", rid: "r1", version: 1, lat: 37.77, lon: -122.42, doc: map[string]any{"name": "one"}}})
+	evs := encodeAll([]genEvent{{typ: decode.TypeRestaurant, op: decode.OpUpsert, id: "r1", rid: "r1", version: 1, lat: 37.77, lon: -122.42, doc: map[string]any{"name": "one"}}})
 	e.produce(context.Background(), evs)
 	waitUntil(t, 30*time.Second, "Ready says OpenSearch cannot be reached", func() (bool, string) {
 		ok, why := r.p.Ready()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/decode"
 )
 
 // indexer is the write side of the pipeline: it applies decoded change
@@ -149,7 +150,7 @@ type host interface {
 	finish(ev *event, result string) bool
 	// deadLetter queues an event for the dead-letter topic, waiting while
 	// the queue is full. Only the loop calls it.
-	deadLetter(ctx context.Context, ev *event, r Reason, detail, result string) error
+	deadLetter(ctx context.Context, ev *event, r decode.Reason, detail, result string) error
 	// rejected dead-letters an event a write of which the index rejected.
 	// It never blocks: writer callbacks call it.
 	rejected(ev *event, err error)
@@ -224,11 +225,11 @@ func (ix *indexer) submit(ctx context.Context, ev *event) error {
 func (ix *indexer) apply(ctx context.Context, ev *event) error {
 	c := ev.change
 	switch {
-	case c.Type == TypeRestaurant && c.Op == OpUpsert:
+	case c.Type == decode.TypeRestaurant && c.Op == decode.OpUpsert:
 		return ix.restaurantUpsert(ctx, ev)
-	case c.Type == TypeRestaurant:
+	case c.Type == decode.TypeRestaurant:
 		return ix.restaurantDelete(ctx, ev)
-	case c.Op == OpUpsert:
+	case c.Op == decode.OpUpsert:
 		return ix.dishUpsert(ctx, ev)
 	default:
 		return ix.dishDelete(ctx, ev)

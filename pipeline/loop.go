@@ -10,7 +10,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/geoshard/geoshard/pipeline/placement"
+	"github.com/geoshard/geoshard/decode"
 )
 
 // loop is the processing goroutine, the indexer's loop: it follows the
@@ -47,19 +47,6 @@ type loop struct {
 	// loop is in.
 	assigned map[partKey]bool
 	gen      *generation
-}
-
-// decoded is a message's change as Decode reads it, and what is wrong
-// with it, if anything.
-type decoded struct {
-	change  *Change
-	members []byte // an upsert's doc members, reserved fields stripped
-	reason  Reason // "" for a good event
-	detail  string
-	origin  *placement.Origin // a repartitioned event's place in the dish topic
-	// skip: the event finishes with no write and no dead letter (a
-	// Debezium tombstone), counted as noop.
-	skip bool
 }
 
 // process is the processing goroutine, the indexer's loop: it waits for
@@ -377,7 +364,7 @@ func (l *loop) handle(ctx context.Context, m kafka.Message, d decoded) error {
 		return nil
 	}
 	ev.rid = c.ID
-	if c.Type == TypeDish {
+	if c.Type == decode.TypeDish {
 		ev.rid = c.RestaurantID
 	}
 	return l.ix.submit(ctx, ev)
@@ -404,7 +391,7 @@ func (l *loop) redelivered(k partKey, offset int64, dropped []*trackEntry) {
 // indexer, as the event it was, its offset already committed.
 func (l *loop) decideUnparked(ctx context.Context, u unparked) error {
 	d := l.dec.decode(u.msg)
-	if d.reason != "" || d.change == nil || d.change.Type != TypeDish || d.change.Op != OpUpsert {
+	if d.reason != "" || d.change == nil || d.change.Type != decode.TypeDish || d.change.Op != decode.OpUpsert {
 		l.log.Warn("parking record is not a dish upsert; dropped", "topic", l.cfg.ParkingTopic, "source_topic", u.msg.Topic, "partition", u.msg.Partition, "offset", u.msg.Offset, "reason", d.reason)
 		return nil
 	}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/schema"
 )
 
@@ -115,7 +116,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Help: "Dead letters not written again, by reason: their event, decided again after a rebalance or a restart, was dead-lettered already by this instance or by a previous owner of its partition.",
 	}, []string{"reason"})
 	m.setPhase(phaseNone)
-	for _, r := range Reasons {
+	for _, r := range decode.Reasons {
 		m.deadLetters.WithLabelValues(string(r))
 		m.deadLetterRepeats.WithLabelValues(string(r))
 	}

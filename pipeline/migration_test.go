@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/internal/osfake"
 	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/internal/testenv"
@@ -179,7 +180,7 @@ func movesInOneMapOnly(evs []genEvent, a, b *router.Map) int {
 	last := map[string]s2.CellID{}
 	n := 0
 	for _, ev := range evs {
-		if ev.dish || ev.op != OpUpsert || ev.typ != TypeRestaurant {
+		if ev.dish || ev.op != decode.OpUpsert || ev.typ != decode.TypeRestaurant {
 			continue
 		}
 		cell := s2.CellIDFromLatLng(s2.LatLngFromDegrees(ev.lat, ev.lon))
@@ -305,7 +306,7 @@ func phaseGauge(t testing.TB, reg *prometheus.Registry) string {
 	return on[0]
 }
 
-func sumReasons(m map[Reason]int64) int64 {
+func sumReasons(m map[decode.Reason]int64) int64 {
 	var n int64
 	for _, v := range m {
 		n += v
@@ -346,8 +347,8 @@ func TestMigrationRestartAndCancel(t *testing.T) {
 	mig.Phase = schema.PhaseCancelled
 	e.setMigration(t, mig)
 	second := encodeAll([]genEvent{
-		{typ: TypeRestaurant, op: OpUpsert, id: "r1", rid: "r1", version: 2, lat: 40.73, lon: -73.99, doc: map[string]any{"name": "moved"}},
-		{dish: true, typ: TypeDish, op: OpUpsert, id: "late", rid: "r2", version: 1, doc: map[string]any{"name": "pretzel"}},
+		{typ: decode.TypeRestaurant, op: decode.OpUpsert, id: "r1", rid: "r1", version: 2, lat: 40.73, lon: -73.99, doc: map[string]any{"name": "moved"}},
+		{dish: true, typ: decode.TypeDish, op: decode.OpUpsert, id: "late", rid: "r2", version: 1, doc: map[string]any{"name": "pretzel"}},
 	})
 	all := append(append([]genEvent(nil), first...), second...)
 	e.produce(ctx, second)
@@ -635,7 +636,7 @@ func TestEventFinishesWithEveryTarget(t *testing.T) {
 	k := partKey{"t", 0}
 	newEvent := func(offset int64) *event {
 		entry, _ := p.track.track(k, offset, 10)
-		ev := &event{part: k, offset: offset, entry: entry, change: &Change{Type: TypeRestaurant, Op: OpUpsert}}
+		ev := &event{part: k, offset: offset, entry: entry, change: &decode.Change{Type: decode.TypeRestaurant, Op: decode.OpUpsert}}
 		ev.expect(2)
 		return ev
 	}
@@ -674,8 +675,8 @@ func TestEventFinishesWithEveryTarget(t *testing.T) {
 func TestMigrationCutShort(t *testing.T) {
 	realenv.EmulatorOnly(t, "blocks writes to one index")
 	realenv.Parallel(t)
-	moveToNY := genEvent{typ: TypeRestaurant, op: OpUpsert, id: "r1", rid: "r1", version: 2, lat: 40.73, lon: -73.99, doc: map[string]any{"name": "moved"}}
-	remove := genEvent{typ: TypeRestaurant, op: OpDelete, id: "r1", rid: "r1", version: 2}
+	moveToNY := genEvent{typ: decode.TypeRestaurant, op: decode.OpUpsert, id: "r1", rid: "r1", version: 2, lat: 40.73, lon: -73.99, doc: map[string]any{"name": "moved"}}
+	remove := genEvent{typ: decode.TypeRestaurant, op: decode.OpDelete, id: "r1", rid: "r1", version: 2}
 	for _, tc := range []struct {
 		name   string
 		phase  schema.Phase

@@ -11,6 +11,7 @@ import (
 
 	"github.com/opensearch-project/opensearch-go/v4"
 
+	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/internal/testenv"
 )
 
@@ -57,17 +58,17 @@ func BenchmarkMoves(b *testing.B) {
 	for i := range n + dels {
 		rid := fmt.Sprintf("r%07d", i)
 		lat, lon := from[0]+float64(i%97)*0.001, from[1]+float64(i%89)*0.001
-		setup = append(setup, genEvent{typ: TypeRestaurant, op: OpUpsert, id: rid, rid: rid, version: 1, lat: lat, lon: lon,
+		setup = append(setup, genEvent{typ: decode.TypeRestaurant, op: decode.OpUpsert, id: rid, rid: rid, version: 1, lat: lat, lon: lon,
 			doc: map[string]any{"name": "place " + rid}})
 		for d := range 5 {
-			setup = append(setup, genEvent{dish: true, typ: TypeDish, op: OpUpsert, id: fmt.Sprintf("d%07d-%d", i, d), rid: rid, version: 1,
+			setup = append(setup, genEvent{dish: true, typ: decode.TypeDish, op: decode.OpUpsert, id: fmt.Sprintf("d%07d-%d", i, d), rid: rid, version: 1,
 				doc: map[string]any{"name": "noodles", "price_cents": 1250}})
 		}
 		if i < n {
-			changes = append(changes, genEvent{typ: TypeRestaurant, op: OpUpsert, id: rid, rid: rid, version: 2,
+			changes = append(changes, genEvent{typ: decode.TypeRestaurant, op: decode.OpUpsert, id: rid, rid: rid, version: 2,
 				lat: to[0] + float64(i%97)*0.001, lon: to[1] + float64(i%89)*0.001, doc: map[string]any{"name": "place " + rid}})
 		} else {
-			changes = append(changes, genEvent{typ: TypeRestaurant, op: OpDelete, id: rid, rid: rid, version: 2})
+			changes = append(changes, genEvent{typ: decode.TypeRestaurant, op: decode.OpDelete, id: rid, rid: rid, version: 2})
 		}
 	}
 	encodeAll(setup)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/internal/osfake"
 	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/schema"
@@ -19,12 +20,12 @@ var errCrash = errors.New("crash")
 // and a dish of another restaurant in New York (which must not move).
 func restaurantWithDishes(n int) []genEvent {
 	evs := []genEvent{
-		{typ: TypeRestaurant, op: OpUpsert, id: "r1", rid: "r1", version: 1, lat: 37.7749, lon: -122.4194, doc: map[string]any{"name": "sf"}},
-		{typ: TypeRestaurant, op: OpUpsert, id: "r2", rid: "r2", version: 1, lat: 40.7128, lon: -74.006, doc: map[string]any{"name": "ny"}},
-		{dish: true, typ: TypeDish, op: OpUpsert, id: "other", rid: "r2", version: 1, doc: map[string]any{"name": "bagel"}},
+		{typ: decode.TypeRestaurant, op: decode.OpUpsert, id: "r1", rid: "r1", version: 1, lat: 37.7749, lon: -122.4194, doc: map[string]any{"name": "sf"}},
+		{typ: decode.TypeRestaurant, op: decode.OpUpsert, id: "r2", rid: "r2", version: 1, lat: 40.7128, lon: -74.006, doc: map[string]any{"name": "ny"}},
+		{dish: true, typ: decode.TypeDish, op: decode.OpUpsert, id: "other", rid: "r2", version: 1, doc: map[string]any{"name": "bagel"}},
 	}
 	for i := range n {
-		evs = append(evs, genEvent{dish: true, typ: TypeDish, op: OpUpsert, id: fmt.Sprintf("d%03d", i), rid: "r1",
+		evs = append(evs, genEvent{dish: true, typ: decode.TypeDish, op: decode.OpUpsert, id: fmt.Sprintf("d%03d", i), rid: "r1",
 			version: int64(1 + i%3), doc: map[string]any{"name": fmt.Sprintf("dish %d", i), "price_cents": float64(100 + i)}})
 	}
 	return evs
@@ -47,12 +48,12 @@ func encodeAll(evs []genEvent) []genEvent {
 // the change, and every dish ends with its restaurant, exactly once.
 func TestCrashMidMove(t *testing.T) {
 	realenv.Parallel(t)
-	moveToNY := genEvent{typ: TypeRestaurant, op: OpUpsert, id: "r1", rid: "r1", version: 2, lat: 40.73, lon: -73.99, doc: map[string]any{"name": "moved"}}
-	nearby := genEvent{typ: TypeRestaurant, op: OpUpsert, id: "r1", rid: "r1", version: 2, lat: 37.80, lon: -122.27, doc: map[string]any{"name": "oakland"}}
-	remove := genEvent{typ: TypeRestaurant, op: OpDelete, id: "r1", rid: "r1", version: 2}
+	moveToNY := genEvent{typ: decode.TypeRestaurant, op: decode.OpUpsert, id: "r1", rid: "r1", version: 2, lat: 40.73, lon: -73.99, doc: map[string]any{"name": "moved"}}
+	nearby := genEvent{typ: decode.TypeRestaurant, op: decode.OpUpsert, id: "r1", rid: "r1", version: 2, lat: 37.80, lon: -122.27, doc: map[string]any{"name": "oakland"}}
+	remove := genEvent{typ: decode.TypeRestaurant, op: decode.OpDelete, id: "r1", rid: "r1", version: 2}
 	// After the move back, the old shard holds a tombstone of every dish at
 	// the version being copied back.
-	back := genEvent{typ: TypeRestaurant, op: OpUpsert, id: "r1", rid: "r1", version: 3, lat: 37.7749, lon: -122.4194, doc: map[string]any{"name": "back"}}
+	back := genEvent{typ: decode.TypeRestaurant, op: decode.OpUpsert, id: "r1", rid: "r1", version: 3, lat: 37.7749, lon: -122.4194, doc: map[string]any{"name": "back"}}
 	for _, tc := range []struct {
 		name   string
 		change []genEvent
@@ -132,8 +133,8 @@ func TestRecreateOnAnotherShardWaitsForTheDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	change := encodeAll([]genEvent{
-		{typ: TypeRestaurant, op: OpDelete, id: "r1", rid: "r1", version: 2},
-		{typ: TypeRestaurant, op: OpUpsert, id: "r1", rid: "r1", version: 3, lat: 40.73, lon: -73.99, doc: map[string]any{"name": "again"}},
+		{typ: decode.TypeRestaurant, op: decode.OpDelete, id: "r1", rid: "r1", version: 2},
+		{typ: decode.TypeRestaurant, op: decode.OpUpsert, id: "r1", rid: "r1", version: 3, lat: 40.73, lon: -73.99, doc: map[string]any{"name": "again"}},
 	})
 	evs = append(evs, change...)
 	where = append(where, e.produce(ctx, change)...)
@@ -195,10 +196,10 @@ func TestSlowMoveHoldsOnlyItsRestaurant(t *testing.T) {
 	e.waitCaughtUp(t, r, 20*time.Second)
 
 	change := encodeAll([]genEvent{
-		{typ: TypeRestaurant, op: OpUpsert, id: "r1", rid: "r1", version: 2, lat: 40.73, lon: -73.99, doc: map[string]any{"name": "moved"}},
-		{typ: TypeRestaurant, op: OpUpsert, id: "r2", rid: "r2", version: 2, lat: 40.7128, lon: -74.006, doc: map[string]any{"name": "ny, later"}},
-		{dish: true, typ: TypeDish, op: OpUpsert, id: "other", rid: "r2", version: 2, doc: map[string]any{"name": "bagel, later"}},
-		{dish: true, typ: TypeDish, op: OpUpsert, id: "d000", rid: "r1", version: 9, doc: map[string]any{"name": "after the move"}},
+		{typ: decode.TypeRestaurant, op: decode.OpUpsert, id: "r1", rid: "r1", version: 2, lat: 40.73, lon: -73.99, doc: map[string]any{"name": "moved"}},
+		{typ: decode.TypeRestaurant, op: decode.OpUpsert, id: "r2", rid: "r2", version: 2, lat: 40.7128, lon: -74.006, doc: map[string]any{"name": "ny, later"}},
+		{dish: true, typ: decode.TypeDish, op: decode.OpUpsert, id: "other", rid: "r2", version: 2, doc: map[string]any{"name": "bagel, later"}},
+		{dish: true, typ: decode.TypeDish, op: decode.OpUpsert, id: "d000", rid: "r1", version: 9, doc: map[string]any{"name": "after the move"}},
 	})
 	evs = append(evs, change...)
 	where = append(where, e.produce(ctx, change)...)

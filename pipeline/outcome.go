@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/decode"
 )
 
 // outcomes is where an event ends: every event finishes here (written,
@@ -33,14 +34,14 @@ type outcomes struct {
 	lastProgress          atomic.Int64 // unix nanoseconds
 	mu                    sync.Mutex   // guards the counts
 	counts                map[EventKey]int64
-	deadCount             map[Reason]int64
+	deadCount             map[decode.Reason]int64
 }
 
 var _ host = (*outcomes)(nil)
 
 // rejected dead-letters an event the index rejected a write of.
 func (o *outcomes) rejected(ev *event, err error) {
-	o.send(&deadLetter{ev: ev, reason: ReasonRejected, detail: err.Error(), result: resultDeadLetter})
+	o.send(&deadLetter{ev: ev, reason: decode.ReasonRejected, detail: err.Error(), result: resultDeadLetter})
 }
 
 func resultOf(r bulk.Result) string {
@@ -124,7 +125,7 @@ func (o *outcomes) committedOffsets(ctx context.Context, parts map[partKey]bool)
 
 // deadLetter queues an event for the dead-letter topic, waiting while the
 // queue is full. The event finishes when the write is acknowledged.
-func (o *outcomes) deadLetter(ctx context.Context, ev *event, r Reason, detail, result string) error {
+func (o *outcomes) deadLetter(ctx context.Context, ev *event, r decode.Reason, detail, result string) error {
 	if err := o.dead.waitRoom(ctx); err != nil {
 		return err
 	}

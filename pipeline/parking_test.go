@@ -8,6 +8,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/internal/osfake"
 	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/pipeline/placement"
@@ -27,11 +28,11 @@ func TestParkedDishesDoNotHoldTheCommit(t *testing.T) {
 	sf := [2]float64{37.77, -122.42}
 	var evs []genEvent
 	dish := func(id, rid string) genEvent {
-		return genEvent{dish: true, typ: TypeDish, op: OpUpsert, id: id, rid: rid, version: 1,
+		return genEvent{dish: true, typ: decode.TypeDish, op: decode.OpUpsert, id: id, rid: rid, version: 1,
 			doc: map[string]any{"name": "dish " + id, "price_cents": 900}}
 	}
 	rest := func(rid string, i int) genEvent {
-		return genEvent{typ: TypeRestaurant, op: OpUpsert, id: rid, rid: rid, version: 1,
+		return genEvent{typ: decode.TypeRestaurant, op: decode.OpUpsert, id: rid, rid: rid, version: 1,
 			lat: sf[0] + float64(i)*0.001, lon: sf[1], doc: map[string]any{"name": "place " + rid}}
 	}
 	for d := range 3 {
@@ -103,7 +104,7 @@ func TestParkedDishesDoNotHoldTheCommit(t *testing.T) {
 	}
 	unknown := 0
 	for _, dl := range e.readDLQ(t) {
-		if dl.reason == string(ReasonUnknownRestaurant) {
+		if dl.reason == string(decode.ReasonUnknownRestaurant) {
 			unknown++
 		}
 	}
@@ -171,10 +172,10 @@ func TestParkedDishesFollowTheirPartition(t *testing.T) {
 	for i := range 16 {
 		rid := fmt.Sprintf("r-late-%02d", i)
 		for d := range 2 {
-			dishes = append(dishes, genEvent{dish: true, typ: TypeDish, op: OpUpsert, id: fmt.Sprintf("%s-%d", rid, d), rid: rid, version: 1,
+			dishes = append(dishes, genEvent{dish: true, typ: decode.TypeDish, op: decode.OpUpsert, id: fmt.Sprintf("%s-%d", rid, d), rid: rid, version: 1,
 				doc: map[string]any{"name": "dish", "price_cents": 900}})
 		}
-		rests = append(rests, genEvent{typ: TypeRestaurant, op: OpUpsert, id: rid, rid: rid, version: 1,
+		rests = append(rests, genEvent{typ: decode.TypeRestaurant, op: decode.OpUpsert, id: rid, rid: rid, version: 1,
 			lat: 40.71 + float64(i)*0.01, lon: -74.0, doc: map[string]any{"name": "place " + rid}})
 	}
 	encodeAll(dishes)
@@ -253,7 +254,7 @@ func TestPendingAgesOnTheClock(t *testing.T) {
 	cfg.PendingMaxAge = time.Hour
 	r := e.startWith(cfg, func(p *Pipeline) { p.now = clock.Now })
 	e.produce(context.Background(), encodeAll([]genEvent{
-		{dish: true, typ: TypeDish, op: OpUpsert, id: "d1", rid: "ghost", version: 1, doc: map[string]any{"name": "soup"}},
+		{dish: true, typ: decode.TypeDish, op: decode.OpUpsert, id: "d1", rid: "ghost", version: 1, doc: map[string]any{"name": "soup"}},
 	}))
 	deadline := time.Now().Add(realenv.Slack(20 * time.Second))
 	for r.p.Stats().Pending != 1 {
@@ -262,11 +263,11 @@ func TestPendingAgesOnTheClock(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if n := r.p.Stats().DeadLetters[ReasonUnknownRestaurant]; n != 0 {
+	if n := r.p.Stats().DeadLetters[decode.ReasonUnknownRestaurant]; n != 0 {
 		t.Fatalf("%d dead letters before the clock moved", n)
 	}
 	clock.Advance(time.Hour + time.Second)
-	for r.p.Stats().DeadLetters[ReasonUnknownRestaurant] != 1 {
+	for r.p.Stats().DeadLetters[decode.ReasonUnknownRestaurant] != 1 {
 		if time.Now().After(deadline) {
 			t.Fatalf("the dish was not dead-lettered after the clock passed its bound (stats %+v)", r.p.Stats())
 		}
@@ -277,7 +278,7 @@ func TestPendingAgesOnTheClock(t *testing.T) {
 		t.Fatalf("Run = %v", err)
 	}
 	dl := e.readDLQ(t)
-	if len(dl) != 1 || dl[0].reason != string(ReasonUnknownRestaurant) {
+	if len(dl) != 1 || dl[0].reason != string(decode.ReasonUnknownRestaurant) {
 		t.Errorf("dead letters %+v, want the dish as unknown_restaurant", dl)
 	}
 }
@@ -294,7 +295,7 @@ func TestRedeliveryRemovesParkingRecords(t *testing.T) {
 	add := func(offset int64, parked bool) *event {
 		e, _ := p.track.track(k, offset, 10)
 		ev := &event{part: k, offset: offset, entry: e, rid: "r1",
-			change: &Change{Type: TypeDish, Op: OpUpsert, ID: fmt.Sprintf("d%d", offset), RestaurantID: "r1", Version: 1}}
+			change: &decode.Change{Type: decode.TypeDish, Op: decode.OpUpsert, ID: fmt.Sprintf("d%d", offset), RestaurantID: "r1", Version: 1}}
 		if parked {
 			ev.parkedAt = time.Unix(1, 0)
 		}
@@ -329,7 +330,7 @@ func TestRedeliveredParkedDishWaitsOnce(t *testing.T) {
 		e, dropped := p.track.track(k, offset, 10)
 		p.loop.redelivered(k, offset, dropped)
 		return &event{part: k, offset: offset, entry: e, rid: "ghost",
-			change: &Change{Type: TypeDish, Op: OpUpsert, ID: "d1", RestaurantID: "ghost", Version: 1}}
+			change: &decode.Change{Type: decode.TypeDish, Op: decode.OpUpsert, ID: "d1", RestaurantID: "ghost", Version: 1}}
 	}
 	if err := p.ix.dishUpsert(ctx, dish(1)); err != nil {
 		t.Fatal(err)
@@ -360,7 +361,7 @@ func TestRedeliveredParkedDishWaitsOnce(t *testing.T) {
 
 	// Another version of the dish at another offset is no copy: it waits too.
 	other := dish(2)
-	other.change = &Change{Type: TypeDish, Op: OpUpsert, ID: "d1", RestaurantID: "ghost", Version: 2}
+	other.change = &decode.Change{Type: decode.TypeDish, Op: decode.OpUpsert, ID: "d1", RestaurantID: "ghost", Version: 2}
 	if err := p.ix.dishUpsert(ctx, other); err != nil {
 		t.Fatal(err)
 	}

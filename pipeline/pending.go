@@ -3,6 +3,8 @@ package pipeline
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/geoshard/geoshard/decode"
 )
 
 // pendingSet holds dish events whose restaurant is unknown (or deleted)
@@ -182,7 +184,7 @@ func (s *pendingSet) take(rid string) []*event {
 func (s *pendingSet) cancel(rid, dishID string, version int64) []*event {
 	return s.removeIf(rid, func(ev *event) bool {
 		c := ev.change
-		return c.ID == dishID && c.Op == OpUpsert && c.Version <= version
+		return c.ID == dishID && c.Op == decode.OpUpsert && c.Version <= version
 	})
 }
 

@@ -4,10 +4,12 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/geoshard/geoshard/decode"
 )
 
 func pendingEvent(rid, id string, op string, version int64) *event {
-	return &event{change: &Change{Type: TypeDish, Op: op, ID: id, RestaurantID: rid, Version: version}}
+	return &event{change: &decode.Change{Type: decode.TypeDish, Op: op, ID: id, RestaurantID: rid, Version: version}}
 }
 
 func ids(evs []*event) []string {
@@ -22,11 +24,11 @@ func TestPendingCountBound(t *testing.T) {
 	s := newPendingSet(3, time.Hour)
 	now := time.Unix(0, 0)
 	for i, id := range []string{"a", "b", "c"} {
-		if ev := s.add(pendingEvent("r"+id, id, OpUpsert, 1), now.Add(time.Duration(i))); ev != nil {
+		if ev := s.add(pendingEvent("r"+id, id, decode.OpUpsert, 1), now.Add(time.Duration(i))); ev != nil {
 			t.Fatalf("add %s evicted %v", id, ids(ev))
 		}
 	}
-	got := s.add(pendingEvent("rd", "d", OpUpsert, 1), now.Add(3))
+	got := s.add(pendingEvent("rd", "d", decode.OpUpsert, 1), now.Add(3))
 	if len(got) != 1 || got[0].change.ID != "a" {
 		t.Fatalf("add over the bound evicted %v, want [a] (the oldest)", ids(got))
 	}
@@ -41,9 +43,9 @@ func TestPendingCountBound(t *testing.T) {
 func TestPendingAgeBound(t *testing.T) {
 	s := newPendingSet(100, 5*time.Minute)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s.add(pendingEvent("r1", "d1", OpUpsert, 1), t0)
-	s.add(pendingEvent("r2", "d2", OpUpsert, 1), t0.Add(time.Minute))
-	s.add(pendingEvent("r1", "d3", OpUpsert, 1), t0.Add(2*time.Minute))
+	s.add(pendingEvent("r1", "d1", decode.OpUpsert, 1), t0)
+	s.add(pendingEvent("r2", "d2", decode.OpUpsert, 1), t0.Add(time.Minute))
+	s.add(pendingEvent("r1", "d3", decode.OpUpsert, 1), t0.Add(2*time.Minute))
 	if got := s.expire(t0.Add(5 * time.Minute)); len(got) != 0 {
 		t.Fatalf("expire at exactly the age = %v, want none", ids(got))
 	}
@@ -62,10 +64,10 @@ func TestPendingAgeBound(t *testing.T) {
 func TestPendingTakeAndCancel(t *testing.T) {
 	s := newPendingSet(100, time.Hour)
 	now := time.Unix(0, 0)
-	s.add(pendingEvent("r1", "d1", OpUpsert, 3), now)
-	s.add(pendingEvent("r1", "d2", OpUpsert, 1), now)
-	s.add(pendingEvent("r1", "d1", OpUpsert, 5), now)
-	s.add(pendingEvent("r2", "d9", OpUpsert, 1), now)
+	s.add(pendingEvent("r1", "d1", decode.OpUpsert, 3), now)
+	s.add(pendingEvent("r1", "d2", decode.OpUpsert, 1), now)
+	s.add(pendingEvent("r1", "d1", decode.OpUpsert, 5), now)
+	s.add(pendingEvent("r2", "d9", decode.OpUpsert, 1), now)
 	if got := s.cancel("r1", "d1", 4); len(got) != 1 || got[0].change.Version != 3 {
 		t.Fatalf("cancel(d1, 4) = %v, want the version 3 upsert only", got)
 	}
@@ -86,7 +88,7 @@ func TestPendingPurgeAndCompact(t *testing.T) {
 	now := time.Unix(0, 0)
 	var evs []*event
 	for i := range 300 {
-		ev := pendingEvent("r", string(rune('a'+i%26))+string(rune('0'+i/26)), OpUpsert, 1)
+		ev := pendingEvent("r", string(rune('a'+i%26))+string(rune('0'+i/26)), decode.OpUpsert, 1)
 		ev.offset = int64(i)
 		evs = append(evs, ev)
 		s.add(ev, now.Add(time.Duration(i)*time.Second))
@@ -114,11 +116,11 @@ func TestPendingPurgeAndCompact(t *testing.T) {
 func TestPendingReleasesTakenEvents(t *testing.T) {
 	s := newPendingSet(1_000_000, 5*time.Minute)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s.add(pendingEvent("orphan", "o", OpUpsert, 1), t0)
+	s.add(pendingEvent("orphan", "o", decode.OpUpsert, 1), t0)
 	const n = 100_000
 	for i := range n {
 		rid := "r" + strconv.Itoa(i)
-		s.add(pendingEvent(rid, "d"+strconv.Itoa(i), OpUpsert, 1), t0.Add(time.Millisecond))
+		s.add(pendingEvent(rid, "d"+strconv.Itoa(i), decode.OpUpsert, 1), t0.Add(time.Millisecond))
 		if i%2 == 0 {
 			if got := s.take(rid); len(got) != 1 {
 				t.Fatalf("take(%s) = %v", rid, ids(got))

@@ -14,6 +14,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/kafkarange"
 )
 
@@ -23,7 +24,7 @@ import (
 //
 // It wires the stages a message goes through, each a type of its own
 // that no other stage writes: the group member fetches (group.go), the
-// decoder decodes (events.go), the loop takes each message in order and
+// decoder decodes (decoder.go), the loop takes each message in order and
 // hands it to the indexer (loop.go), which decides its writes (indexer.go,
 // decide.go, moves.go) and makes them through the bulk writer
 // (targets.go); outcomes finishes it (outcome.go) and the committer
@@ -93,14 +94,14 @@ func New(cfg Config, client *opensearch.Client) (*Pipeline, error) {
 	p.commits = &committer{log: p.log, track: p.track, gauge: m.committed, every: cfg.CommitInterval}
 	p.grp = newMember(cfg, p.log, p.commits.commit)
 	p.grp.health = p.health
-	p.dec = &decoder{cfg: cfg, log: p.log, format: newEventFormat(cfg), fail: p.fail}
+	p.dec = &decoder{cfg: cfg, log: p.log, format: newDecoder(cfg), fail: p.fail}
 	p.parking = newParker(cfg, p.log, p.track, m)
 	p.modes = newModes(cfg, p.log, p.admin, m, p.fail)
 	p.modes.health = p.Health
 	p.modes.progress = newProgress(p.track, time.Now().UTC())
 	p.out = &outcomes{
 		log: p.log, met: m, track: p.track, now: now, parking: p.parking, fail: p.fail,
-		counts: make(map[EventKey]int64), deadCount: make(map[Reason]int64),
+		counts: make(map[EventKey]int64), deadCount: make(map[decode.Reason]int64),
 		once: newDeadOnce(cfg, p.log),
 	}
 	p.commits.passed = p.out.once.passed
@@ -211,7 +212,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	// Under DishKeyDish: where the restaurant topic holds each restaurant,
 	// known before the repartitioner forwards anything
 	// (placement/learn.go).
-	if p.dec.placement, err = newPlacer(ctx, p.cfg, p.log, transport, p.dec.format); err != nil {
+	if p.dec.placement, err = newPlacer(ctx, p.cfg, p.log, transport, p.dec.format, p.cfg.nativeKeys()); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/internal/testenv"
 	"github.com/geoshard/geoshard/pipeline/placement"
@@ -114,11 +115,11 @@ func keysOf(from, to int, key func(i int) string) []string {
 // keyedFormat is the native format with keys read by keyID: a format
 // whose keys are not the restaurant id itself.
 type keyedFormat struct {
-	nativeFormat
+	decode.Decoder
 	id func([]byte) (string, bool)
 }
 
-func (f keyedFormat) keyID(key []byte) (string, bool) { return f.id(key) }
+func (f keyedFormat) KeyID(key []byte) (string, bool) { return f.id(key) }
 
 // placerOf samples the environment's restaurant topic as a pipeline
 // does at start, logging into log.
@@ -131,11 +132,11 @@ func placerOf(t testing.TB, e *testEnv, named placement.Partitioner, keyID func(
 	if err != nil {
 		t.Fatal(err)
 	}
-	var format eventFormat = nativeFormat{}
+	format := decode.New(decode.FormatNative, nil, "")
 	if keyID != nil {
-		format = keyedFormat{id: keyID}
+		format = keyedFormat{Decoder: format, id: keyID}
 	}
-	return newPlacer(context.Background(), cfg, log, transport, format)
+	return newPlacer(context.Background(), cfg, log, transport, format, keyID == nil)
 }
 
 // placeOf is the placement placerOf knows at start: nil if none.

@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"time"
+
+	"github.com/geoshard/geoshard/decode"
 )
 
 // progressLines logs, every Config.ProgressInterval, what the instance
@@ -81,7 +83,7 @@ func (l *progressLines) tick(now time.Time) {
 			p.log.Info("dishes wait for their restaurant, parked with their offsets committed",
 				"pending_dishes", cur.pending, "oldest_waited", age.Round(time.Second),
 				"oldest_dead_lettered_in", max(0, p.cfg.PendingMaxAge-age).Round(time.Second),
-				"then", ReasonUnknownRestaurant, "pending_age", p.cfg.PendingMaxAge)
+				"then", decode.ReasonUnknownRestaurant, "pending_age", p.cfg.PendingMaxAge)
 		}
 	}
 	l.last = cur

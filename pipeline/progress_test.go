@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/internal/testenv"
 )
 
@@ -16,9 +17,9 @@ func TestPendingOldest(t *testing.T) {
 		t.Fatal("an empty set has an oldest")
 	}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s.add(pendingEvent("r1", "d1", OpUpsert, 1), t0)
-	s.add(pendingEvent("r2", "d2", OpUpsert, 1), t0.Add(time.Minute))
-	s.add(pendingEvent("r1", "d3", OpUpsert, 1), t0.Add(2*time.Minute))
+	s.add(pendingEvent("r1", "d1", decode.OpUpsert, 1), t0)
+	s.add(pendingEvent("r2", "d2", decode.OpUpsert, 1), t0.Add(time.Minute))
+	s.add(pendingEvent("r1", "d3", decode.OpUpsert, 1), t0.Add(2*time.Minute))
 	if got := s.oldest(); !got.Equal(t0) {
 		t.Errorf("oldest = %v, want %v", got, t0)
 	}
@@ -30,7 +31,7 @@ func TestPendingOldest(t *testing.T) {
 	if !s.oldest().IsZero() {
 		t.Errorf("after expire: oldest = %v, want none", s.oldest())
 	}
-	s.add(pendingEvent("r3", "d4", OpUpsert, 1), t0.Add(11*time.Minute))
+	s.add(pendingEvent("r3", "d4", decode.OpUpsert, 1), t0.Add(11*time.Minute))
 	s.cancel("r3", "d4", 2)
 	if !s.oldest().IsZero() {
 		t.Errorf("after cancel: oldest = %v, want none", s.oldest())
@@ -81,7 +82,7 @@ func TestProgressLines(t *testing.T) {
 		t.Errorf("%d lines after an idle interval, want still 1:\n%s", n, logs.String())
 	}
 	// A dish waits for its restaurant, since 12:00:25.
-	p.ix.pend.add(pendingEvent("r-never", "d1", OpUpsert, 1), t0.Add(25*time.Second))
+	p.ix.pend.add(pendingEvent("r-never", "d1", decode.OpUpsert, 1), t0.Add(25*time.Second))
 	clock = t0.Add(85 * time.Second)
 	l.tick(t0.Add(30 * time.Second))
 	if n := len(logLines(&logs, "progress")); n != 2 {

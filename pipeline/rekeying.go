@@ -12,6 +12,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/pipeline/placement"
 )
 
@@ -46,15 +47,15 @@ func (c Config) maxRepartitionMessage() int { return placement.MaxMessageBytes(c
 
 // placement is the config of the placer and the repartitioner, from c
 // (with its defaults), dialing with d and t: the one place it is built.
-func (c Config) placement(d *kafka.Dialer, t *kafka.Transport, format eventFormat) placement.Config {
-	_, native := format.(nativeFormat)
+// keyIsID says a restaurant's key is its id itself (nativeKeys).
+func (c Config) placement(d *kafka.Dialer, t *kafka.Transport, keyIsID bool) placement.Config {
 	return placement.Config{
 		Brokers:          c.Brokers,
 		Dialer:           d,
 		Transport:        t,
 		RestaurantTopic:  c.RestaurantTopic,
 		Partitioner:      c.RestaurantPartitioner,
-		KeyIsID:          native,
+		KeyIsID:          keyIsID,
 		MaxEventBytes:    c.MaxEventBytes,
 		DishTopic:        c.DishTopic,
 		RepartitionTopic: c.RepartitionTopic,
@@ -63,22 +64,27 @@ func (c Config) placement(d *kafka.Dialer, t *kafka.Transport, format eventForma
 	}
 }
 
+// nativeKeys reports whether the format of c (with its defaults) keys a
+// restaurant's events by its id itself: the native format, which
+// newDecoder reads unless the format is Debezium's with a mapping.
+func (c Config) nativeKeys() bool { return c.Format != decode.FormatDebezium || c.Mapping == nil }
+
 // newPlacer samples the restaurant topic under DishKeyDish and decides
-// its placement if it can; nil under any other keying. An error refuses
-// the topic (placement/detect.go).
-func newPlacer(ctx context.Context, cfg Config, log *slog.Logger, t *kafka.Transport, format eventFormat) (*placement.Placer, error) {
+// its placement if it can; nil under any other keying. keys reads the
+// restaurant ids (the format's decode.Decoder); keyIsID says a key is the
+// id itself. An error refuses the topic (placement/detect.go).
+func newPlacer(ctx context.Context, cfg Config, log *slog.Logger, t *kafka.Transport, keys placement.Keys, keyIsID bool) (*placement.Placer, error) {
 	if cfg.DishKey != DishKeyDish {
 		return nil, nil
 	}
-	return placement.NewPlacer(ctx, cfg.placement(nil, t, format), log, formatKeys{format})
+	return placement.NewPlacer(ctx, cfg.placement(nil, t, keyIsID), log, keys)
 }
 
 // newRepartitioner builds the repartitioner, which reports to the
 // pipeline through fail and forwarded, and runs in the pipeline's fetch
 // loop.
 func newRepartitioner(cfg Config, log *slog.Logger, d *kafka.Dialer, t *kafka.Transport, place *placement.Placer, fail func(error), forwarded func(n int)) (*placement.Repartitioner, error) {
-	format := newEventFormat(cfg)
-	return placement.NewRepartitioner(cfg.placement(d, t, format), log, formatKeys{format}, place, placement.Hooks{
+	return placement.NewRepartitioner(cfg.placement(d, t, cfg.nativeKeys()), log, newDecoder(cfg), place, placement.Hooks{
 		Fail:      fail,
 		Forwarded: forwarded,
 		Fetch: func(ctx context.Context, log *slog.Logger, r *kafka.Reader, deliver func(kafka.Message) bool) {
@@ -88,11 +94,5 @@ func newRepartitioner(cfg Config, log *slog.Logger, d *kafka.Dialer, t *kafka.Tr
 	})
 }
 
-// formatKeys lends the format's reading of restaurant ids to package
-// placement.
-type formatKeys struct{ f eventFormat }
-
-func (k formatKeys) KeyID(key []byte) (string, bool)          { return k.f.keyID(key) }
-func (k formatKeys) RestaurantID(value []byte) (string, bool) { return k.f.restaurantID(value) }
-
-var _ placement.Keys = formatKeys{}
+// A format's decoder is how package placement reads restaurant ids.
+var _ placement.Keys = decode.Decoder(nil)

@@ -54,6 +54,7 @@ import (
 	"time"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/decode"
 )
 
 // dishCheck is one dish write to spread: its event, the write's answer
@@ -100,7 +101,7 @@ func newReparenter(ix *indexer) *reparenter {
 // looked for (look) rather than spread: a first version created.
 func needsCheck(ev *event, r bulk.Result) (need, look bool) {
 	c := ev.change
-	if c == nil || c.Type != TypeDish || r.Item == nil {
+	if c == nil || c.Type != decode.TypeDish || r.Item == nil {
 		return false, false
 	}
 	if f := c.FormerRestaurantID; f != "" && f != c.RestaurantID {
@@ -109,7 +110,7 @@ func needsCheck(ev *event, r bulk.Result) (need, look bool) {
 	if r.Coalesced {
 		return false, false
 	}
-	if c.Op == OpDelete {
+	if c.Op == decode.OpDelete {
 		return r.Item.Action == bulk.Delete && r.Outcome == bulk.NotFound, false
 	}
 	if r.Item.Action != bulk.Index {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/schema"
 )
@@ -14,18 +15,18 @@ import (
 // on two shards of the test map.
 func reparentRests() []genEvent {
 	return []genEvent{
-		{typ: TypeRestaurant, op: OpUpsert, id: "zsf", rid: "zsf", version: 1, lat: 37.7749, lon: -122.4194, doc: map[string]any{"name": "sf"}},
-		{typ: TypeRestaurant, op: OpUpsert, id: "zny", rid: "zny", version: 1, lat: 40.7128, lon: -74.0060, doc: map[string]any{"name": "ny"}},
+		{typ: decode.TypeRestaurant, op: decode.OpUpsert, id: "zsf", rid: "zsf", version: 1, lat: 37.7749, lon: -122.4194, doc: map[string]any{"name": "sf"}},
+		{typ: decode.TypeRestaurant, op: decode.OpUpsert, id: "zny", rid: "zny", version: 1, lat: 40.7128, lon: -74.0060, doc: map[string]any{"name": "ny"}},
 	}
 }
 
 func dishAt(id, rid string, version int64, former string) genEvent {
-	return genEvent{dish: true, typ: TypeDish, op: OpUpsert, id: id, rid: rid, version: version, former: former,
+	return genEvent{dish: true, typ: decode.TypeDish, op: decode.OpUpsert, id: id, rid: rid, version: version, former: former,
 		doc: map[string]any{"name": id + " v" + fmt.Sprint(version)}}
 }
 
 func dishGone(id, rid string, version int64) genEvent {
-	return genEvent{dish: true, typ: TypeDish, op: OpDelete, id: id, rid: rid, version: version}
+	return genEvent{dish: true, typ: decode.TypeDish, op: decode.OpDelete, id: id, rid: rid, version: version}
 }
 
 // TestDishChangesRestaurant: a dish written under one restaurant and then,

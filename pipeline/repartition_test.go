@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/internal/realenv"
 )
 
@@ -22,7 +23,7 @@ import (
 func keyDishesByDish(evs []genEvent) []genEvent {
 	out := make([]genEvent, 0, len(evs)+8)
 	for _, ev := range evs {
-		if ev.dish && ev.poison == ReasonKeyMismatch {
+		if ev.dish && ev.poison == decode.ReasonKeyMismatch {
 			continue
 		}
 		if ev.dish && ev.key != nil {
@@ -31,14 +32,14 @@ func keyDishesByDish(evs []genEvent) []genEvent {
 		out = append(out, ev)
 	}
 	bad := []genEvent{
-		{poison: ReasonInvalidJSON, key: []byte("d-x1"), value: []byte(`{"type":"dish","op":"upsert",`)},
-		{poison: ReasonMissingRestaurantID, key: []byte("d-x2"), value: []byte(`{"type":"dish","op":"upsert","id":"d-x2","version":1,"doc":{}}`)},
-		{poison: ReasonMissingDoc, key: []byte("d-x3"), value: []byte(`{"type":"dish","op":"upsert","id":"d-x3","restaurant_id":"r-x","version":1,"doc":"x"}`)},
-		{poison: ReasonOversized, key: []byte("d-x4"), value: []byte(`{"type":"dish","op":"upsert","id":"d-x4","restaurant_id":"r-x","version":1,"doc":{"name":"` + strings.Repeat("x", 70<<10) + `"}}`)},
-		{poison: ReasonMissingID, value: []byte(`{"type":"dish","op":"delete","restaurant_id":"r-x","version":1}`)},
+		{poison: decode.ReasonInvalidJSON, key: []byte("d-x1"), value: []byte(`{"type":"dish","op":"upsert",`)},
+		{poison: decode.ReasonMissingRestaurantID, key: []byte("d-x2"), value: []byte(`{"type":"dish","op":"upsert","id":"d-x2","version":1,"doc":{}}`)},
+		{poison: decode.ReasonMissingDoc, key: []byte("d-x3"), value: []byte(`{"type":"dish","op":"upsert","id":"d-x3","restaurant_id":"r-x","version":1,"doc":"x"}`)},
+		{poison: decode.ReasonOversized, key: []byte("d-x4"), value: []byte(`{"type":"dish","op":"upsert","id":"d-x4","restaurant_id":"r-x","version":1,"doc":{"name":"` + strings.Repeat("x", 70<<10) + `"}}`)},
+		{poison: decode.ReasonMissingID, value: []byte(`{"type":"dish","op":"delete","restaurant_id":"r-x","version":1}`)},
 	}
 	for i, b := range bad {
-		b.dish, b.typ = true, TypeDish
+		b.dish, b.typ = true, decode.TypeDish
 		at := (i + 1) * len(out) / (len(bad) + 1)
 		out = append(out[:at], append([]genEvent{b}, out[at:]...)...)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/schema"
 )
 
@@ -60,7 +61,7 @@ type Stats struct {
 	Events map[EventKey]int64
 	// DeadLetters counts events written to the dead-letter topic, by
 	// reason.
-	DeadLetters map[Reason]int64
+	DeadLetters map[decode.Reason]int64
 	// Fetched and Finished count messages fetched and events finished.
 	Fetched, Finished int64
 	// Pending is the number of dish events waiting for their restaurant.
@@ -159,7 +160,7 @@ func (p *Pipeline) Stats() Stats {
 	for k, v := range p.out.counts {
 		s.Events[k] = v
 	}
-	s.DeadLetters = make(map[Reason]int64, len(p.out.deadCount))
+	s.DeadLetters = make(map[decode.Reason]int64, len(p.out.deadCount))
 	for k, v := range p.out.deadCount {
 		s.DeadLetters[k] = v
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/internal/cli"
 	"github.com/geoshard/geoshard/internal/datagen"
 	"github.com/geoshard/geoshard/internal/kafkatest"
@@ -157,7 +158,7 @@ func (s *stack) produce(ctx context.Context, o *options) (map[string]int, int, e
 		key := m.Key
 		if o.pipe.DishKey == pipeline.DishKeyDish && m.Topic == o.pipe.DishTopic {
 			// Keyed as a change-data-capture tool keys a row, by its own id.
-			if c, _ := pipeline.Decode(nil, m.Value, 0); c != nil && c.ID != "" {
+			if c, _ := decode.Decode(nil, m.Value, 0); c != nil && c.ID != "" {
 				key = []byte(c.ID)
 			}
 		}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/geoshard/geoshard/pipeline"
+	"github.com/geoshard/geoshard/decode"
 )
 
 const exampleMapping = "../../deploy/debezium/mapping.json"
@@ -22,7 +22,7 @@ func TestFormatFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.pipe.Format != pipeline.FormatDebezium || o.pipe.Mapping == nil || o.pipe.DishKey != "" {
+	if o.pipe.Format != decode.FormatDebezium || o.pipe.Mapping == nil || o.pipe.DishKey != "" {
 		t.Errorf("format %q, mapping %v, dish key %q; want debezium, the mapping, and the pipeline's default keying", o.pipe.Format, o.pipe.Mapping, o.pipe.DishKey)
 	}
 	if o.pipe.RestaurantTopic != "menu.public.restaurants" || o.pipe.DishTopic != "menu.public.dishes" {
@@ -32,11 +32,11 @@ func TestFormatFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.pipe.Format != pipeline.FormatDebezium || o.pipe.DishTopic != "cdc.dishes" || o.pipe.RestaurantTopic != "menu.public.restaurants" {
+	if o.pipe.Format != decode.FormatDebezium || o.pipe.DishTopic != "cdc.dishes" || o.pipe.RestaurantTopic != "menu.public.restaurants" {
 		t.Errorf("from the environment: format %q, topics %q and %q", o.pipe.Format, o.pipe.RestaurantTopic, o.pipe.DishTopic)
 	}
 	o, err = parseFlags(nil, envOf(nil), &errb)
-	if err != nil || o.pipe.Format != pipeline.FormatNative || o.pipe.Mapping != nil || o.pipe.RestaurantTopic != "restaurants" {
+	if err != nil || o.pipe.Format != decode.FormatNative || o.pipe.Mapping != nil || o.pipe.RestaurantTopic != "restaurants" {
 		t.Errorf("defaults: %+v, %v; want native, no mapping, topic restaurants", o.pipe, err)
 	}
 }

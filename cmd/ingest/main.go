@@ -33,6 +33,7 @@ import (
 
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/cmd/internal/serve"
+	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/internal/cli"
 	"github.com/geoshard/geoshard/migrate"
 	"github.com/geoshard/geoshard/pipeline"
@@ -96,7 +97,7 @@ func parseFlags(args []string, getenv func(string) string, stdout io.Writer) (*o
 	brokers := fs.String("brokers", "127.0.0.1:9092", "Kafka `brokers`, comma-separated (GEOSHARD_BROKERS)")
 	fs.StringVar(&o.pipe.RestaurantTopic, "restaurant-topic", "restaurants", "topic of restaurant events (GEOSHARD_RESTAURANT_TOPIC)")
 	fs.StringVar(&o.pipe.DishTopic, "dish-topic", "dishes", "topic of dish events; may equal --restaurant-topic (GEOSHARD_DISH_TOPIC)")
-	format := fs.String("format", string(pipeline.FormatNative), "shape of the events, native or debezium: native is geoshard's own; debezium, Debezium change events of two tables, read through --mapping (GEOSHARD_FORMAT)")
+	format := fs.String("format", string(decode.FormatNative), "shape of the events, native or debezium: native is geoshard's own; debezium, Debezium change events of two tables, read through --mapping (GEOSHARD_FORMAT)")
 	fs.StringVar(&o.mappingFile, "mapping", "", "with --format debezium: the mapping `file` saying which topic or table holds restaurants and dishes and which columns are the ids, the location, the copied fields and the version (GEOSHARD_MAPPING)")
 	dishKey := fs.String("dish-key", "", "how dish events are keyed, restaurant or dish: restaurant, by their restaurant's id; dish, by their own id, as change-data-capture tools key rows (ingest re-keys them by restaurant into --repartition-topic and consumes that); default restaurant, or dish with --format debezium (GEOSHARD_DISH_KEY)")
 	fs.StringVar(&o.pipe.RepartitionTopic, "repartition-topic", "", "with --dish-key dish: the topic of dish events re-keyed by restaurant, created with the restaurant topic's partition count if missing; default <group>.dishes-by-restaurant (GEOSHARD_REPARTITION_TOPIC)")
@@ -178,20 +179,20 @@ func parseFlags(args []string, getenv func(string) string, stdout io.Writer) (*o
 // file. A topic flag left unset takes the mapping's topic, if it names
 // one.
 func (o *options) readFormat(fs *flag.FlagSet, format string) error {
-	o.pipe.Format = pipeline.Format(format)
+	o.pipe.Format = decode.Format(format)
 	switch {
 	case !o.pipe.Format.Valid():
 		return fmt.Errorf("--format %q: want native or debezium", format)
-	case o.pipe.Format == pipeline.FormatNative && o.mappingFile != "":
+	case o.pipe.Format == decode.FormatNative && o.mappingFile != "":
 		return fmt.Errorf("--mapping %s: only read with --format debezium", o.mappingFile)
-	case o.pipe.Format == pipeline.FormatNative:
+	case o.pipe.Format == decode.FormatNative:
 		return nil
 	case o.mappingFile == "":
 		return errors.New("--format debezium: needs --mapping, the file saying which topic or table holds restaurants and dishes and which columns say what (deploy/debezium/mapping.json is an example)")
 	case o.embedded:
 		return errors.New("--format debezium: the embedded mode produces native events; run it without --format")
 	}
-	m, err := pipeline.LoadMapping(o.mappingFile)
+	m, err := decode.LoadMapping(o.mappingFile)
 	if err != nil {
 		return fmt.Errorf("--mapping %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/pipeline"
 	"github.com/geoshard/geoshard/search"
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,7 +41,7 @@ type summary struct {
 	latency     bool          // the end-to-end histogram had samples
 	p50, p99    time.Duration // from an event's Kafka timestamp to its writes acknowledged
 	shards      []shardDocs
-	dead        map[pipeline.Reason]int64
+	dead        map[decode.Reason]int64
 	restaurants []searchRow
 	dishes      []searchRow
 }
@@ -193,7 +194,7 @@ func (sum *summary) write(w io.Writer, wide bool) error {
 	if len(sum.dead) == 0 {
 		fmt.Fprintln(w, "  none")
 	}
-	reasons := make([]pipeline.Reason, 0, len(sum.dead))
+	reasons := make([]decode.Reason, 0, len(sum.dead))
 	for r := range sum.dead {
 		reasons = append(reasons, r)
 	}

@@ -12,7 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/geoshard/geoshard/pipeline"
+	"github.com/geoshard/geoshard/decode"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -32,7 +32,7 @@ func fixedSummary() *summary {
 			done: at(4520), summarized: at(6540), waiting: 18},
 		latency: true, p50: 473 * time.Millisecond, p99: 2417 * time.Millisecond,
 		shards: []shardDocs{{"ares", "ares-1", 1503}, {"bravo", "bravo-3", 1711}, {"cosmo", "cosmo-7", 1625}},
-		dead:   map[pipeline.Reason]int64{"invalid_json": 6, "unknown_restaurant": 18},
+		dead:   map[decode.Reason]int64{"invalid_json": 6, "unknown_restaurant": 18},
 		restaurants: []searchRow{
 			{name: "San Francisco 15 mi", routed: []string{"bravo"}, allShards: 18, routedN: 37, allN: 37, same: true},
 			{name: "New York 50 mi", routed: []string{"orion", "pluto", "quill", "rhea"}, allShards: 18, routedN: 417, allN: 417, same: true},

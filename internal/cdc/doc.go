@@ -14,7 +14,7 @@
 //
 //   - envelopes_test.go (TestDebeziumEnvelopes): the connector's events
 //     for each kind of change, checked against the samples in
-//     pipeline/testdata/debezium, which -update rewrites from a real run.
+//     decode/testdata/debezium, which -update rewrites from a real run.
 //   - chain_test.go (TestChain): rows, snapshot, live changes, an ingest
 //     killed mid-stream and a reshard, then the database compared with
 //     the index shard by shard.

@@ -18,11 +18,11 @@ import (
 	"github.com/geoshard/geoshard/internal/testenv"
 )
 
-var update = flag.Bool("update", false, "rewrite the samples in pipeline/testdata/debezium from this run's events")
+var update = flag.Bool("update", false, "rewrite the samples in decode/testdata/debezium from this run's events")
 
 // samplesDir holds real Debezium events, as the connector wrote them to
 // Kafka, for the pipeline's decoder tests.
-const samplesDir = "pipeline/testdata/debezium"
+const samplesDir = "decode/testdata/debezium"
 
 // A sample is one event the test waits for: the topic's table, its place
 // among that topic's records, and what it must say.
@@ -78,7 +78,7 @@ var shapes = []struct {
 // schemaless JSON and one with schemas, and checks what each wrote to
 // Kafka: the operations in order, the before and after images, and the
 // shape of every key and value against the samples in
-// pipeline/testdata/debezium. With -update it writes this run's events
+// decode/testdata/debezium. With -update it writes this run's events
 // there instead, under fixed names (schema menu, topic prefixes geoshard
 // and geoshard_schemas).
 func TestDebeziumEnvelopes(t *testing.T) {

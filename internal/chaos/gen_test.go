@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/internal/datagen"
-	"github.com/geoshard/geoshard/pipeline"
 )
 
 // The event generator is pipeline's own (pipeline/gen_test.go), ported:
@@ -32,8 +32,8 @@ type genEvent struct {
 	lat, lon float64
 	doc      map[string]any
 	// poison is the dead-letter reason the event must get ("" for a valid
-	// event; pipeline.ReasonRejected for one that OpenSearch refuses).
-	poison pipeline.Reason
+	// event; decode.ReasonRejected for one that OpenSearch refuses).
+	poison decode.Reason
 }
 
 // genConfig shapes a generated stream. Weights are relative; 0 disables
@@ -215,7 +215,7 @@ func encodeEvent(ev genEvent) []byte {
 			m["former_restaurant_id"] = ev.former
 		}
 	}
-	if ev.op == pipeline.OpUpsert {
+	if ev.op == decode.OpUpsert {
 		m["doc"] = ev.doc
 		if !ev.dish {
 			m["location"] = map[string]any{"lat": ev.lat, "lon": ev.lon}
@@ -229,8 +229,8 @@ func encodeEvent(ev genEvent) []byte {
 }
 
 func (g *generator) restEvent(r *genRest, op string) int {
-	ev := genEvent{typ: pipeline.TypeRestaurant, op: op, id: r.id, rid: r.id, version: r.version, lat: r.lat, lon: r.lon}
-	if op == pipeline.OpUpsert {
+	ev := genEvent{typ: decode.TypeRestaurant, op: op, id: r.id, rid: r.id, version: r.version, lat: r.lat, lon: r.lon}
+	if op == decode.OpUpsert {
 		ev.doc = g.restDoc()
 	}
 	i := g.emit(ev)
@@ -239,8 +239,8 @@ func (g *generator) restEvent(r *genRest, op string) int {
 }
 
 func (g *generator) dishEvent(r *genRest, d *genDish, op string) int {
-	ev := genEvent{dish: true, typ: pipeline.TypeDish, op: op, id: d.id, rid: r.id, version: d.version}
-	if op == pipeline.OpUpsert {
+	ev := genEvent{dish: true, typ: decode.TypeDish, op: op, id: d.id, rid: r.id, version: d.version}
+	if op == decode.OpUpsert {
 		ev.doc = g.dishDoc()
 	}
 	i := g.emit(ev)
@@ -251,7 +251,7 @@ func (g *generator) dishEvent(r *genRest, d *genDish, op string) int {
 func (g *generator) emitCreate(r *genRest) {
 	r.version = 1 + int64(g.rng.IntN(5))
 	r.live = true
-	g.restEvent(r, pipeline.OpUpsert)
+	g.restEvent(r, decode.OpUpsert)
 	g.rests = append(g.rests, r)
 }
 
@@ -273,7 +273,7 @@ func (g *generator) early() bool {
 	g.dishN++
 	d := &genDish{id: fmt.Sprintf("d%06d", g.dishN), version: 1, live: true}
 	r.dishes = append(r.dishes, d)
-	g.dishEvent(r, d, pipeline.OpUpsert)
+	g.dishEvent(r, d, decode.OpUpsert)
 	g.due = append(g.due, r)
 	return true
 }
@@ -306,7 +306,7 @@ func (g *generator) addDish() bool {
 	g.dishN++
 	d := &genDish{id: fmt.Sprintf("d%06d", g.dishN), version: 1 + int64(g.rng.IntN(3)), live: true}
 	r.dishes = append(r.dishes, d)
-	g.dishEvent(r, d, pipeline.OpUpsert)
+	g.dishEvent(r, d, decode.OpUpsert)
 	return true
 }
 
@@ -320,7 +320,7 @@ func (g *generator) updateDish() bool {
 		return false
 	}
 	d.version += 1 + int64(g.rng.IntN(2))
-	g.dishEvent(r, d, pipeline.OpUpsert)
+	g.dishEvent(r, d, decode.OpUpsert)
 	return true
 }
 
@@ -335,9 +335,9 @@ func (g *generator) dishOutOfOrder() bool {
 		return false
 	}
 	d.version += 2
-	g.dishEvent(r, d, pipeline.OpUpsert)
+	g.dishEvent(r, d, decode.OpUpsert)
 	d.version--
-	g.dishEvent(r, d, pipeline.OpUpsert)
+	g.dishEvent(r, d, decode.OpUpsert)
 	d.version++
 	return true
 }
@@ -363,7 +363,7 @@ func (g *generator) reparentDish() bool {
 	to.dishes = append(to.dishes, d)
 	d.moved, to.gained = true, true
 	d.version += 1 + int64(g.rng.IntN(2))
-	i := g.dishEvent(to, d, pipeline.OpUpsert)
+	i := g.dishEvent(to, d, decode.OpUpsert)
 	g.out[i].former = r.id
 	g.out[i].value = encodeEvent(g.out[i])
 	return true
@@ -383,7 +383,7 @@ func (g *generator) deleteDish() bool {
 	}
 	d.version++
 	d.live = false
-	g.dishEvent(r, d, pipeline.OpDelete)
+	g.dishEvent(r, d, decode.OpDelete)
 	return true
 }
 
@@ -407,7 +407,7 @@ func (g *generator) updateRest(kind int) bool {
 		r.epochDish = nil // replays of its dishes stay within a location
 	}
 	r.version += 1 + int64(g.rng.IntN(2))
-	g.restEvent(r, pipeline.OpUpsert)
+	g.restEvent(r, decode.OpUpsert)
 	return true
 }
 
@@ -419,12 +419,12 @@ func (g *generator) restOutOfOrder() bool {
 	}
 	r.epochDish = nil
 	r.version += 2
-	g.restEvent(r, pipeline.OpUpsert)
+	g.restEvent(r, decode.OpUpsert)
 	lat, lon := r.lat, r.lon
 	p := g.pool[g.rng.IntN(len(g.pool))]
 	r.lat, r.lon = p.Lat, p.Lng
 	r.version--
-	g.restEvent(r, pipeline.OpUpsert)
+	g.restEvent(r, decode.OpUpsert)
 	r.version++
 	r.lat, r.lon = lat, lon
 	return true
@@ -442,7 +442,7 @@ func (g *generator) deleteRest() bool {
 	g.rests = append(g.rests[:i], g.rests[i+1:]...)
 	r.version++
 	r.live = false
-	g.restEvent(r, pipeline.OpDelete)
+	g.restEvent(r, decode.OpDelete)
 	return true
 }
 
@@ -474,55 +474,55 @@ func (g *generator) orphanDish() bool {
 	r := &genRest{id: fmt.Sprintf("orphan%03d", g.orphan)}
 	g.dishN++
 	d := &genDish{id: fmt.Sprintf("d%06d", g.dishN), version: 1}
-	g.dishEvent(r, d, pipeline.OpUpsert)
+	g.dishEvent(r, d, decode.OpUpsert)
 	if g.rng.IntN(3) == 0 {
 		d.version++
-		g.dishEvent(r, d, pipeline.OpDelete)
+		g.dishEvent(r, d, decode.OpDelete)
 	}
 	return true
 }
 
-var poisonKinds = []pipeline.Reason{
-	pipeline.ReasonInvalidJSON, pipeline.ReasonUnknownType, pipeline.ReasonUnknownOp, pipeline.ReasonMissingID, pipeline.ReasonMissingVersion,
-	pipeline.ReasonBadLocation, pipeline.ReasonMissingRestaurantID, pipeline.ReasonMissingDoc, pipeline.ReasonOversized, pipeline.ReasonKeyMismatch,
-	pipeline.ReasonRejected, "oversized_id", "rejected_restaurant",
+var poisonKinds = []decode.Reason{
+	decode.ReasonInvalidJSON, decode.ReasonUnknownType, decode.ReasonUnknownOp, decode.ReasonMissingID, decode.ReasonMissingVersion,
+	decode.ReasonBadLocation, decode.ReasonMissingRestaurantID, decode.ReasonMissingDoc, decode.ReasonOversized, decode.ReasonKeyMismatch,
+	decode.ReasonRejected, "oversized_id", "rejected_restaurant",
 }
 
 // poison emits one event that must end in the dead-letter topic.
-func (g *generator) poison(kind pipeline.Reason) {
+func (g *generator) poison(kind decode.Reason) {
 	g.orphan++
 	rid := fmt.Sprintf("poison%03d", g.orphan)
 	ev := genEvent{key: []byte(rid), rid: rid, poison: kind}
 	raw := func(s string) { ev.value = []byte(s) }
 	switch kind {
-	case pipeline.ReasonInvalidJSON:
+	case decode.ReasonInvalidJSON:
 		raw(`{"type":"restaurant","op":"upsert",`)
-	case pipeline.ReasonUnknownType:
+	case decode.ReasonUnknownType:
 		raw(`{"type":"menu","op":"upsert","id":"` + rid + `","version":1}`)
-	case pipeline.ReasonUnknownOp:
+	case decode.ReasonUnknownOp:
 		raw(`{"type":"restaurant","op":"patch","id":"` + rid + `","version":1}`)
-	case pipeline.ReasonMissingID:
+	case decode.ReasonMissingID:
 		raw(`{"type":"restaurant","op":"delete","version":1}`)
 		ev.key = nil
-	case pipeline.ReasonMissingVersion:
+	case decode.ReasonMissingVersion:
 		raw(`{"type":"restaurant","op":"delete","id":"` + rid + `","version":-3}`)
-	case pipeline.ReasonBadLocation:
+	case decode.ReasonBadLocation:
 		raw(`{"type":"restaurant","op":"upsert","id":"` + rid + `","version":1,"location":{"lat":95,"lon":0},"doc":{}}`)
-	case pipeline.ReasonMissingRestaurantID:
+	case decode.ReasonMissingRestaurantID:
 		raw(`{"type":"dish","op":"upsert","id":"d-` + rid + `","version":1,"doc":{}}`)
 		ev.key = nil
-	case pipeline.ReasonMissingDoc:
+	case decode.ReasonMissingDoc:
 		raw(`{"type":"dish","op":"upsert","id":"d-` + rid + `","restaurant_id":"` + rid + `","version":1,"doc":"x"}`)
-	case pipeline.ReasonOversized:
+	case decode.ReasonOversized:
 		raw(`{"type":"restaurant","op":"upsert","id":"` + rid + `","version":1,"location":{"lat":1,"lon":1},"doc":{"name":"` + strings.Repeat("x", 70<<10) + `"}}`)
 	case "oversized_id":
-		ev.poison = pipeline.ReasonOversized
+		ev.poison = decode.ReasonOversized
 		id := strings.Repeat("i", 600)
 		raw(`{"type":"dish","op":"delete","id":"` + id + `","restaurant_id":"` + rid + `","version":1}`)
-	case pipeline.ReasonKeyMismatch:
+	case decode.ReasonKeyMismatch:
 		raw(`{"type":"restaurant","op":"delete","id":"` + rid + `","version":1}`)
 		ev.key = []byte("someone-else")
-	case pipeline.ReasonRejected:
+	case decode.ReasonRejected:
 		// A dish of a live restaurant whose price does not fit the
 		// mapping: OpenSearch refuses it.
 		if r := g.pickRest(); r != nil {
@@ -531,10 +531,10 @@ func (g *generator) poison(kind pipeline.Reason) {
 		ev.dish = true
 		raw(`{"type":"dish","op":"upsert","id":"d-` + rid + `","restaurant_id":"` + ev.rid + `","version":1,"doc":{"price_cents":"cheap"}}`)
 		if g.pickRest() == nil {
-			ev.poison = pipeline.ReasonUnknownRestaurant
+			ev.poison = decode.ReasonUnknownRestaurant
 		}
 	case "rejected_restaurant":
-		ev.poison = pipeline.ReasonRejected
+		ev.poison = decode.ReasonRejected
 		raw(`{"type":"restaurant","op":"upsert","id":"` + rid + `","version":1,"location":{"lat":40.7,"lon":-74},"doc":{"price_cents":"cheap"}}`)
 	}
 	if strings.Contains(string(ev.value), `"type":"dish"`) {

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/internal/eventmodel"
 	"github.com/geoshard/geoshard/internal/testenv"
-	"github.com/geoshard/geoshard/pipeline"
 	"github.com/geoshard/geoshard/pipeline/placement"
 	"github.com/geoshard/geoshard/router"
 	"github.com/geoshard/geoshard/schema"
@@ -140,10 +140,10 @@ func TestJudgeCatchesABrokenWorld(t *testing.T) {
 			o.dlq = o.dlq[1:]
 		}, []string{kindNoDead}},
 		{"a valid event dead-lettered", func(o *observed) {
-			o.dlq = append(o.dlq, deadLetter{reason: string(pipeline.ReasonRejected), value: aValid})
+			o.dlq = append(o.dlq, deadLetter{reason: string(decode.ReasonRejected), value: aValid})
 		}, []string{kindUnexpDead}},
 		{"a waiting dish dead-lettered and written", func(o *observed) {
-			o.dlq = append(o.dlq, deadLetter{reason: string(pipeline.ReasonUnknownRestaurant), value: aWaited})
+			o.dlq = append(o.dlq, deadLetter{reason: string(decode.ReasonUnknownRestaurant), value: aWaited})
 		}, []string{kindDeadAndWritten}},
 		{"a dead letter with another reason", func(o *observed) {
 			o.dlq[0].reason = "some_other_reason"
@@ -184,7 +184,7 @@ func TestJudgeCatchesABrokenModelOrIndex(t *testing.T) {
 	// The model without the last upsert of a dish that the index holds.
 	last := -1
 	for i, ev := range w.events {
-		if ev.dish && ev.op == pipeline.OpUpsert && ev.poison == "" {
+		if ev.dish && ev.op == decode.OpUpsert && ev.poison == "" {
 			if _, ok := o.docs[schema.DishID(ev.id)]; ok {
 				last = i
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/golang/geo/s2"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/internal/testenv"
 	"github.com/geoshard/geoshard/pipeline"
 	"github.com/geoshard/geoshard/router"
@@ -111,12 +112,12 @@ func judge(evs []genEvent, mp *router.Map, o observed) verdict {
 	base := runModel(evs, nil, o.early)
 	extraUnknown := map[string]int{}
 	for _, d := range o.dlq {
-		if d.reason == string(pipeline.ReasonUnknownRestaurant) {
+		if d.reason == string(decode.ReasonUnknownRestaurant) {
 			extraUnknown[d.value]++
 		}
 	}
 	for i, r := range base.dead {
-		if r == pipeline.ReasonUnknownRestaurant {
+		if r == decode.ReasonUnknownRestaurant {
 			extraUnknown[string(evs[i].value)]--
 		}
 	}
@@ -145,23 +146,23 @@ func judge(evs []genEvent, mp *router.Map, o observed) verdict {
 	v.tolerated = len(skip)
 	for _, i := range both {
 		report(kindDeadAndWritten, schema.DishID(evs[i].id), "event #%d (version %d) dead-lettered as %s after its wait, and written too: the index holds it at that version",
-			i, evs[i].version, pipeline.ReasonUnknownRestaurant)
+			i, evs[i].version, decode.ReasonUnknownRestaurant)
 	}
 
 	// Dead letters: each the model's (or a tolerated one) exactly once.
 	want := map[string]int{}
-	reasons := map[string]pipeline.Reason{}
+	reasons := map[string]decode.Reason{}
 	for i, r := range m.dead {
 		want[string(evs[i].value)]++
 		reasons[string(evs[i].value)] = r
 	}
 	for i := range skip {
 		want[string(evs[i].value)]++
-		reasons[string(evs[i].value)] = pipeline.ReasonUnknownRestaurant
+		reasons[string(evs[i].value)] = decode.ReasonUnknownRestaurant
 	}
 	for _, i := range both {
 		want[string(evs[i].value)]++
-		reasons[string(evs[i].value)] = pipeline.ReasonUnknownRestaurant
+		reasons[string(evs[i].value)] = decode.ReasonUnknownRestaurant
 	}
 	seen := map[string]int{}
 	srcs := map[string][]string{}
@@ -330,7 +331,7 @@ func history(evs []genEvent, docID string, mp *router.Map) []string {
 			out = append(out, line)
 		case !ev.dish && rids[ev.id]:
 			line := fmt.Sprintf("#%d restaurant %s %s v%d", i, ev.id, ev.op, ev.version)
-			if ev.op == pipeline.OpUpsert {
+			if ev.op == decode.OpUpsert {
 				cell := s2.CellIDFromLatLng(s2.LatLngFromDegrees(ev.lat, ev.lon)).Parent(mp.Level())
 				sh := mp.LocateCell(cell)
 				line += fmt.Sprintf(" at shard %d (%s)", sh, mp.Shard(sh).Name)

@@ -1,8 +1,8 @@
 package chaos
 
 import (
+	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/internal/eventmodel"
-	"github.com/geoshard/geoshard/pipeline"
 	"github.com/geoshard/geoshard/router"
 )
 
@@ -24,7 +24,7 @@ import (
 type model struct {
 	*eventmodel.State
 	// dead maps event index → the reason it must be dead-lettered with.
-	dead map[int]pipeline.Reason
+	dead map[int]decode.Reason
 	// mayBeDead are the dishes (event indexes) that waited for their
 	// restaurant and were resolved later.
 	mayBeDead map[int]bool
@@ -36,11 +36,11 @@ type model struct {
 // although the log has them after it (two topics: see world.early): they
 // may have waited too.
 func runModel(evs []genEvent, skip, early map[int]bool) *model {
-	m := &model{State: eventmodel.NewState(), dead: map[int]pipeline.Reason{}, mayBeDead: map[int]bool{}}
+	m := &model{State: eventmodel.NewState(), dead: map[int]decode.Reason{}, mayBeDead: map[int]bool{}}
 	pending := map[string][]int{}
 	applyDish := func(i int) {
 		ev := evs[i]
-		m.ApplyDish(ev.id, ev.rid, ev.version, ev.op == pipeline.OpUpsert, ev.doc)
+		m.ApplyDish(ev.id, ev.rid, ev.version, ev.op == decode.OpUpsert, ev.doc)
 	}
 	for i, ev := range evs {
 		if skip[i] {
@@ -51,7 +51,7 @@ func runModel(evs []genEvent, skip, early map[int]bool) *model {
 			continue
 		}
 		switch {
-		case ev.typ == pipeline.TypeRestaurant && ev.op == pipeline.OpUpsert:
+		case ev.typ == decode.TypeRestaurant && ev.op == decode.OpUpsert:
 			if !m.UpsertRestaurant(ev.id, ev.version, ev.lat, ev.lon, ev.doc) {
 				continue
 			}
@@ -60,7 +60,7 @@ func runModel(evs []genEvent, skip, early map[int]bool) *model {
 				m.mayBeDead[j] = true
 			}
 			delete(pending, ev.id)
-		case ev.typ == pipeline.TypeRestaurant:
+		case ev.typ == decode.TypeRestaurant:
 			// Dishes waiting for it belong to a deleted restaurant.
 			for _, j := range pending[ev.id] {
 				m.mayBeDead[j] = true
@@ -68,7 +68,7 @@ func runModel(evs []genEvent, skip, early map[int]bool) *model {
 			delete(pending, ev.id)
 			m.DeleteRestaurant(ev.id, ev.version)
 		case !m.Live(ev.rid):
-			if ev.op == pipeline.OpUpsert {
+			if ev.op == decode.OpUpsert {
 				pending[ev.rid] = append(pending[ev.rid], i)
 				continue
 			}
@@ -88,14 +88,14 @@ func runModel(evs []genEvent, skip, early map[int]bool) *model {
 			pending[ev.rid] = kept
 		default:
 			applyDish(i)
-			if early[i] && ev.op == pipeline.OpUpsert {
+			if early[i] && ev.op == decode.OpUpsert {
 				m.mayBeDead[i] = true
 			}
 		}
 	}
 	for _, idx := range pending {
 		for _, j := range idx {
-			m.dead[j] = pipeline.ReasonUnknownRestaurant
+			m.dead[j] = decode.ReasonUnknownRestaurant
 		}
 	}
 	return m

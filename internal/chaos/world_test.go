@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/internal/kafkatest"
 	"github.com/geoshard/geoshard/internal/osfake"
 	"github.com/geoshard/geoshard/internal/testenv"
@@ -401,7 +402,7 @@ func (w *world) early() map[int]bool {
 	}
 	created := map[string]int{} // restaurant id → the part of its first upsert
 	for i, ev := range w.events {
-		if !ev.dish && ev.poison == "" && ev.op == pipeline.OpUpsert {
+		if !ev.dish && ev.poison == "" && ev.op == decode.OpUpsert {
 			if _, ok := created[ev.id]; !ok {
 				created[ev.id] = part[i]
 			}

@@ -7,9 +7,9 @@ import (
 
 	"github.com/golang/geo/s2"
 
+	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/internal/datagen"
 	"github.com/geoshard/geoshard/internal/eventmodel"
-	"github.com/geoshard/geoshard/pipeline"
 	"github.com/geoshard/geoshard/router"
 	"github.com/geoshard/geoshard/schema"
 )
@@ -232,7 +232,7 @@ func (e *env) settled(t testing.TB, log []datagen.Message) []datagen.Message {
 	m := buildModel(t, log)
 	late := map[string]int{}
 	for _, d := range e.readDLQ(t) {
-		if d.reason == string(pipeline.ReasonUnknownRestaurant) {
+		if d.reason == string(decode.ReasonUnknownRestaurant) {
 			late[d.value]++
 		}
 	}

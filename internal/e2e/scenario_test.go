@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoshard/geoshard/pipeline"
+	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/schema"
 )
 
@@ -132,7 +132,7 @@ func (s *scenario) checkDeadLetters(t *testing.T, m *model) {
 		case want[d.value] > 0:
 			want[d.value]--
 			seen[key] = true
-		case may[d.value] > 0 && d.reason == string(pipeline.ReasonUnknownRestaurant):
+		case may[d.value] > 0 && d.reason == string(decode.ReasonUnknownRestaurant):
 			may[d.value]--
 			tolerated++
 			seen[key] = true

@@ -1,6 +1,8 @@
-package pipeline
+package decode
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -110,15 +112,10 @@ func FuzzDecode(f *testing.F) {
 		if c.ID == "" || c.RestaurantID == "" || c.Version < 0 {
 			t.Fatalf("valid event %+v has an empty id or a negative version", c)
 		}
-		if c.Op == OpUpsert {
-			members, err := docMembers(c.Doc)
-			if err != nil {
-				t.Fatalf("docMembers(%s) = %v", c.Doc, err)
-			}
-			body := dishBody(members, c.ID, c.RestaurantID, c.Version, 0x89c25c0000000000|1<<40, 10)
-			if !jsonValid(body) {
-				t.Fatalf("dish body %s is not valid JSON", body)
-			}
+		// What the pipeline makes of the document is fuzzed there
+		// (pipeline.FuzzDecodeBody).
+		if doc := bytes.TrimSpace(c.Doc); c.Op == OpUpsert && (!json.Valid(doc) || doc[0] != '{') {
+			t.Fatalf("valid upsert's doc %s is not a JSON object", c.Doc)
 		}
 	})
 }

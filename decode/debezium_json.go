@@ -1,4 +1,4 @@
-package pipeline
+package decode
 
 // JSON as the Debezium decoder reads it: a walk over an object's members
 // that slices the value instead of decoding it, and the Kafka Connect

@@ -1,4 +1,4 @@
-package pipeline
+package decode
 
 // The Debezium format: change events of a restaurant table and a dish
 // table, as Debezium's Postgres connector writes them through Kafka
@@ -29,9 +29,10 @@ package pipeline
 //
 // Keys: Debezium keys a row's events by its primary key, {"id":42} (or
 // that inside the schema envelope). A restaurant event's key must name
-// its id (keyID); the dish topic is keyed by dish id, so ingest re-keys
-// dish events by restaurant (DishKeyDish, placement/repartition.go) and checks the
-// repartitioned key as it does a native one.
+// its id (KeyID); the dish topic is keyed by dish id, so ingest re-keys
+// dish events by restaurant (pipeline.DishKeyDish,
+// pipeline/placement/repartition.go) and checks the repartitioned key as
+// it does a native one.
 //
 // Before images: Postgres sends a row's old values only under REPLICA
 // IDENTITY FULL; with the default identity a delete's before image holds
@@ -140,8 +141,8 @@ func compileTable(typ, name string, t TableMapping, version string) dbzTable {
 	return c
 }
 
-// decode decodes a message of topic (see the top of this file).
-func (d *debezium) decode(topic string, key, value []byte, maxBytes int) (*Change, bool, *InvalidEventError) {
+// Decode decodes a message of topic (see the top of this file).
+func (d *debezium) Decode(topic string, key, value []byte, maxBytes int) (*Change, bool, *InvalidEventError) {
 	t := &d.tables[dishTable]
 	if topic == d.restaurantTopic {
 		t = &d.tables[restaurantTable]
@@ -151,13 +152,13 @@ func (d *debezium) decode(topic string, key, value []byte, maxBytes int) (*Chang
 	return c, skip, bad
 }
 
-// keyID is the restaurant id a restaurant event's key names: the id
+// KeyID is the restaurant id a restaurant event's key names: the id
 // column of the key's row ({"id":42} → "42", bare or in the schema
 // envelope), a JSON string's text, or else the key itself (a key
 // converter that writes the id as text, or the repartition topic's key).
-// The partitioner detection (placement/placement.go) reads restaurant keys through
-// it, as the decoder's key check does.
-func (d *debezium) keyID(key []byte) (string, bool) {
+// The partitioner detection (pipeline/placement/detect.go) reads
+// restaurant keys through it, as the decoder's key check does.
+func (d *debezium) KeyID(key []byte) (string, bool) {
 	k := bytes.TrimSpace(key)
 	if len(k) == 0 {
 		return "", false
@@ -194,10 +195,10 @@ func (d *debezium) keyID(key []byte) (string, bool) {
 	return string(key), true
 }
 
-// restaurantID is a dish event's restaurant id, read as the decoder reads
+// RestaurantID is a dish event's restaurant id, read as the decoder reads
 // it (the after image's, or a delete's before image's): the repartitioner
 // keys dish events by it.
-func (d *debezium) restaurantID(value []byte) (string, bool) {
+func (d *debezium) RestaurantID(value []byte) (string, bool) {
 	c := &Change{Type: TypeDish}
 	d.read(c, &d.tables[dishTable], nil, value, 0, false)
 	return c.RestaurantID, c.RestaurantID != ""
@@ -282,7 +283,7 @@ func (d *debezium) read(c *Change, t *dbzTable, key, value []byte, maxBytes int,
 	// id
 	id, ok := idText(r.id)
 	if !ok && row == nil && t.typ == TypeRestaurant {
-		id, ok = d.keyID(key)
+		id, ok = d.KeyID(key)
 	}
 	if !ok {
 		return false, invalid(ReasonMissingID, "%s column %q %s: want a non-empty string or an integer", t.name, t.id, clip(r.id))
@@ -345,7 +346,7 @@ func (d *debezium) read(c *Change, t *dbzTable, key, value []byte, maxBytes int,
 
 	// key
 	if len(key) > 0 {
-		if kid, ok := d.keyID(key); !ok || kid != c.RestaurantID {
+		if kid, ok := d.KeyID(key); !ok || kid != c.RestaurantID {
 			return false, invalid(ReasonKeyMismatch, "key %q does not name the restaurant id %q", clip(key), c.RestaurantID)
 		}
 	}

@@ -1,4 +1,4 @@
-package pipeline
+package decode
 
 // The mapping file of the Debezium format: which source table is which
 // document type, and which of its columns say what.
@@ -19,6 +19,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/geoshard/geoshard/schema"
 )
 
 // Mapping says how Debezium change events of two source tables become
@@ -204,7 +206,7 @@ func (t *TableMapping) validate(name string, restaurants bool, version string, b
 			if r, ok := t.Rename[c]; ok {
 				f = r
 			}
-			if isReserved(f) {
+			if schema.IsReserved(f) {
 				bad("%s.columns: %q would be the document's %q, a field ingest sets itself; rename it or leave it out", name, c, f)
 			}
 			if other, ok := fields[f]; ok && other != c {
@@ -228,7 +230,7 @@ func (t *TableMapping) validate(name string, restaurants bool, version string, b
 			bad("%s.rename: %q is not in %s.columns, so it is not copied", name, c, name)
 		case excluded[c]:
 			bad("%s.rename: %q is excluded, so it is not copied", name, c)
-		case len(t.Columns) == 0 && isReserved(f):
+		case len(t.Columns) == 0 && schema.IsReserved(f):
 			bad("%s.rename: %q renamed to %q, a field ingest sets itself", name, c, f)
 		}
 		if other, ok := targets[f]; ok && len(t.Columns) == 0 {
