@@ -7,6 +7,7 @@ import (
 
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/decode"
+	"github.com/geoshard/geoshard/pipeline/directory"
 	"github.com/geoshard/geoshard/schema"
 	"github.com/golang/geo/s2"
 )
@@ -17,8 +18,8 @@ import (
 func (ix *indexer) restaurantUpsert(ctx context.Context, ev *event) error {
 	c := ev.change
 	cell := s2.CellIDFromLatLng(s2.LatLngFromDegrees(c.Lat, c.Lon))
-	old, known := ix.dir.get(c.ID)
-	if known && (c.Version < old.version || c.Version == old.version && (old.deleted || ix.cellChanged(old.cell, cell))) {
+	old, known := ix.dir.Get(c.ID)
+	if known && (c.Version < old.Version || c.Version == old.Version && (old.Deleted || ix.cellChanged(old.Cell, cell))) {
 		// The directory holds a newer version (live or deleted): writing
 		// this one under its own location could leave a stray copy on
 		// another shard, where no tombstone protects it.
@@ -31,7 +32,7 @@ func (ix *indexer) restaurantUpsert(ctx context.Context, ev *event) error {
 		ix.host.finish(ev, resultStale)
 		return nil
 	}
-	if known && old.deleted && old.cell != 0 && ix.shardChanged(old.cell, cell) {
+	if known && old.Deleted && old.Cell != 0 && ix.shardChanged(old.Cell, cell) {
 		// Re-created on another shard than the one its delete went to:
 		// the delete must land first. Were the pipeline cut short with
 		// the new copy written and the delete not, the old copy would
@@ -44,10 +45,10 @@ func (ix *indexer) restaurantUpsert(ctx context.Context, ev *event) error {
 			return ix.unhold(ctx, c.ID)
 		})
 	}
-	if known && !old.deleted && ix.cellChanged(old.cell, cell) {
+	if known && !old.Deleted && ix.cellChanged(old.Cell, cell) {
 		targets := ix.targets
 		return ix.restaurantTask(ctx, ev,
-			func(ctx context.Context) (error, error) { return ix.relocate(ctx, targets, ev, old.cell, cell) },
+			func(ctx context.Context) (error, error) { return ix.relocate(ctx, targets, ev, old.Cell, cell) },
 			func(ctx context.Context) error { return ix.writeRestaurant(ctx, ev, cell) })
 	}
 	if !known {
@@ -85,7 +86,7 @@ func (ix *indexer) confirmRestaurant(ctx context.Context, ev *event, cell s2.Cel
 			ix.settleStale(ctx, c.ID, c.Version)
 			return nil // settleStale ends the hold
 		default:
-			ix.dir.set(c.ID, cell, c.Version)
+			ix.dir.Set(c.ID, cell, c.Version)
 			for _, d := range ix.pend.take(c.ID) {
 				if err := ix.dishUpsert(ctx, d); err != nil {
 					return err
@@ -111,7 +112,7 @@ func (ix *indexer) settleStale(ctx context.Context, rid string, version int64) {
 	t := ix.targets[0]
 	ix.goTask(ctx, func(ctx context.Context) func(context.Context) error {
 		err := ix.refresh(ctx, t.index)
-		var found *directory
+		var found *directory.Directory
 		if err == nil {
 			found, err = ix.searchRestaurants(ctx, &t, []string{rid})
 		}
@@ -119,9 +120,9 @@ func (ix *indexer) settleStale(ctx context.Context, rid string, version int64) {
 			if err != nil {
 				return err
 			}
-			if e, ok := found.get(rid); ok && !e.deleted {
-				ix.dir.replace(rid, found)
-				if _, live := ix.dir.lookup(rid); live {
+			if e, ok := found.Get(rid); ok && !e.Deleted {
+				ix.dir.Replace(rid, found)
+				if _, live := ix.dir.Lookup(rid); live {
 					for _, d := range ix.pend.take(rid) {
 						if err := ix.dishUpsert(ctx, d); err != nil {
 							return err
@@ -129,7 +130,7 @@ func (ix *indexer) settleStale(ctx context.Context, rid string, version int64) {
 					}
 				}
 			} else {
-				ix.dir.remove(rid, version)
+				ix.dir.Remove(rid, version)
 			}
 			return ix.unhold(ctx, rid)
 		}
@@ -150,7 +151,7 @@ func (ix *indexer) writeRestaurant(ctx context.Context, ev *event, cell s2.CellI
 	if err != nil {
 		return err
 	}
-	ix.dir.set(c.ID, cell, c.Version)
+	ix.dir.Set(c.ID, cell, c.Version)
 	for _, d := range ix.pend.take(c.ID) {
 		if err := ix.dishUpsert(ctx, d); err != nil {
 			return err
@@ -194,13 +195,13 @@ func (ix *indexer) restaurantDelete(ctx context.Context, ev *event) error {
 	for _, x := range ix.pend.take(c.ID) {
 		ix.host.finish(x, resultStale)
 	}
-	old, known := ix.dir.get(c.ID)
+	old, known := ix.dir.Get(c.ID)
 	targets := ix.targets
 	switch {
-	case known && c.Version <= old.version:
+	case known && c.Version <= old.Version:
 		ix.host.finish(ev, resultStale)
 		return nil
-	case !known || old.deleted:
+	case !known || old.Deleted:
 		// Nothing of it can be in the index (nothing is written without
 		// routing); remember the version so an older upsert is stale, and
 		// leave the delete's tombstone under every routing, so that the
@@ -209,26 +210,26 @@ func (ix *indexer) restaurantDelete(ctx context.Context, ev *event) error {
 		return ix.restaurantTask(ctx, ev,
 			func(ctx context.Context) (error, error) { return ix.restaurantTombstones(ctx, targets, ev, nil) },
 			func(context.Context) error {
-				ix.dir.remove(c.ID, c.Version)
+				ix.dir.Remove(c.ID, c.Version)
 				ix.host.finish(ev, resultNoop)
 				return nil
 			})
 	}
 	return ix.restaurantTask(ctx, ev,
 		func(ctx context.Context) (error, error) {
-			if rej, err := ix.deleteDependents(ctx, targets, ev, old.cell); rej != nil || err != nil {
+			if rej, err := ix.deleteDependents(ctx, targets, ev, old.Cell); rej != nil || err != nil {
 				return rej, err
 			}
-			return ix.restaurantTombstones(ctx, targets, ev, &old.cell)
+			return ix.restaurantTombstones(ctx, targets, ev, &old.Cell)
 		},
 		func(ctx context.Context) error {
 			err := ix.emit(ctx, ix.targets[:1], ev, docWrite{
-				action: bulk.Delete, vtype: bulk.External, id: schema.RestaurantID(c.ID), version: c.Version, cell: old.cell,
+				action: bulk.Delete, vtype: bulk.External, id: schema.RestaurantID(c.ID), version: c.Version, cell: old.Cell,
 			})
 			if err != nil {
 				return err
 			}
-			ix.dir.remove(c.ID, c.Version)
+			ix.dir.Remove(c.ID, c.Version)
 			return nil
 		})
 }
@@ -270,7 +271,7 @@ func (ix *indexer) dishUpsert(ctx context.Context, ev *event) error {
 	// decided in (fence.go). Nothing of it flies meanwhile.
 	ev.gen = ix.gen
 	c := ev.change
-	cell, ok := ix.dir.lookup(c.RestaurantID)
+	cell, ok := ix.dir.Lookup(c.RestaurantID)
 	if !ok {
 		if ix.pend.holds(ev) {
 			// A copy of this very event waits already, parked: this one
@@ -310,7 +311,7 @@ func (ix *indexer) dishUpsert(ctx context.Context, ev *event) error {
 // restaurant it was written under before.
 func (ix *indexer) dishDelete(ctx context.Context, ev *event) error {
 	c := ev.change
-	cell, ok := ix.dir.lookup(c.RestaurantID)
+	cell, ok := ix.dir.Lookup(c.RestaurantID)
 	if !ok {
 		for _, x := range ix.pend.cancel(c.RestaurantID, c.ID, c.Version) {
 			ix.host.finish(x, resultStale)
@@ -388,7 +389,7 @@ func (ix *indexer) expirePending(ctx context.Context, maxAge time.Duration) erro
 	var dead []*event
 	for _, x := range expired {
 		rid := x.change.RestaurantID
-		if _, ok := ix.dir.lookup(rid); ok {
+		if _, ok := ix.dir.Lookup(rid); ok {
 			if err := ix.dishUpsert(ctx, x); err != nil {
 				return err
 			}

@@ -41,7 +41,7 @@ func TestDeletedRestaurantRefusesAReplayAnywhere(t *testing.T) {
 	if doc, ok := e.scanIndex(t)[schema.RestaurantID("Y")]; ok {
 		t.Errorf("the deleted restaurant is stored again, under routing %q, by a replay of its version 1", doc.routing)
 	}
-	if en, known := next.ix.dir.get("Y"); !known || !en.deleted {
+	if en, known := next.ix.dir.Get("Y"); !known || !en.Deleted {
 		t.Errorf("the next owner's directory holds Y as %+v (known %v), want deleted", en, known)
 	}
 }

@@ -42,7 +42,7 @@
 //     hold up only that restaurant. Its doc comment states what is in
 //     flight, who owns what, what orders what, and the lock order.
 //   - The restaurant directory, id → cell of the location, in about 40
-//     bytes a restaurant (directory.go), warmed from the index at start
+//     bytes a restaurant (package directory), warmed from the index at start
 //     (warm.go) and kept current from restaurant events, and the bounded
 //     set of dishes that wait for their restaurant (pending.go), each
 //     parked durably in a compacted topic of ingest's own so that its
@@ -209,6 +209,6 @@
 // document and the alias (schema/migration.go is the whole contract), and
 // answers only with its heartbeat.
 //
-//	imports: bulk decode kafkarange pipeline/placement router schema
+//	imports: bulk decode kafkarange pipeline/directory pipeline/placement router schema
 //	never:   migrate search internal github.com/twmb/franz-go
 package pipeline

@@ -257,7 +257,7 @@ func (ix *indexer) enterGen(gen int64) (rereadParked bool) {
 		ix.cold.rests = map[string]bool{}
 	}
 	for rid := range ix.cut.rests {
-		ix.dir.forget(rid)
+		ix.dir.Forget(rid)
 		ix.cold.rests[rid] = true
 	}
 	ix.cut = fenceCut{}

@@ -131,7 +131,7 @@ func TestEndedGenerationDecidesNothing(t *testing.T) {
 	ix := p.ix
 	ctx := context.Background()
 	ix.enterGen(1)
-	ix.dir.set("Y", fenceSF, 1)
+	ix.dir.Set("Y", fenceSF, 1)
 	e.put(t, schema.RestaurantID("Y"), 1, fenceSF, restaurantBody(nil, "Y", 1, fenceSF, 37.7749, -122.4194, e.m.Level()), false)
 
 	// A task holds Y (a move, a lookup), and comes back only once let go.
@@ -184,7 +184,7 @@ func TestEndedGenerationDecidesNothing(t *testing.T) {
 	if !ix.enterGen(2) {
 		t.Error("enterGen reports nothing to read back after a cut")
 	}
-	if _, ok := ix.dir.get("Y"); ok {
+	if _, ok := ix.dir.Get("Y"); ok {
 		t.Error("Y is still in the directory after its decisions were cut")
 	}
 	if !ix.needsLookup(fenceDish(p, 5, "d1", "Y", 2)) {
@@ -213,7 +213,7 @@ func TestReplayBehindALandedMoveKeepsTheDish(t *testing.T) {
 	e.put(t, schema.RestaurantID("Y"), 1, fenceSF, restaurantBody(nil, "Y", 1, fenceSF, 37.7749, -122.4194, lvl), false)
 	e.put(t, schema.DishID("d1"), 2, fenceNY, dishBody(nil, "d1", "Y", 2, fenceNY, lvl), false)
 	e.put(t, schema.DishID("d1"), 2, fenceSF, dishBody(nil, "d1", "Y", 2, fenceSF, lvl), true)
-	ix.dir.set("Y", fenceSF, 1)
+	ix.dir.Set("Y", fenceSF, 1)
 
 	decideAll(t, p, fenceDish(p, 7, "d1", "Y", 2), fenceMoveToNY(p, 8, 2))
 	tg := newTarget(testIndex, e.m, true)
@@ -336,7 +336,7 @@ func TestEndedGenerationRunsNoContinuation(t *testing.T) {
 			if _, ok := e.scanIndex(t)[schema.DishID("d1")]; ok {
 				t.Error("the waiting dish was written after the generation ended")
 			}
-			if _, ok := ix.dir.lookup("Y"); ok && tc == "write" {
+			if _, ok := ix.dir.Lookup("Y"); ok && tc == "write" {
 				t.Error("the directory took Y from a write answered after the generation ended")
 			}
 			if ix.pend.len() != 1 {
@@ -368,7 +368,7 @@ func TestMoveCutAfterItsCopiesLeavesNoLeftover(t *testing.T) {
 		e.put(t, schema.DishID(id), 2, fenceSF, dishBody(nil, id, "Y", 2, fenceSF, lvl), false)
 		e.put(t, schema.DishID(id), 2, fenceNY, dishBody(nil, id, "Y", 2, fenceNY, lvl), false)
 	}
-	ix.dir.set("Y", fenceSF, 1)
+	ix.dir.Set("Y", fenceSF, 1)
 
 	gone := fenceEvent(p, 7, &decode.Change{Type: decode.TypeDish, Op: decode.OpDelete, ID: "d1", RestaurantID: "Y", Version: 3})
 	decideAll(t, p, gone, fenceMoveToNY(p, 8, 2))

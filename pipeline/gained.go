@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/pipeline/directory"
 	"github.com/geoshard/geoshard/schema"
 )
 
@@ -128,8 +129,8 @@ func (ix *indexer) startLookups(ctx context.Context) {
 			ix.cold.running = false
 			ix.lookups.Add(int64(len(rids)))
 			for _, rid := range rids {
-				ix.dir.replace(rid, found)
-				if _, ok := ix.dir.lookup(rid); ok {
+				ix.dir.Replace(rid, found)
+				if _, ok := ix.dir.Lookup(rid); ok {
 					for _, d := range ix.pend.take(rid) {
 						if err := ix.dishUpsert(ctx, d); err != nil {
 							return err
@@ -149,7 +150,7 @@ func (ix *indexer) startLookups(ctx context.Context) {
 
 // searchRestaurants reads restaurants from t's index, in one search of
 // every shard, into a directory of their own. It runs on a task.
-func (ix *indexer) searchRestaurants(ctx context.Context, t *target, rids []string) (*directory, error) {
+func (ix *indexer) searchRestaurants(ctx context.Context, t *target, rids []string) (*directory.Directory, error) {
 	ids := make([]string, len(rids))
 	for i, rid := range rids {
 		ids[i] = schema.RestaurantID(rid)
@@ -171,7 +172,7 @@ func (ix *indexer) searchRestaurants(ctx context.Context, t *target, rids []stri
 	if err != nil {
 		return nil, err
 	}
-	d := newDirectory()
+	d := directory.New()
 	for _, h := range pg.Hits {
 		if err := ix.warmHit(t, h, d); err != nil {
 			ix.log.Warn("directory: skipping a restaurant document", "index", t.index, "error", err)

@@ -50,14 +50,14 @@ func TestGainedPartitionsAreLookedUp(t *testing.T) {
 	}
 	// The directory as this member left it; the index as the partition's
 	// owner meanwhile left it.
-	ix.dir.set("moved", sf, 1)
+	ix.dir.Set("moved", sf, 1)
 	store("moved", 3, ny, 40.7128, -74.006)
-	ix.dir.set("gone", sf, 1)
-	ix.dir.set("deleted", sf, 4)
-	ix.dir.remove("deleted", 9)
+	ix.dir.Set("gone", sf, 1)
+	ix.dir.Set("deleted", sf, 4)
+	ix.dir.Remove("deleted", 9)
 	store("deleted", 5, sf, 37.7749, -122.4194)
 	store("new", 2, ny, 40.7128, -74.006)
-	ix.dir.set("kept", sf, 1)
+	ix.dir.Set("kept", sf, 1)
 	store("kept", 7, ny, 40.7128, -74.006)
 
 	if err := ix.gain(ctx, 5, []int{0, 1}, nil); err != nil {
@@ -90,28 +90,28 @@ func TestGainedPartitionsAreLookedUp(t *testing.T) {
 	}
 	check := func(rid string, live bool, c s2.CellID, v int64) {
 		t.Helper()
-		got, ok := ix.dir.get(rid)
+		got, ok := ix.dir.Get(rid)
 		if !live {
-			if ok && !got.deleted {
+			if ok && !got.Deleted {
 				t.Errorf("%s: %+v, want it not live", rid, got)
 			}
 			return
 		}
-		if !ok || got.deleted || got.version != v || got.cell != c {
+		if !ok || got.Deleted || got.Version != v || got.Cell != c {
 			t.Errorf("%s: %+v (known %v), want live at %v v%d", rid, got, ok, c, v)
 		}
 	}
 	check("moved", true, ny, 3)
 	check("gone", false, 0, 0)
-	if _, ok := ix.dir.get("gone"); ok {
+	if _, ok := ix.dir.Get("gone"); ok {
 		t.Error("gone: still in the directory, want unknown")
 	}
-	if d, _ := ix.dir.get("deleted"); !d.deleted || d.version != 9 {
+	if d, _ := ix.dir.Get("deleted"); !d.Deleted || d.Version != 9 {
 		t.Errorf("deleted: %+v, want the delete at v9 kept", d)
 	}
 	check("new", true, ny, 2)
 	check("kept", true, sf, 1) // partition 2 was kept: no lookup
-	if n := ix.dir.size(); n != 3 {
+	if n := ix.dir.Len(); n != 3 {
 		t.Errorf("%d live restaurants, want 3 (moved, new, kept)", n)
 	}
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/decode"
+	"github.com/geoshard/geoshard/pipeline/directory"
 )
 
 // indexer is the write side of the pipeline: it applies decoded change
@@ -98,7 +99,7 @@ type indexer struct {
 
 	// Owned by the loop.
 	targets      []target // the current mode's, the primary first
-	dir          *directory
+	dir          *directory.Directory
 	pend         *pendingSet
 	queuedBehind int       // events waiting in the queues of held restaurants
 	dirGen       int64     // the consumer-group generation the directory follows
@@ -175,7 +176,7 @@ type restState struct {
 func newIndexer(log *slog.Logger, admin *bulk.Admin, met *metrics, h host, pend *pendingSet, fail func(error)) *indexer {
 	ix := &indexer{
 		log: log, admin: admin, met: met, host: h, fail: fail,
-		dir: newDirectory(), pend: pend,
+		dir: directory.New(), pend: pend,
 		inflight:    newInflight(),
 		getSlots:    make(chan struct{}, 16),
 		searchSlots: make(chan struct{}, maxDishSearches),

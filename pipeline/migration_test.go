@@ -18,6 +18,7 @@ import (
 	"github.com/geoshard/geoshard/internal/osfake"
 	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/internal/testenv"
+	"github.com/geoshard/geoshard/pipeline/directory"
 	"github.com/geoshard/geoshard/router"
 	"github.com/geoshard/geoshard/schema"
 )
@@ -759,7 +760,7 @@ func TestWarmHitTakesTheLocation(t *testing.T) {
 	m := testenv.LoadMap(t, testenv.MapUS18)
 	tg := newTarget(testIndex, m, true)
 	sf := s2.CellIDFromLatLng(s2.LatLngFromDegrees(37.7749, -122.4194))
-	d := newDirectory()
+	d := directory.New()
 	for _, h := range []bulk.Hit{
 		{ID: "restaurant:r1", Source: restaurantBody(nil, "r1", 3, sf, 37.7749, -122.4194, m.Level())},
 		{ID: "restaurant:r2", Source: restaurantBody(nil, "r2", 3, sf, 40.7, -74, m.Level())},
@@ -770,7 +771,7 @@ func TestWarmHitTakesTheLocation(t *testing.T) {
 		}
 	}
 	for id, want := range map[string]s2.CellID{"r1": sf, "r2": sf.Parent(m.Level()), "r3": sf.Parent(m.Level())} {
-		if got, ok := d.lookup(id); !ok || got != want {
+		if got, ok := d.Lookup(id); !ok || got != want {
 			t.Errorf("%s: cell %v (level %d), want %v (level %d)", id, got, got.Level(), want, want.Level())
 		}
 	}

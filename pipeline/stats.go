@@ -132,7 +132,7 @@ func (p *Pipeline) Stats() Stats {
 		Fetched:       p.loop.fetched.Load(),
 		Finished:      p.out.finished.Load(),
 		Pending:       p.ix.pend.len(),
-		Directory:     p.ix.dir.size(),
+		Directory:     p.ix.dir.Len(),
 		Moves:         p.ix.moves.Load(),
 		Refreshes:     p.ix.refresher.sent.Load(),
 		Parked:        p.parking.parked.Load(),
@@ -259,7 +259,7 @@ func (p *Pipeline) progressLoop(ctx context.Context) {
 // publishGauges sets the gauges from the current state.
 func (p *Pipeline) publishGauges() {
 	p.met.pending.Set(float64(p.ix.pend.len()))
-	p.met.directory.Set(float64(p.ix.dir.size()))
+	p.met.directory.Set(float64(p.ix.dir.Len()))
 	p.met.lastProgress.Set(float64(p.out.lastProgress.Load()) / 1e9)
 	for k, ps := range p.track.snapshot() {
 		topic, part := k.topic, strconv.Itoa(k.partition)

@@ -373,6 +373,16 @@ func docMembers(doc []byte) ([]byte, error) {
 	return out, nil
 }
 
+// cellAt returns the cell at level that contains c: its parent when c is
+// finer, c itself when it is already at that level or coarser (a warmed
+// map-level cell asked for a finer level can say no more).
+func cellAt(c s2.CellID, level int) s2.CellID {
+	if c.Level() > level {
+		return c.Parent(level)
+	}
+	return c
+}
+
 // restaurantBody builds a restaurant's source.
 func restaurantBody(members []byte, id string, version int64, cell s2.CellID, lat, lon float64, level int) []byte {
 	b := make([]byte, 0, len(members)+200)

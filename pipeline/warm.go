@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/pipeline/directory"
 	"github.com/geoshard/geoshard/schema"
 )
 
@@ -27,7 +28,7 @@ const warmSlices = 4
 // with). A search that only one shard answers costs that shard's
 // documents per page, not the whole index's. Each slice decodes its pages
 // on its own goroutine; only filling d is done one page at a time.
-func (ix *indexer) warm(ctx context.Context, t *target, d *directory) error {
+func (ix *indexer) warm(ctx context.Context, t *target, d *directory.Directory) error {
 	start := time.Now()
 	if err := ix.refresh(ctx, t.index); err != nil {
 		return err
@@ -56,7 +57,7 @@ func (ix *indexer) warm(ctx context.Context, t *target, d *directory) error {
 				defer mu.Unlock()
 				skipped += bad
 				for _, w := range page {
-					d.warm(w.id, w.cell, w.version)
+					d.Warm(w.id, w.cell, w.version)
 				}
 			})
 		})
@@ -66,7 +67,7 @@ func (ix *indexer) warm(ctx context.Context, t *target, d *directory) error {
 	}
 	ix.warmStats.done.Store(true)
 	ix.warmStats.reads.Add(1)
-	ix.log.Info("directory warm", "index", t.index, "restaurants", d.size(), "skipped", skipped, "pages", ix.warmStats.pages.Load(), "took", time.Since(start).Round(time.Millisecond))
+	ix.log.Info("directory warm", "index", t.index, "restaurants", d.Len(), "skipped", skipped, "pages", ix.warmStats.pages.Load(), "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
@@ -210,20 +211,20 @@ func (ix *indexer) lookupRestaurants(ctx context.Context, rids []string) error {
 	if err != nil {
 		return err
 	}
-	for id, e := range found.all() {
-		ix.dir.warm(id, e.cell, e.version)
+	for id, e := range found.All() {
+		ix.dir.Warm(id, e.Cell, e.Version)
 	}
 	return nil
 }
 
 // warmHit records in d the restaurant of a hit of a search for
 // restaurants.
-func (ix *indexer) warmHit(t *target, h bulk.Hit, d *directory) error {
+func (ix *indexer) warmHit(t *target, h bulk.Hit, d *directory.Directory) error {
 	w, err := ix.readHit(t, h)
 	if err != nil {
 		return err
 	}
-	d.warm(w.id, w.cell, w.version)
+	d.Warm(w.id, w.cell, w.version)
 	return nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/internal/testenv"
 	"github.com/geoshard/geoshard/migrate"
+	"github.com/geoshard/geoshard/pipeline/directory"
 	"github.com/geoshard/geoshard/router"
 	"github.com/geoshard/geoshard/schema"
 )
@@ -52,14 +53,14 @@ func BenchmarkWarm(b *testing.B) {
 	b.ResetTimer()
 	var took time.Duration
 	for range b.N {
-		d := newDirectory()
+		d := directory.New()
 		start := time.Now()
 		if err := p.ix.warm(ctx, &tg, d); err != nil {
 			b.Fatal(err)
 		}
 		took += time.Since(start)
-		if d.size() != int64(n) {
-			b.Fatalf("directory holds %d restaurants, want %d", d.size(), n)
+		if d.Len() != int64(n) {
+			b.Fatalf("directory holds %d restaurants, want %d", d.Len(), n)
 		}
 	}
 	b.ReportMetric(took.Seconds()/float64(b.N), "s/warm")

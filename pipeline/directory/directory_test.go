@@ -1,12 +1,9 @@
-package pipeline
+package directory
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,10 +11,6 @@ import (
 	"unsafe"
 
 	"github.com/golang/geo/s2"
-
-	"github.com/geoshard/geoshard/bulk"
-	"github.com/geoshard/geoshard/internal/realenv"
-	"github.com/geoshard/geoshard/schema"
 )
 
 // Cells the directory tests place restaurants at.
@@ -26,7 +19,7 @@ var (
 	dirNY = s2.CellIDFromLatLng(s2.LatLngFromDegrees(40.71, -74.0))
 )
 
-// dirOp is one call on a directory, and what set and remove must report.
+// dirOp is one call on a directory, and what Set and Remove must report.
 type dirOp struct {
 	op      string // "set", "remove" or "warm"
 	id      string
@@ -35,19 +28,19 @@ type dirOp struct {
 	changed bool
 }
 
-// apply runs ops on d, failing t where set or remove reports another
+// apply runs ops on d, failing t where Set or Remove reports another
 // change than the op wants.
-func apply(t *testing.T, d *directory, ops []dirOp) {
+func apply(t *testing.T, d *Directory, ops []dirOp) {
 	t.Helper()
 	for i, o := range ops {
 		var changed bool
 		switch o.op {
 		case "set":
-			changed = d.set(o.id, o.cell, o.version)
+			changed = d.Set(o.id, o.cell, o.version)
 		case "remove":
-			changed = d.remove(o.id, o.version)
+			changed = d.Remove(o.id, o.version)
 		case "warm":
-			d.warm(o.id, o.cell, o.version)
+			d.Warm(o.id, o.cell, o.version)
 			continue
 		default:
 			t.Fatalf("op %d: unknown op %q", i, o.op)
@@ -58,43 +51,43 @@ func apply(t *testing.T, d *directory, ops []dirOp) {
 	}
 }
 
-// checkDirectory fails t unless d holds exactly want: what get, lookup,
-// all and size say of it.
-func checkDirectory(t *testing.T, d *directory, want map[string]dirEntry) {
+// checkDirectory fails t unless d holds exactly want: what Get, Lookup,
+// All and Len say of it.
+func checkDirectory(t *testing.T, d *Directory, want map[string]Entry) {
 	t.Helper()
 	live := int64(0)
 	for id, w := range want {
-		if !w.deleted {
+		if !w.Deleted {
 			live++
 		}
-		if e, ok := d.get(id); !ok || e != w {
-			t.Errorf("get(%q) = %+v, %v; want %+v, true", clipID(id), e, ok, w)
+		if e, ok := d.Get(id); !ok || e != w {
+			t.Errorf("Get(%q) = %+v, %v; want %+v, true", clipID(id), e, ok, w)
 		}
-		if c, ok := d.lookup(id); ok != !w.deleted || ok && c != w.cell {
-			t.Errorf("lookup(%q) = %v, %v; want %v, %v", clipID(id), c, ok, w.cell, !w.deleted)
+		if c, ok := d.Lookup(id); ok != !w.Deleted || ok && c != w.Cell {
+			t.Errorf("Lookup(%q) = %v, %v; want %v, %v", clipID(id), c, ok, w.Cell, !w.Deleted)
 		}
 	}
-	if n := d.size(); n != live {
-		t.Errorf("size() = %d, want %d", n, live)
+	if n := d.Len(); n != live {
+		t.Errorf("Len() = %d, want %d", n, live)
 	}
-	got := maps.Collect(d.all())
+	got := maps.Collect(d.All())
 	for id, e := range got {
 		if w, ok := want[id]; !ok || e != w {
-			t.Errorf("all() yields %q: %+v; want %+v, %v", clipID(id), e, w, ok)
+			t.Errorf("All() yields %q: %+v; want %+v, %v", clipID(id), e, w, ok)
 		}
 	}
 	if len(got) != len(want) {
-		t.Errorf("all() yields %d restaurants, want %d", len(got), len(want))
+		t.Errorf("All() yields %d restaurants, want %d", len(got), len(want))
 	}
 	for _, id := range []string{"never-seen", "r", ""} {
 		if _, ok := want[id]; ok {
 			continue
 		}
-		if e, ok := d.get(id); ok {
-			t.Errorf("get(%q) = %+v, true; want unknown", id, e)
+		if e, ok := d.Get(id); ok {
+			t.Errorf("Get(%q) = %+v, true; want unknown", id, e)
 		}
-		if _, ok := d.lookup(id); ok {
-			t.Errorf("lookup(%q) found a restaurant never set", id)
+		if _, ok := d.Lookup(id); ok {
+			t.Errorf("Lookup(%q) found a restaurant never set", id)
 		}
 	}
 }
@@ -107,9 +100,9 @@ func clipID(id string) string {
 	return id
 }
 
-func live(c s2.CellID, v int64) dirEntry { return dirEntry{cell: c, version: v} }
-func deleted(c s2.CellID, v int64) dirEntry {
-	return dirEntry{cell: c, version: v, deleted: true}
+func live(c s2.CellID, v int64) Entry { return Entry{Cell: c, Version: v} }
+func deleted(c s2.CellID, v int64) Entry {
+	return Entry{Cell: c, Version: v, Deleted: true}
 }
 
 // Ids the directory must hold as they are, whatever their bytes: it makes
@@ -127,117 +120,117 @@ func TestDirectory(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		ops  []dirOp
-		want map[string]dirEntry
+		want map[string]Entry
 	}{
-		{"empty", nil, map[string]dirEntry{}},
-		{"set new", []dirOp{{"set", "r1", dirSF, 5, true}}, map[string]dirEntry{"r1": live(dirSF, 5)}},
+		{"empty", nil, map[string]Entry{}},
+		{"set new", []dirOp{{"set", "r1", dirSF, 5, true}}, map[string]Entry{"r1": live(dirSF, 5)}},
 		{"set newer", []dirOp{{"set", "r1", dirSF, 5, true}, {"set", "r1", dirNY, 6, true}},
-			map[string]dirEntry{"r1": live(dirNY, 6)}},
+			map[string]Entry{"r1": live(dirNY, 6)}},
 		{"set equal or older refused", []dirOp{{"set", "r1", dirSF, 5, true}, {"set", "r1", dirNY, 5, false}, {"set", "r1", dirNY, 4, false}},
-			map[string]dirEntry{"r1": live(dirSF, 5)}},
+			map[string]Entry{"r1": live(dirSF, 5)}},
 		{"set at version 0", []dirOp{{"set", "r1", dirSF, 0, true}, {"set", "r1", dirNY, 0, false}},
-			map[string]dirEntry{"r1": live(dirSF, 0)}},
+			map[string]Entry{"r1": live(dirSF, 0)}},
 		{"remove keeps the last cell", []dirOp{{"set", "r1", dirSF, 5, true}, {"remove", "r1", 0, 7, true}},
-			map[string]dirEntry{"r1": deleted(dirSF, 7)}},
+			map[string]Entry{"r1": deleted(dirSF, 7)}},
 		{"remove equal or older refused", []dirOp{{"set", "r1", dirSF, 5, true}, {"remove", "r1", 0, 5, false}, {"remove", "r1", 0, 2, false}},
-			map[string]dirEntry{"r1": live(dirSF, 5)}},
+			map[string]Entry{"r1": live(dirSF, 5)}},
 		{"remove of an unknown restaurant remembered, cell 0", []dirOp{{"remove", "r2", 0, 3, true}},
-			map[string]dirEntry{"r2": deleted(0, 3)}},
+			map[string]Entry{"r2": deleted(0, 3)}},
 		{"remove of a deleted one at a newer version", []dirOp{{"set", "r1", dirSF, 1, true}, {"remove", "r1", 0, 2, true}, {"remove", "r1", 0, 4, true}},
-			map[string]dirEntry{"r1": deleted(dirSF, 4)}},
+			map[string]Entry{"r1": deleted(dirSF, 4)}},
 		{"upsert replayed at or below the delete's version stale", []dirOp{
 			{"set", "r1", dirSF, 5, true}, {"remove", "r1", 0, 7, true}, {"set", "r1", dirNY, 7, false}, {"set", "r1", dirNY, 6, false}},
-			map[string]dirEntry{"r1": deleted(dirSF, 7)}},
+			map[string]Entry{"r1": deleted(dirSF, 7)}},
 		{"re-created after its delete", []dirOp{{"set", "r1", dirSF, 5, true}, {"remove", "r1", 0, 7, true}, {"set", "r1", dirNY, 8, true}},
-			map[string]dirEntry{"r1": live(dirNY, 8)}},
+			map[string]Entry{"r1": live(dirNY, 8)}},
 		{"warm: two copies, newer first", []dirOp{{"warm", "r3", dirNY.Parent(10), 9, false}, {"warm", "r3", dirSF.Parent(10), 4, false}},
-			map[string]dirEntry{"r3": live(dirNY.Parent(10), 9)}},
+			map[string]Entry{"r3": live(dirNY.Parent(10), 9)}},
 		{"warm: two copies, older first", []dirOp{{"warm", "r3", dirSF.Parent(10), 4, false}, {"warm", "r3", dirNY.Parent(10), 9, false}},
-			map[string]dirEntry{"r3": live(dirNY.Parent(10), 9)}},
+			map[string]Entry{"r3": live(dirNY.Parent(10), 9)}},
 		{"restaurants apart", []dirOp{
 			{"set", "r1", dirSF, 1, true}, {"set", "r2", dirNY, 1, true}, {"remove", "r3", 0, 1, true}, {"remove", "r1", 0, 2, true}},
-			map[string]dirEntry{"r1": deleted(dirSF, 2), "r2": live(dirNY, 1), "r3": deleted(0, 1)}},
+			map[string]Entry{"r1": deleted(dirSF, 2), "r2": live(dirNY, 1), "r3": deleted(0, 1)}},
 		{"ids prefixes of each other", []dirOp{
 			{"set", "r1", dirSF, 1, true}, {"set", "r10", dirNY, 2, true}, {"set", "r1\x00", dirSF, 3, true}, {"set", "r", dirNY, 4, true}},
-			map[string]dirEntry{"r1": live(dirSF, 1), "r10": live(dirNY, 2), "r1\x00": live(dirSF, 3), "r": live(dirNY, 4)}},
+			map[string]Entry{"r1": live(dirSF, 1), "r10": live(dirNY, 2), "r1\x00": live(dirSF, 3), "r": live(dirNY, 4)}},
 		{"ids of NULs", []dirOp{
 			{"set", "", dirSF, 1, true}, {"set", "\x00", dirNY, 2, true}, {"set", "\x00\x00", dirSF, 3, true},
 			{"set", "\x00\x00\x00\x00\x00\x00\x00", dirNY, 4, true}, {"set", "\x00\x00\x00\x00\x00\x00\x00\x00", dirSF, 5, true}},
-			map[string]dirEntry{"": live(dirSF, 1), "\x00": live(dirNY, 2), "\x00\x00": live(dirSF, 3),
+			map[string]Entry{"": live(dirSF, 1), "\x00": live(dirNY, 2), "\x00\x00": live(dirSF, 3),
 				"\x00\x00\x00\x00\x00\x00\x00": live(dirNY, 4), "\x00\x00\x00\x00\x00\x00\x00\x00": live(dirSF, 5)}},
 		{"ids held in the record and in the arena", []dirOp{
 			{"set", "r000671", dirSF, 1, true}, {"set", "r0006710", dirNY, 2, true}, {"set", "\xff\xff\xff\xff\xff\xff\xff", dirSF, 3, true},
 			{"remove", "r000671", 0, 2, true}, {"remove", "r0006710", 0, 1, false}},
-			map[string]dirEntry{"r000671": deleted(dirSF, 2), "r0006710": live(dirNY, 2), "\xff\xff\xff\xff\xff\xff\xff": live(dirSF, 3)}},
+			map[string]Entry{"r000671": deleted(dirSF, 2), "r0006710": live(dirNY, 2), "\xff\xff\xff\xff\xff\xff\xff": live(dirSF, 3)}},
 		{"the empty id", []dirOp{{"set", "", dirSF, 1, true}, {"remove", "", 0, 2, true}, {"set", "", dirNY, 2, false}},
-			map[string]dirEntry{"": deleted(dirSF, 2)}},
+			map[string]Entry{"": deleted(dirSF, 2)}},
 		{"ids of every length and byte", []dirOp{
 			{"set", dirLongID, dirSF, 1, true}, {"set", "r1", dirNY, 1, true}, {"set", dirMediumID, dirNY, 2, true},
 			{"set", dirID127, dirSF, 3, true}, {"set", dirID128, dirNY, 4, true}, {"set", dirUTF8ID, dirSF, 5, true},
 			{"set", dirBinaryID, dirNY, 6, true}, {"remove", dirLongID, 0, 2, true}, {"set", dirUTF8ID, dirNY, 5, false}},
-			map[string]dirEntry{
+			map[string]Entry{
 				dirLongID: deleted(dirSF, 2), "r1": live(dirNY, 1), dirMediumID: live(dirNY, 2), dirID127: live(dirSF, 3),
 				dirID128: live(dirNY, 4), dirUTF8ID: live(dirSF, 5), dirBinaryID: live(dirNY, 6)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := newDirectory()
+			d := New()
 			apply(t, d, tc.ops)
 			checkDirectory(t, d, tc.want)
 		})
 	}
 }
 
-// TestDirectoryReplace: replace takes what the index holds of one
+// TestDirectoryReplace: Replace takes what the index holds of one
 // restaurant, keeping a newer delete; a restaurant the index lacks becomes
 // unknown, as one never seen.
 func TestDirectoryReplace(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		old, new []dirOp // the directory, and what the index holds
-		want     map[string]dirEntry
+		want     map[string]Entry
 		then     []dirOp // after it
-		wantThen map[string]dirEntry
+		wantThen map[string]Entry
 	}{
 		{"newer copy replaces a live entry",
 			[]dirOp{{"set", "a", dirSF, 1, true}}, []dirOp{{"warm", "a", dirNY, 3, false}},
-			map[string]dirEntry{"a": live(dirNY, 3)}, nil, nil},
+			map[string]Entry{"a": live(dirNY, 3)}, nil, nil},
 		{"older copy replaces a live entry too",
 			[]dirOp{{"set", "a", dirSF, 5, true}}, []dirOp{{"warm", "a", dirNY, 3, false}},
-			map[string]dirEntry{"a": live(dirNY, 3)}, nil, nil},
+			map[string]Entry{"a": live(dirNY, 3)}, nil, nil},
 		{"unknown restaurant found",
 			nil, []dirOp{{"warm", "a", dirNY, 3, false}},
-			map[string]dirEntry{"a": live(dirNY, 3)}, nil, nil},
+			map[string]Entry{"a": live(dirNY, 3)}, nil, nil},
 		{"live restaurant the index lacks becomes unknown",
 			[]dirOp{{"set", "a", dirSF, 5, true}, {"set", "b", dirSF, 1, true}}, nil,
-			map[string]dirEntry{"b": live(dirSF, 1)},
+			map[string]Entry{"b": live(dirSF, 1)},
 			// Unknown: any version is taken, and a delete knows no cell.
 			[]dirOp{{"remove", "a", 0, 1, true}, {"set", "a", dirNY, 2, true}, {"set", "a", dirNY, 2, false}},
-			map[string]dirEntry{"a": live(dirNY, 2), "b": live(dirSF, 1)}},
+			map[string]Entry{"a": live(dirNY, 2), "b": live(dirSF, 1)}},
 		{"forgotten, then deleted: no cell",
 			[]dirOp{{"set", "a", dirSF, 5, true}}, nil,
-			map[string]dirEntry{},
+			map[string]Entry{},
 			[]dirOp{{"remove", "a", 0, 1, true}},
-			map[string]dirEntry{"a": deleted(0, 1)}},
+			map[string]Entry{"a": deleted(0, 1)}},
 		{"unknown restaurant the index lacks stays unknown",
-			nil, nil, map[string]dirEntry{}, nil, nil},
+			nil, nil, map[string]Entry{}, nil, nil},
 		{"newer delete kept over an older copy",
 			[]dirOp{{"set", "a", dirSF, 1, true}, {"remove", "a", 0, 9, true}}, []dirOp{{"warm", "a", dirNY, 5, false}},
-			map[string]dirEntry{"a": deleted(dirSF, 9)}, nil, nil},
+			map[string]Entry{"a": deleted(dirSF, 9)}, nil, nil},
 		{"newer delete kept when the index lacks it",
 			[]dirOp{{"remove", "a", 0, 9, true}}, nil,
-			map[string]dirEntry{"a": deleted(0, 9)}, nil, nil},
+			map[string]Entry{"a": deleted(0, 9)}, nil, nil},
 		{"older delete gives way to the copy",
 			[]dirOp{{"remove", "a", 0, 2, true}}, []dirOp{{"warm", "a", dirNY, 5, false}},
-			map[string]dirEntry{"a": live(dirNY, 5)}, nil, nil},
+			map[string]Entry{"a": live(dirNY, 5)}, nil, nil},
 		{"delete at the copy's version gives way",
 			[]dirOp{{"remove", "a", 0, 5, true}}, []dirOp{{"warm", "a", dirNY, 5, false}},
-			map[string]dirEntry{"a": live(dirNY, 5)}, nil, nil},
+			map[string]Entry{"a": live(dirNY, 5)}, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d, nd := newDirectory(), newDirectory()
+			d, nd := New(), New()
 			apply(t, d, tc.old)
 			apply(t, nd, tc.new)
-			d.replace("a", nd)
+			d.Replace("a", nd)
 			checkDirectory(t, d, tc.want)
 			if tc.then != nil {
 				apply(t, d, tc.then)
@@ -251,8 +244,8 @@ func TestDirectoryReplace(t *testing.T) {
 // lengths to cross many arena chunks and table growths, some ids longer
 // than a chunk, and checks every one.
 func TestDirectoryManyIDs(t *testing.T) {
-	d := newDirectory()
-	want := map[string]dirEntry{}
+	d := New()
+	want := map[string]Entry{}
 	const n = 60_000
 	for i := range n {
 		id := fmt.Sprintf("r%06d", i)
@@ -271,11 +264,11 @@ func TestDirectoryManyIDs(t *testing.T) {
 		c := s2.CellIDFromFacePosLevel(i%6, uint64(i)<<20, s2.MaxLevel)
 		v := int64(i)
 		if i%5 == 0 {
-			d.remove(id, v)
-			want[id] = deleted(want[id].cell, v)
+			d.Remove(id, v)
+			want[id] = deleted(want[id].Cell, v)
 			continue
 		}
-		d.set(id, c, v)
+		d.Set(id, c, v)
 		want[id] = live(c, v)
 	}
 	shared := 0 // chunks of ids not long enough for one of their own
@@ -308,8 +301,8 @@ func TestDirectoryHashCollision(t *testing.T) {
 		{"held in the arena", long("a"), long("b")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := newDirectory()
-			d.set("seeds the table", dirSF, 1)
+			d := New()
+			d.Set("seeds the table", dirSF, 1)
 			seen := map[uint32]string{}
 			for i := range 1 << 16 {
 				seen[d.t.hash(tc.a(i))] = tc.a(i)
@@ -322,16 +315,16 @@ func TestDirectoryHashCollision(t *testing.T) {
 				a, b = seen[d.t.hash(tc.b(i))], tc.b(i)
 			}
 			apply(t, d, []dirOp{{"set", a, dirSF, 3, true}, {"remove", b, 0, 2, true}, {"set", b, dirNY, 2, false}})
-			checkDirectory(t, d, map[string]dirEntry{"seeds the table": live(dirSF, 1), a: live(dirSF, 3), b: deleted(0, 2)})
+			checkDirectory(t, d, map[string]Entry{"seeds the table": live(dirSF, 1), a: live(dirSF, 3), b: deleted(0, 2)})
 		})
 	}
 }
 
-// TestDirRecordSize: the record stays 24 bytes, the figure the
+// TestRecordSize: the record stays 24 bytes, the figure the
 // directory's memory is built on.
-func TestDirRecordSize(t *testing.T) {
-	if n := unsafe.Sizeof(dirRecord{}); n != 24 {
-		t.Errorf("dirRecord is %d bytes, want 24", n)
+func TestRecordSize(t *testing.T) {
+	if n := unsafe.Sizeof(record{}); n != 24 {
+		t.Errorf("record is %d bytes, want 24", n)
 	}
 }
 
@@ -379,14 +372,14 @@ func TestDirectoryAgainstAMap(t *testing.T) {
 	}
 	pick := func() string { return ids[rng.IntN(len(ids))] }
 	cell := func() s2.CellID { return s2.CellIDFromFacePosLevel(rng.IntN(6), rng.Uint64(), s2.MaxLevel) }
-	d, ref := newDirectory(), map[string]dirEntry{}
+	d, ref := New(), map[string]Entry{}
 	// read is a directory read from the index, and what it holds.
-	read := func() (*directory, map[string]dirEntry) {
-		nd, m := newDirectory(), map[string]dirEntry{}
+	read := func() (*Directory, map[string]Entry) {
+		nd, m := New(), map[string]Entry{}
 		for range rng.IntN(200) {
 			id, c, v := pick(), cell(), rng.Int64N(40)
-			nd.warm(id, c, v)
-			if e, ok := m[id]; !ok || v > e.version {
+			nd.Warm(id, c, v)
+			if e, ok := m[id]; !ok || v > e.Version {
 				m[id] = live(c, v)
 			}
 		}
@@ -398,32 +391,32 @@ func TestDirectoryAgainstAMap(t *testing.T) {
 		switch k := rng.IntN(100); {
 		case k < 50:
 			c := cell()
-			want := !ok || v > old.version
+			want := !ok || v > old.Version
 			if want {
 				ref[id] = live(c, v)
 			}
-			if got := d.set(id, c, v); got != want {
+			if got := d.Set(id, c, v); got != want {
 				t.Fatalf("step %d: set(%q, v%d) = %v, want %v", step, clipID(id), v, got, want)
 			}
 		case k < 85:
-			want := !ok || v > old.version
+			want := !ok || v > old.Version
 			if want {
-				ref[id] = deleted(old.cell, v)
+				ref[id] = deleted(old.Cell, v)
 			}
-			if got := d.remove(id, v); got != want {
+			if got := d.Remove(id, v); got != want {
 				t.Fatalf("step %d: remove(%q, v%d) = %v, want %v", step, clipID(id), v, got, want)
 			}
 		default:
 			nd, m := read()
 			n, found := m[id]
 			switch {
-			case ok && old.deleted && (!found || n.version < old.version):
+			case ok && old.Deleted && (!found || n.Version < old.Version):
 			case !found:
 				delete(ref, id)
 			default:
 				ref[id] = n
 			}
-			d.replace(id, nd)
+			d.Replace(id, nd)
 		}
 	}
 	checkDirectory(t, d, ref)
@@ -432,7 +425,7 @@ func TestDirectoryAgainstAMap(t *testing.T) {
 // TestDirectorySizeWhileWritten reads the live count, as Stats does, while
 // the processing goroutine writes the directory (for -race).
 func TestDirectorySizeWhileWritten(t *testing.T) {
-	d := newDirectory()
+	d := New()
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -441,159 +434,18 @@ func TestDirectorySizeWhileWritten(t *testing.T) {
 			case <-done:
 				return
 			default:
-				if n := d.size(); n < 0 || n > 1000 {
-					t.Errorf("size() = %d, want 0 to 1000", n)
+				if n := d.Len(); n < 0 || n > 1000 {
+					t.Errorf("Len() = %d, want 0 to 1000", n)
 				}
 			}
 		}
 	})
 	for i := range 1000 {
-		d.set(fmt.Sprint(i), dirSF, 1)
+		d.Set(fmt.Sprint(i), dirSF, 1)
 	}
 	close(done)
 	wg.Wait()
-	if n := d.size(); n != 1000 {
-		t.Errorf("size() = %d, want 1000", n)
-	}
-}
-
-func TestParseVersion(t *testing.T) {
-	for _, tc := range []struct {
-		raw  string
-		want int64
-		ok   bool
-	}{
-		{"7", 7, true},
-		{"0", 0, true},
-		{"-3", -3, true},
-		{"9223372036854775807", 1<<63 - 1, true},
-		{`"12"`, 12, true}, // a string that holds a number, as json.Number takes it
-		{"9223372036854775808", 0, false},
-		{"1.5", 0, false},
-		{"1e3", 0, false},
-		{`"abc"`, 0, false},
-		{`""`, 0, false},
-		{"null", 0, false},
-		{"", 0, false}, // absent
-		{"true", 0, false},
-		{"{}", 0, false},
-	} {
-		v, err := parseVersion(json.RawMessage(tc.raw))
-		if (err == nil) != tc.ok || tc.ok && v != tc.want {
-			t.Errorf("parseVersion(%s) = %d, %v; want %d, ok %v", tc.raw, v, err, tc.want, tc.ok)
-		}
-	}
-}
-
-// TestWarmSkipsOnlyUnreadableDocuments: a restaurant document the warm
-// cannot read, of another shape than ingest writes (its page is then
-// decoded again hit by hit) or with a value it cannot take, is skipped,
-// and only it: the rest of its page and the pages after it are read.
-func TestWarmSkipsOnlyUnreadableDocuments(t *testing.T) {
-	e := newEnv(t, envOptions{partitions: 1})
-	p := offlinePipeline(t)
-	p.ix.admin = e.admin
-	p.ix.warmSize = 3 // pages of good and bad documents, and pages of good ones only
-	tg := newTarget(testIndex, e.m, true)
-	ctx := context.Background()
-	lat, lon := 37.7749, -122.4194
-	leaf := s2.CellIDFromLatLng(s2.LatLngFromDegrees(lat, lon))
-	lvl := e.m.Level()
-	shard, routing := tg.routing(leaf)
-	token := leaf.Parent(lvl).ToToken()
-	// doc is a restaurant's source with members in place of its location
-	// and version.
-	doc := func(id, members string) []byte {
-		return []byte(`{"relation":"restaurant","geo_cell":"` + token + `","doc_id":"restaurant:` + id + `",` + members + `}`)
-	}
-	bodies := map[string][]byte{
-		"r-array-location":  doc("r-array-location", fmt.Sprintf(`"version":3,"location":[%v,%v]`, lon, lat)),
-		"r-string-location": doc("r-string-location", fmt.Sprintf(`"version":3,"location":"%v,%v"`, lat, lon)),
-		"r-fraction":        doc("r-fraction", `"version":1.5`),
-		"r-string-version":  doc("r-string-version", `"version":"12"`),
-		"r-no-location":     doc("r-no-location", `"version":3`),
-		"r-number-cell": []byte(fmt.Sprintf(`{"relation":"restaurant","geo_cell":123,"doc_id":"restaurant:r-number-cell","version":3,"location":{"lat":%v,"lon":%v}}`,
-			lat, lon)),
-	}
-	want := map[string]dirEntry{"r-string-version": live(leaf.Parent(lvl), 12), "r-no-location": live(leaf.Parent(lvl), 3)}
-	for i := range 8 {
-		id := fmt.Sprintf("r-%d", i)
-		bodies[id] = restaurantBody(nil, id, 3, leaf, lat, lon, lvl)
-		want[id] = live(leaf, 3)
-	}
-	w, err := bulk.New(e.client, bulk.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for id, body := range bodies {
-		err := w.Add(ctx, bulk.Item{Action: bulk.Index, Index: testIndex, ID: schema.RestaurantID(id), Routing: routing,
-			Version: 3, VersionType: bulk.External, Shard: e.m.Shard(shard).Name, Body: body})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if st := w.Stats(); st.OK != int64(len(bodies)) {
-		t.Fatalf("%d of %d documents written", st.OK, len(bodies))
-	}
-	d := newDirectory()
-	ctx, cancel := context.WithTimeout(ctx, realenv.Slack(20*time.Second))
-	defer cancel()
-	if err := p.ix.warm(ctx, &tg, d); err != nil {
-		t.Fatal(err)
-	}
-	checkDirectory(t, d, want)
-}
-
-// A new generation never reads the whole directory again: one that only
-// lost partitions, or kept them all, keeps what it knows, and one that
-// gained partitions marks them cold (their restaurants are looked up as
-// they come, gained.go).
-func TestNewGenerationReadsOnlyForGainedPartitions(t *testing.T) {
-	e := newEnv(t, envOptions{partitions: 1})
-	p := offlinePipeline(t)
-	p.ix.admin = e.admin
-	p.ix.targets = []target{newTarget(testIndex, e.m, true)}
-	parts := func(ids ...int) map[partKey]bool {
-		out := map[partKey]bool{}
-		for _, id := range ids {
-			out[partKey{"events", id}] = true
-		}
-		return out
-	}
-	p.loop.assigned = parts(0, 1, 2, 3)
-	p.ix.dirGen = 1
-	ctx := context.Background()
-	gen := int64(1)
-	for i, step := range []struct {
-		owned []int
-		read  bool
-		cold  string // the cold partitions after it
-		skip  int64  // generations passed unseen before it
-	}{
-		{[]int{2, 3}, false, "[]", 0},          // lost two
-		{[]int{2, 3}, false, "[]", 0},          // kept both
-		{[]int{1, 2, 3}, false, "[1]", 0},      // gained one
-		{[]int{0, 1, 2, 3}, false, "[0 1]", 0}, // gained another
-		{[]int{0, 2, 3}, false, "[0]", 0},      // lost one of them
-		{[]int{3}, false, "[]", 0},             // lost two more
-		{[]int{2, 3}, false, "[2 3]", 1},       // one unseen: 3 may have been another's meanwhile
-	} {
-		before := p.ix.warmStats.reads.Load()
-		gen += 1 + step.skip
-		if err := p.loop.enterGeneration(ctx, &generation{id: gen, owned: parts(step.owned...)}); err != nil {
-			t.Fatal(err)
-		}
-		if read := p.ix.warmStats.reads.Load() > before; read != step.read {
-			t.Errorf("step %d (owned %v): read the directory %v, want %v", i, step.owned, read, step.read)
-		}
-		if p.ix.dirGen != gen {
-			t.Errorf("step %d: directory generation %d, want %d", i, p.ix.dirGen, gen)
-		}
-		if cold := fmt.Sprint(slices.Sorted(maps.Keys(p.ix.cold.parts))); cold != step.cold {
-			t.Errorf("step %d (owned %v): cold partitions %s, want %s", i, step.owned, cold, step.cold)
-		}
+	if n := d.Len(); n != 1000 {
+		t.Errorf("Len() = %d, want 1000", n)
 	}
 }

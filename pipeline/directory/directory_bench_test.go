@@ -1,4 +1,4 @@
-package pipeline
+package directory
 
 import (
 	"fmt"
@@ -30,14 +30,14 @@ func benchRestaurantID(i, n int) string {
 // is a string of its own, made here and dropped once handed to the
 // directory, as ids decoded from events are: what the directory keeps of
 // them counts against it.
-func fillDirectory(n int, id func(i, n int) string) *directory {
+func fillDirectory(n int, id func(i, n int) string) *Directory {
 	rng := rand.New(rand.NewPCG(1, 2))
-	d := newDirectory()
+	d := New()
 	for i := range n {
 		id := id(i, n)
-		d.set(id, benchCell(rng), 1)
+		d.Set(id, benchCell(rng), 1)
 		if i%benchDeletedEvery == 0 {
-			d.remove(id, 2)
+			d.Remove(id, 2)
 		}
 	}
 	return d
@@ -58,7 +58,7 @@ func benchCell(rng *rand.Rand) s2.CellID {
 // included, per restaurant: with ids like internal/datagen's (r000671),
 // and with UUIDs, which the records cannot hold and the arena does:
 //
-//	go test -run '^$' -bench DirectoryMemory -count 5 ./pipeline/
+//	go test -run '^$' -bench DirectoryMemory -count 5 ./pipeline/directory/
 func BenchmarkDirectoryMemory(b *testing.B) {
 	for _, ids := range []struct {
 		name string
@@ -78,8 +78,8 @@ func BenchmarkDirectoryMemory(b *testing.B) {
 				runtime.GC()
 				runtime.ReadMemStats(&after)
 				runtime.KeepAlive(d)
-				if want := int64(benchDirRestaurants - (benchDirRestaurants+benchDeletedEvery-1)/benchDeletedEvery); d.size() != want {
-					b.Fatalf("directory holds %d live restaurants, want %d", d.size(), want)
+				if want := int64(benchDirRestaurants - (benchDirRestaurants+benchDeletedEvery-1)/benchDeletedEvery); d.Len() != want {
+					b.Fatalf("directory holds %d live restaurants, want %d", d.Len(), want)
 				}
 				held += after.HeapAlloc - before.HeapAlloc
 			}
@@ -94,7 +94,7 @@ func BenchmarkDirectoryMemory(b *testing.B) {
 // per event against the directory of 650,000 restaurants, in random
 // order:
 //
-//	go test -run '^$' -bench DirectoryLookup -count 5 ./pipeline/
+//	go test -run '^$' -bench DirectoryLookup -count 5 ./pipeline/directory/
 func BenchmarkDirectoryLookup(b *testing.B) {
 	n := benchDirRestaurants
 	d := fillDirectory(n, benchRestaurantID)
@@ -110,7 +110,7 @@ func BenchmarkDirectoryLookup(b *testing.B) {
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
-			d.lookup(ids[i%n])
+			d.Lookup(ids[i%n])
 			i++
 		}
 	})
@@ -118,7 +118,7 @@ func BenchmarkDirectoryLookup(b *testing.B) {
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
-			if _, ok := d.lookup(missing[i%n]); ok {
+			if _, ok := d.Lookup(missing[i%n]); ok {
 				b.Fatal("found a restaurant the directory never held")
 			}
 			i++
@@ -128,7 +128,7 @@ func BenchmarkDirectoryLookup(b *testing.B) {
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
-			d.get(ids[i%n])
+			d.Get(ids[i%n])
 			i++
 		}
 	})
@@ -136,7 +136,7 @@ func BenchmarkDirectoryLookup(b *testing.B) {
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
-			if d.set(ids[i%n], cell, 1) {
+			if d.Set(ids[i%n], cell, 1) {
 				b.Fatal("a stale version was taken")
 			}
 			i++
@@ -149,7 +149,7 @@ func BenchmarkDirectoryLookup(b *testing.B) {
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
-			if !d.set(ids[i%n], cell, version) {
+			if !d.Set(ids[i%n], cell, version) {
 				b.Fatal("a newer version was refused")
 			}
 			i++
