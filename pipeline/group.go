@@ -13,6 +13,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/pipeline/health"
 )
 
 // fetched is a message, decoded, and the consumer-group generation it
@@ -88,8 +89,8 @@ func newGeneration(g *kafka.Generation) *generation {
 type member struct {
 	cfg    Config
 	log    *slog.Logger
-	dialer *kafka.Dialer // set by Run
-	health *health       // told whether the brokers answer (nil: nothing)
+	dialer *kafka.Dialer   // set by Run
+	health *health.Monitor // told whether the brokers answer (nil: nothing)
 	// current is the latest generation, generations counts them; ended is
 	// the id of the latest one that has ended (handOver sets it before
 	// anything else: generations end in order).
@@ -122,8 +123,8 @@ func (m *member) config() kafka.ConsumerGroupConfig {
 	c.ErrorLogger = kafka.LoggerFunc(func(msg string, args ...any) {
 		detail := fmt.Sprintf(msg, args...)
 		m.log.Debug("kafka consumer group", "detail", detail)
-		if brokerLogged(detail) {
-			m.health.failed(engineBroker, "keep the consumer group's membership", errors.New(detail))
+		if health.BrokerLogged(detail) {
+			m.health.Failed(health.Broker, "keep the consumer group's membership", errors.New(detail))
 		}
 	})
 	return c
@@ -163,8 +164,8 @@ func (m *member) reader(k partKey) *kafka.Reader {
 		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
 			detail := fmt.Sprintf(msg, args...)
 			m.log.Debug("kafka reader", "partition", k.String(), "detail", detail)
-			if brokerLogged(detail) {
-				m.health.failed(engineBroker, "fetch events of "+k.String(), errors.New(detail))
+			if health.BrokerLogged(detail) {
+				m.health.Failed(health.Broker, "fetch events of "+k.String(), errors.New(detail))
 			}
 		}),
 	})
@@ -187,8 +188,8 @@ func (m *member) run(stop context.Context, cg *kafka.ConsumerGroup, out chan<- f
 			// kafka-go rejoins by itself; what reaches here is one failed
 			// attempt to form a generation.
 			failures++
-			if unreachable(err) {
-				m.health.failed(engineBroker, "join the consumer group", err)
+			if health.Unreachable(err) {
+				m.health.Failed(health.Broker, "join the consumer group", err)
 			}
 			if !pause(stop, m.log, "consumer group: joining failed; trying again", failures, err) {
 				return
@@ -196,7 +197,7 @@ func (m *member) run(stop context.Context, cg *kafka.ConsumerGroup, out chan<- f
 			continue
 		}
 		failures = 0
-		m.health.ok(engineBroker)
+		m.health.OK(health.Broker)
 		gen := newGeneration(g)
 		m.current.Store(gen)
 		m.generations.Add(1)
@@ -255,7 +256,7 @@ var fetchBackoff = bulk.Backoff{Initial: 250 * time.Millisecond, Max: 2 * time.S
 // grows with the failures in a row.
 //
 // Each fetch tells h (which may be nil) whether the brokers answered.
-func fetchAll(ctx context.Context, log *slog.Logger, h *health, r messageFetcher, deliver func(kafka.Message) bool) {
+func fetchAll(ctx context.Context, log *slog.Logger, h *health.Monitor, r messageFetcher, deliver func(kafka.Message) bool) {
 	failures := 0
 	for {
 		m, err := r.FetchMessage(ctx)
@@ -264,8 +265,8 @@ func fetchAll(ctx context.Context, log *slog.Logger, h *health, r messageFetcher
 				return
 			}
 			failures++
-			if unreachable(err) {
-				h.failed(engineBroker, "fetch events", err)
+			if health.Unreachable(err) {
+				h.Failed(health.Broker, "fetch events", err)
 			}
 			if !pause(ctx, log, "kafka fetch failed; retrying", failures, err) {
 				return
@@ -273,7 +274,7 @@ func fetchAll(ctx context.Context, log *slog.Logger, h *health, r messageFetcher
 			continue
 		}
 		failures = 0
-		h.ok(engineBroker)
+		h.OK(health.Broker)
 		if !deliver(m) {
 			return
 		}

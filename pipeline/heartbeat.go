@@ -13,7 +13,7 @@ import (
 // The heartbeat is this instance's document in schema.MigrationsIndex,
 // _id schema.HeartbeatDocID(alias, Config.Instance): the migration and
 // the phase whose writes it performs now (both empty without a migration),
-// what the instance is doing (consuming, or what it waits for: health.go)
+// what the instance is doing (consuming, or what it waits for: package health)
 // and when it said so. It is written after every poll of the migration
 // state and after every switch, with a single-document index request and
 // refresh=true. The index is created (hidden, one shard) if it is missing

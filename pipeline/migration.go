@@ -13,6 +13,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/pipeline/health"
 	"github.com/geoshard/geoshard/router"
 	"github.com/geoshard/geoshard/schema"
 )
@@ -149,7 +150,7 @@ type modes struct {
 	fail  func(error)
 	// health says what the instance is doing, for the heartbeat (nil:
 	// nothing is said).
-	health func() Health
+	health func() health.Health
 	// progress is the heartbeat's progress epoch (nil: none is said).
 	progress *progress
 	// wake tells the loop that a new mode is wanted; it applies it between

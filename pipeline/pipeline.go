@@ -16,6 +16,7 @@ import (
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/kafkarange"
+	"github.com/geoshard/geoshard/pipeline/health"
 )
 
 // Pipeline consumes change events and writes them to OpenSearch. Create it
@@ -38,8 +39,8 @@ type Pipeline struct {
 	admin  *bulk.Admin
 	met    *metrics
 
-	// health is what the instance waits for, if anything (health.go).
-	health *health
+	// health is what the instance waits for, if anything (package health).
+	health *health.Monitor
 
 	// The stages, in the order a message meets them; set by New.
 	grp     *member
@@ -88,8 +89,8 @@ func New(cfg Config, client *opensearch.Client) (*Pipeline, error) {
 	}
 	p := &Pipeline{cfg: cfg, log: cfg.Logger, met: m, track: newTracker(), now: time.Now}
 	now := func() time.Time { return p.now() }
-	p.health = newHealth(cfg.Brokers, searchNodes(client), p.log, now)
-	p.client = observe(client, p.health)
+	p.health = health.New(cfg.Brokers, health.SearchNodes(client), p.log, now)
+	p.client = p.health.Observe(client)
 	p.admin = bulk.NewAdmin(p.client)
 	p.commits = &committer{log: p.log, track: p.track, gauge: m.committed, every: cfg.CommitInterval}
 	p.grp = newMember(cfg, p.log, p.commits.commit)
@@ -184,7 +185,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		return err
 	}
 	meta := &kafka.Client{Addr: kafka.TCP(p.cfg.Brokers...), Timeout: 10 * time.Second, Transport: transport}
-	err = p.health.awaitBrokers(ctx, "read the topics' metadata", func(ctx context.Context) error {
+	err = p.health.AwaitBrokers(ctx, "read the topics' metadata", func(ctx context.Context) error {
 		_, err := kafkarange.PartitionCounts(ctx, meta, p.cfg.RestaurantTopic)
 		return err
 	})
@@ -260,7 +261,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	bg.Go(func() { p.modes.watch(lt.intake, watch) })
 	bg.Go(func() { p.ix.reparent.run(lt.work) })
 	bg.Go(func() { p.ix.reparent.runLooks(lt.work) })
-	bg.Go(func() { p.health.probeBrokers(lt.work, meta, p.cfg.RestaurantTopic, brokerProbeInterval) })
+	bg.Go(func() { p.health.ProbeBrokers(lt.work, meta, p.cfg.RestaurantTopic, health.BrokerProbeInterval) })
 
 	p.consume(lt, dialer, transport, group)
 	p.drain(lt, w)

@@ -9,6 +9,7 @@ import (
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/internal/testenv"
+	"github.com/geoshard/geoshard/pipeline/health"
 )
 
 func TestPendingOldest(t *testing.T) {
@@ -108,7 +109,7 @@ func TestProgressLines(t *testing.T) {
 	// changing.
 	p.ix.pend.take("r-never")
 	l.tick(t0.Add(50 * time.Second))
-	p.health.failed(engineSearch, "POST /_bulk", osfakeDown)
+	p.health.Failed(health.Search, "POST /_bulk", osfakeDown)
 	l.tick(t0.Add(60 * time.Second))
 	lines = logLines(&logs, "progress")
 	if last := lines[len(lines)-1]; !strings.Contains(last, "state=cannot_reach_opensearch") || !strings.Contains(last, "waiting=") {

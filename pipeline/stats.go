@@ -8,6 +8,7 @@ import (
 
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/decode"
+	"github.com/geoshard/geoshard/pipeline/health"
 	"github.com/geoshard/geoshard/schema"
 )
 
@@ -108,7 +109,7 @@ type Stats struct {
 	Bulk bulk.Stats
 	// Health is what the instance is doing: starting, consuming, or what
 	// it waits for.
-	Health Health
+	Health health.Health
 	// OldestPending is when the dish that has waited longest for its
 	// restaurant arrived (zero: none waits).
 	OldestPending time.Time
@@ -188,7 +189,7 @@ func unixNanoTime(n int64) time.Time {
 
 // Health is what the instance is doing: starting, consuming, or what it
 // waits for. It is Stats().Health without the rest of the snapshot.
-func (p *Pipeline) Health() Health { return p.health.state(p.running.Load()) }
+func (p *Pipeline) Health() health.Health { return p.health.State(p.running.Load()) }
 
 // Ready reports whether the pipeline is serving, and if not, why: it is
 // ready once the directory is warm and the consumer has joined its group
