@@ -209,6 +209,6 @@
 // document and the alias (schema/migration.go is the whole contract), and
 // answers only with its heartbeat.
 //
-//	imports: bulk decode kafkarange pipeline/directory pipeline/health pipeline/placement router schema
+//	imports: bulk decode kafkarange pipeline/directory pipeline/health pipeline/outbox pipeline/placement router schema
 //	never:   migrate search internal github.com/twmb/franz-go
 package pipeline

@@ -335,7 +335,7 @@ func (l *loop) settle(ctx context.Context, settled chan struct{}) error {
 	// The next owner of a partition reads its parked dishes: every record
 	// and tombstone made here is written first.
 	if l.parking.out != nil {
-		if err := l.parking.out.waitEmpty(ctx); err != nil {
+		if err := l.parking.out.WaitEmpty(ctx); err != nil {
 			return err
 		}
 	}

@@ -126,7 +126,7 @@ func (o *outcomes) committedOffsets(ctx context.Context, parts map[partKey]bool)
 // deadLetter queues an event for the dead-letter topic, waiting while the
 // queue is full. The event finishes when the write is acknowledged.
 func (o *outcomes) deadLetter(ctx context.Context, ev *event, r decode.Reason, detail, result string) error {
-	if err := o.dead.waitRoom(ctx); err != nil {
+	if err := o.dead.WaitRoom(ctx); err != nil {
 		return err
 	}
 	o.send(&deadLetter{ev: ev, reason: r, detail: detail, result: result})
@@ -143,7 +143,7 @@ func (o *outcomes) send(d *deadLetter) {
 	}
 	switch c {
 	case claimSend:
-		o.dead.enqueue(d)
+		o.dead.Enqueue(d)
 		return
 	case claimKnown:
 		o.finish(d.ev, d.result)
@@ -181,5 +181,5 @@ func (o *outcomes) landDeadLetters(ctx context.Context) error {
 	if o.dead == nil {
 		return nil
 	}
-	return o.dead.waitEmpty(ctx)
+	return o.dead.WaitEmpty(ctx)
 }

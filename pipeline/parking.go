@@ -15,6 +15,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/geoshard/geoshard/kafkarange"
+	"github.com/geoshard/geoshard/pipeline/outbox"
 	"github.com/geoshard/geoshard/pipeline/placement"
 )
 
@@ -86,9 +87,9 @@ func parkKey(ev *event) []byte {
 	return strconv.AppendInt(b, ev.offset, 10)
 }
 
-// message is the record as written, in the parking partition of the
+// Message is the record as written, in the parking partition of the
 // event's partition number. A tombstone has no value.
-func (r *parkRecord) message() kafka.Message {
+func (r *parkRecord) Message() kafka.Message {
 	ev := r.ev
 	m := kafka.Message{Key: parkKey(ev), Partition: ev.part.partition}
 	if r.tombstone {
@@ -175,7 +176,7 @@ type parker struct {
 	met   *metrics
 	// out writes records and tombstones, client reads them back; both set
 	// by Run (out nil: nothing is parked).
-	out    *outbox[*parkRecord]
+	out    *outbox.Outbox[*parkRecord]
 	client *kafka.Client
 	// readAlso, if set, is shown a partition's records read back before
 	// they are decided (deadOnce.parked).
@@ -199,7 +200,7 @@ func (pk *parker) park(ev *event, now time.Time) {
 		return
 	}
 	ev.parkedAt = now
-	pk.out.enqueue(&parkRecord{ev: ev})
+	pk.out.Enqueue(&parkRecord{ev: ev})
 }
 
 // written is the parking outbox's acknowledgement: a record lets its
@@ -218,7 +219,7 @@ func (pk *parker) written(r *parkRecord) {
 // unpark removes a finished event's parking record, if it has one.
 func (pk *parker) unpark(ev *event) {
 	if pk.out != nil && !ev.parkedAt.IsZero() {
-		pk.out.enqueue(&parkRecord{ev: ev, tombstone: true})
+		pk.out.Enqueue(&parkRecord{ev: ev, tombstone: true})
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/internal/osfake"
 	"github.com/geoshard/geoshard/internal/realenv"
+	"github.com/geoshard/geoshard/pipeline/outbox"
 	"github.com/geoshard/geoshard/pipeline/placement"
 	"github.com/geoshard/geoshard/schema"
 )
@@ -131,7 +132,7 @@ func TestParkRecordRoundTrip(t *testing.T) {
 			origin: &placement.Origin{Topic: "dishes", Partition: 4, Offset: 99, Key: []byte("d9")}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := (&parkRecord{ev: tc.ev}).message()
+			m := (&parkRecord{ev: tc.ev}).Message()
 			if want := fmt.Sprintf("%s/%d/%d", tc.ev.part.topic, tc.ev.part.partition, tc.ev.offset); string(m.Key) != want || m.Partition != tc.ev.part.partition {
 				t.Errorf("record key %q partition %d, want %q partition %d", m.Key, m.Partition, want, tc.ev.part.partition)
 			}
@@ -148,7 +149,7 @@ func TestParkRecordRoundTrip(t *testing.T) {
 			if (o == nil) != (tc.ev.origin == nil) || o != nil && (o.Topic != tc.ev.origin.Topic || o.Offset != tc.ev.origin.Offset || string(o.Key) != string(tc.ev.origin.Key)) {
 				t.Errorf("origin read back %+v, want %+v", o, tc.ev.origin)
 			}
-			tomb := (&parkRecord{ev: tc.ev, tombstone: true}).message()
+			tomb := (&parkRecord{ev: tc.ev, tombstone: true}).Message()
 			if tomb.Value != nil || string(tomb.Key) != string(m.Key) || tomb.Partition != m.Partition {
 				t.Errorf("tombstone %+v, want the record's key and partition and no value", tomb)
 			}
@@ -290,7 +291,7 @@ func TestPendingAgesOnTheClock(t *testing.T) {
 // pending dish that was never parked leaves no tombstone.
 func TestRedeliveryRemovesParkingRecords(t *testing.T) {
 	p := offlinePipeline(t)
-	p.parking.out = newOutbox[*parkRecord](nil, p.log, "parking", p.parking.written, nil)
+	p.parking.out = outbox.New[*parkRecord](nil, p.log, "parking", p.parking.written, nil)
 	k := partKey{"events", 0}
 	add := func(offset int64, parked bool) *event {
 		e, _ := p.track.track(k, offset, 10)
@@ -307,7 +308,7 @@ func TestRedeliveryRemovesParkingRecords(t *testing.T) {
 	add(3, false)
 	_, dropped := p.track.track(k, 2, 10) // offset 2 comes again
 	p.loop.redelivered(k, 2, dropped)
-	q := p.parking.out.queue
+	q := p.parking.out.Queued()
 	if len(q) != 1 || !q[0].tombstone || q[0].ev != parked {
 		t.Fatalf("parking queue %+v, want one tombstone, of the parked dish at offset 2", q)
 	}
@@ -323,7 +324,7 @@ func TestRedeliveryRemovesParkingRecords(t *testing.T) {
 // orphan is dead-lettered once, not twice.
 func TestRedeliveredParkedDishWaitsOnce(t *testing.T) {
 	p := offlinePipeline(t)
-	p.parking.out = newOutbox[*parkRecord](nil, p.log, "parking", p.parking.written, nil)
+	p.parking.out = outbox.New[*parkRecord](nil, p.log, "parking", p.parking.written, nil)
 	ctx := context.Background()
 	k := partKey{"events", 0}
 	dish := func(offset int64) *event {
@@ -335,7 +336,7 @@ func TestRedeliveredParkedDishWaitsOnce(t *testing.T) {
 	if err := p.ix.dishUpsert(ctx, dish(1)); err != nil {
 		t.Fatal(err)
 	}
-	q := p.parking.out.queue
+	q := p.parking.out.Queued()
 	if len(q) != 1 || q[0].tombstone {
 		t.Fatalf("parking queue %+v, want the dish's record", q)
 	}
@@ -352,8 +353,8 @@ func TestRedeliveredParkedDishWaitsOnce(t *testing.T) {
 	if n := p.ix.pend.len(); n != 1 {
 		t.Errorf("%d dishes pending, want 1: the copy read again is the dish that waits", n)
 	}
-	if len(p.parking.out.queue) != 1 {
-		t.Errorf("parking queue %+v, want only the first record", p.parking.out.queue)
+	if len(p.parking.out.Queued()) != 1 {
+		t.Errorf("parking queue %+v, want only the first record", p.parking.out.Queued())
 	}
 	if due := p.track.due(); len(due) != 1 || due[0].offset != 2 {
 		t.Errorf("commit points %+v, want %s at 2: the copy is finished", due, k)
@@ -388,7 +389,7 @@ func TestUnseenGenerationsReadParkedDishesAgain(t *testing.T) {
 	}
 	p.parking.cfg.ParkingTopic = cfg.ParkingTopic
 	p.parking.client = &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 30 * time.Second}
-	p.parking.out = newOutbox(parkingWriter(cfg, &kafka.Transport{}), p.log, "parking", p.parking.written, func(*parkRecord) bool { return false })
+	p.parking.out = outbox.New(parkingWriter(cfg, &kafka.Transport{}), p.log, "parking", p.parking.written, func(*parkRecord) bool { return false })
 
 	// Generation 1: the member owns partition 0 and reads its parking
 	// records (none).
@@ -408,7 +409,7 @@ func TestUnseenGenerationsReadParkedDishesAgain(t *testing.T) {
 	now := time.Now()
 	dish := &event{part: partKey{"events", 0}, offset: 7, ts: now, parkedAt: now,
 		value: []byte(`{"type":"dish","op":"upsert","id":"d-away","restaurant_id":"r-away","version":1,"doc":{"name":"soup","price_cents":700}}`)}
-	if err := other.WriteMessages(ctx, (&parkRecord{ev: dish}).message()); err != nil {
+	if err := other.WriteMessages(ctx, (&parkRecord{ev: dish}).Message()); err != nil {
 		t.Fatal(err)
 	}
 

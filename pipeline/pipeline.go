@@ -17,6 +17,7 @@ import (
 	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/kafkarange"
 	"github.com/geoshard/geoshard/pipeline/health"
+	"github.com/geoshard/geoshard/pipeline/outbox"
 )
 
 // Pipeline consumes change events and writes them to OpenSearch. Create it
@@ -242,7 +243,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	p.out.once.client = &kafka.Client{Addr: kafka.TCP(p.cfg.Brokers...), Timeout: 30 * time.Second, Transport: transport}
 	p.parking.client = &kafka.Client{Addr: kafka.TCP(p.cfg.Brokers...), Timeout: 30 * time.Second, Transport: transport}
 	parkProd := p.newParkingProducer(transport)
-	p.parking.out = newOutbox(parkProd, p.log, "parking", p.parking.written, func(r *parkRecord) bool {
+	p.parking.out = outbox.New(parkProd, p.log, "parking", p.parking.written, func(r *parkRecord) bool {
 		return !r.tombstone && p.track.isDropped(r.ev.entry)
 	})
 
@@ -254,8 +255,8 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		p.log.Info("re-keying dish events by restaurant", "from", p.cfg.DishTopic, "to", p.cfg.RepartitionTopic, "group", p.cfg.repartitionGroup())
 	}
 	var bg sync.WaitGroup
-	bg.Go(func() { p.out.dead.run(lt.work) })
-	bg.Go(func() { p.parking.out.run(lt.work) })
+	bg.Go(func() { p.out.dead.Run(lt.work) })
+	bg.Go(func() { p.parking.out.Run(lt.work) })
 	bg.Go(func() { p.commits.run(lt.commit, p.grp.current.Load) })
 	bg.Go(func() { p.progressLoop(lt.work) })
 	bg.Go(func() { p.modes.watch(lt.intake, watch) })
@@ -432,8 +433,8 @@ func (p *Pipeline) drain(lt *lifetimes, w *bulk.Writer) {
 	}
 	warn("drain: writes still in flight at the deadline", p.ix.quiesce(lt.work))
 	warn("drain: writes still in flight at the deadline", w.Flush(lt.work))
-	warn("drain: dead letters still unwritten at the deadline", p.out.dead.waitEmpty(lt.work))
-	warn("drain: parking records still unwritten at the deadline", p.parking.out.waitEmpty(lt.work))
+	warn("drain: dead letters still unwritten at the deadline", p.out.dead.WaitEmpty(lt.work))
+	warn("drain: parking records still unwritten at the deadline", p.parking.out.WaitEmpty(lt.work))
 	closeCtx, cancelClose := context.WithTimeout(lt.work, time.Second)
 	_ = w.Close(closeCtx)
 	cancelClose()
