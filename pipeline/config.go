@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/pipeline/placement"
+	"github.com/geoshard/geoshard/pipeline/topics"
 	"github.com/geoshard/geoshard/schema"
 )
 
@@ -390,6 +392,24 @@ func (c Config) topics() []string {
 		return []string{c.RestaurantTopic}
 	}
 	return []string{c.RestaurantTopic, c.DishTopic}
+}
+
+// ownTopics are the topics ingest keeps itself, each with the restaurant
+// topic's partition count: the parking topic, and under DishKeyDish the
+// repartition topic.
+func (c Config) ownTopics() []topics.Own {
+	own := func(what, topic string, configs ...kafka.ConfigEntry) topics.Own {
+		return topics.Own{What: what, Topic: topic, RestaurantTopic: c.RestaurantTopic, Configs: configs, Brokers: c.Brokers, Group: c.Group}
+	}
+	var ts []topics.Own
+	if c.DishKey == DishKeyDish {
+		ts = append(ts, own("repartition", c.RepartitionTopic,
+			kafka.ConfigEntry{ConfigName: "cleanup.policy", ConfigValue: "delete"},
+			kafka.ConfigEntry{ConfigName: "retention.ms", ConfigValue: strconv.FormatInt(c.RepartitionRetention.Milliseconds(), 10)},
+			kafka.ConfigEntry{ConfigName: "max.message.bytes", ConfigValue: strconv.Itoa(max(c.maxRepartitionMessage(), 1<<20+12))},
+		))
+	}
+	return append(ts, own("parking", c.ParkingTopic, kafka.ConfigEntry{ConfigName: "cleanup.policy", ConfigValue: "compact"}))
 }
 
 // KafkaDialer returns the kafka-go Dialer and Transport for the

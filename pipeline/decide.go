@@ -87,7 +87,7 @@ func (ix *indexer) confirmRestaurant(ctx context.Context, ev *event, cell s2.Cel
 			return nil // settleStale ends the hold
 		default:
 			ix.dir.Set(c.ID, cell, c.Version)
-			for _, d := range ix.pend.take(c.ID) {
+			for _, d := range ix.pend.Take(c.ID) {
 				if err := ix.dishUpsert(ctx, d); err != nil {
 					return err
 				}
@@ -123,7 +123,7 @@ func (ix *indexer) settleStale(ctx context.Context, rid string, version int64) {
 			if e, ok := found.Get(rid); ok && !e.Deleted {
 				ix.dir.Replace(rid, found)
 				if _, live := ix.dir.Lookup(rid); live {
-					for _, d := range ix.pend.take(rid) {
+					for _, d := range ix.pend.Take(rid) {
 						if err := ix.dishUpsert(ctx, d); err != nil {
 							return err
 						}
@@ -152,7 +152,7 @@ func (ix *indexer) writeRestaurant(ctx context.Context, ev *event, cell s2.CellI
 		return err
 	}
 	ix.dir.Set(c.ID, cell, c.Version)
-	for _, d := range ix.pend.take(c.ID) {
+	for _, d := range ix.pend.Take(c.ID) {
 		if err := ix.dishUpsert(ctx, d); err != nil {
 			return err
 		}
@@ -192,7 +192,7 @@ func (ix *indexer) cellChanged(from, to s2.CellID) bool {
 // again) or are replays after it.
 func (ix *indexer) restaurantDelete(ctx context.Context, ev *event) error {
 	c := ev.change
-	for _, x := range ix.pend.take(c.ID) {
+	for _, x := range ix.pend.Take(c.ID) {
 		ix.host.finish(x, resultStale)
 	}
 	old, known := ix.dir.Get(c.ID)
@@ -273,7 +273,7 @@ func (ix *indexer) dishUpsert(ctx context.Context, ev *event) error {
 	c := ev.change
 	cell, ok := ix.dir.Lookup(c.RestaurantID)
 	if !ok {
-		if ix.pend.holds(ev) {
+		if ix.pend.Holds(ev) {
 			// A copy of this very event waits already, parked: this one
 			// changes nothing, and waiting twice would decide the dish
 			// twice (two dead letters for one orphan).
@@ -285,14 +285,14 @@ func (ix *indexer) dishUpsert(ctx context.Context, ev *event) error {
 		if at.IsZero() {
 			at = now
 		}
-		evicted := ix.pend.add(ev, at)
+		evicted := ix.pend.Add(ev, at)
 		ix.host.park(ev, now)
 		for _, x := range evicted {
 			if err := ix.host.deadLetter(ctx, x, decode.ReasonUnknownRestaurant, "restaurant "+x.change.RestaurantID+" unknown; the pending set is full", resultPendingExpired); err != nil {
 				return err
 			}
 		}
-		ix.met.pending.Set(float64(ix.pend.len()))
+		ix.met.pending.Set(float64(ix.pend.Len()))
 		return nil
 	}
 	members := ev.members
@@ -313,7 +313,7 @@ func (ix *indexer) dishDelete(ctx context.Context, ev *event) error {
 	c := ev.change
 	cell, ok := ix.dir.Lookup(c.RestaurantID)
 	if !ok {
-		for _, x := range ix.pend.cancel(c.RestaurantID, c.ID, c.Version) {
+		for _, x := range ix.pend.Cancel(c.RestaurantID, c.ID, c.Version) {
 			ix.host.finish(x, resultStale)
 		}
 		// The dish is not under this restaurant, but it may be under
@@ -351,7 +351,7 @@ func (ix *indexer) dishDelete(ctx context.Context, ev *event) error {
 // A dish whose restaurant is held goes to the front of the restaurant's
 // queue: it came before everything there.
 func (ix *indexer) expirePending(ctx context.Context, maxAge time.Duration) error {
-	expired := ix.pend.expire(ix.now())
+	expired := ix.pend.Expire(ix.now())
 	if len(expired) == 0 {
 		return nil
 	}
@@ -426,6 +426,6 @@ func (ix *indexer) expirePending(ctx context.Context, maxAge time.Duration) erro
 			return err
 		}
 	}
-	ix.met.pending.Set(float64(ix.pend.len()))
+	ix.met.pending.Set(float64(ix.pend.Len()))
 	return nil
 }

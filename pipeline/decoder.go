@@ -15,6 +15,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/geoshard/geoshard/decode"
+	"github.com/geoshard/geoshard/pipeline/pending"
 	"github.com/geoshard/geoshard/pipeline/placement"
 )
 
@@ -186,4 +187,12 @@ func (ev *event) expect(n int) {
 	ev.mu.Lock()
 	ev.outstanding += n
 	ev.mu.Unlock()
+}
+
+// Change is the event's change (pending.Event).
+func (ev *event) Change() *decode.Change { return ev.change }
+
+// Place is where the event was read (pending.Event).
+func (ev *event) Place() pending.Place {
+	return pending.Place{Topic: ev.part.topic, Partition: ev.part.partition, Offset: ev.offset}
 }

@@ -277,7 +277,7 @@ func (o *deadOnce) passed(cs []commitPoint) {
 // offset is committed meanwhile (parking.go). The place may be
 // dead-lettered already (ev is a copy read again), or be on its way: the
 // dish it copies expired a moment ago and its dead letter is in the
-// outbox. The indexer keeps one copy of a place waiting (pendingSet.holds),
+// outbox. The indexer keeps one copy of a place waiting (pending.Set.Holds),
 // so a place has one pin, the newest copy's.
 func (o *deadOnce) pin(ev *event) {
 	p := deadPlaceOf(ev)

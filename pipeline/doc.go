@@ -44,7 +44,7 @@
 //   - The restaurant directory, id → cell of the location, in about 40
 //     bytes a restaurant (package directory), warmed from the index at start
 //     (warm.go) and kept current from restaurant events, and the bounded
-//     set of dishes that wait for their restaurant (pending.go), each
+//     set of dishes that wait for their restaurant (package pending), each
 //     parked durably in a compacted topic of ingest's own so that its
 //     offset is committed while it waits (parking.go). A document is never
 //     written without routing.
@@ -127,7 +127,7 @@
 // It reads the directory from the index once it has joined. At a later
 // generation it keeps what it knows of the
 // restaurants of the partitions it kept: the group's balancer gives
-// partition N of every event topic to one member (balancer.go), so they
+// partition N of every event topic to one member (topics.Copartitioned), so they
 // had no other writer. The restaurants of a partition it gained, whose
 // previous owner may have created, moved or deleted them, are looked up
 // in the index at their first event there, in batches, while the events
@@ -209,6 +209,6 @@
 // document and the alias (schema/migration.go is the whole contract), and
 // answers only with its heartbeat.
 //
-//	imports: bulk decode kafkarange pipeline/directory pipeline/health pipeline/outbox pipeline/placement router schema
+//	imports: bulk decode kafkarange pipeline/directory pipeline/health pipeline/outbox pipeline/pending pipeline/placement pipeline/topics router schema
 //	never:   migrate search internal github.com/twmb/franz-go
 package pipeline

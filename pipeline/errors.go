@@ -3,6 +3,8 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+
+	"github.com/geoshard/geoshard/pipeline/topics"
 )
 
 // Sentinel errors.
@@ -40,3 +42,15 @@ func (e *MapMismatchError) Error() string {
 }
 
 func (e *MapMismatchError) Unwrap() error { return ErrMapMismatch }
+
+// PartitionMismatchError is the refusal to consume event topics whose
+// partition counts differ (topics.MismatchError).
+type PartitionMismatchError = topics.MismatchError
+
+// OwnTopicError is the refusal to start when a topic ingest keeps itself
+// is missing and cannot be created, or has another partition count than
+// the restaurant topic (topics.OwnTopicError).
+type OwnTopicError = topics.OwnTopicError
+
+// RepartitionTopicError is the OwnTopicError of the repartition topic.
+type RepartitionTopicError = topics.OwnTopicError

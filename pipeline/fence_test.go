@@ -302,7 +302,7 @@ func TestEndedGenerationRunsNoContinuation(t *testing.T) {
 			ix.enterGen(1)
 			k := partKey{"events", 0}
 			waiting := fenceDish(p, 3, "d1", "Y", 1)
-			ix.pend.add(waiting, time.Now())
+			ix.pend.Add(waiting, time.Now())
 			entry, _ := p.track.track(k, 4, 100)
 			rest := &event{part: k, offset: 4, entry: entry, rid: "Y", gen: 1,
 				change: &decode.Change{Type: decode.TypeRestaurant, Op: decode.OpUpsert, ID: "Y", Version: 2, Lat: 40.7128, Lon: -74.006}}
@@ -339,8 +339,8 @@ func TestEndedGenerationRunsNoContinuation(t *testing.T) {
 			if _, ok := ix.dir.Lookup("Y"); ok && tc == "write" {
 				t.Error("the directory took Y from a write answered after the generation ended")
 			}
-			if ix.pend.len() != 1 {
-				t.Errorf("%d dishes waiting, want the one that waited", ix.pend.len())
+			if ix.pend.Len() != 1 {
+				t.Errorf("%d dishes waiting, want the one that waited", ix.pend.Len())
 			}
 			if due := p.track.due(); len(due) != 0 {
 				t.Errorf("commit points %v, want none: nothing of the ended generation is finished past its decisions", due)

@@ -131,7 +131,7 @@ func (ix *indexer) startLookups(ctx context.Context) {
 			for _, rid := range rids {
 				ix.dir.Replace(rid, found)
 				if _, ok := ix.dir.Lookup(rid); ok {
-					for _, d := range ix.pend.take(rid) {
+					for _, d := range ix.pend.Take(rid) {
 						if err := ix.dishUpsert(ctx, d); err != nil {
 							return err
 						}
@@ -141,7 +141,7 @@ func (ix *indexer) startLookups(ctx context.Context) {
 					return err
 				}
 			}
-			ix.met.pending.Set(float64(ix.pend.len()))
+			ix.met.pending.Set(float64(ix.pend.Len()))
 			ix.startLookups(ctx)
 			return nil
 		}
@@ -206,7 +206,7 @@ func (ix *indexer) dropPartitions(lost func(partition int) bool) (queued, pendin
 		ix.settle(rid)
 	}
 	ix.queuedBehind -= queued
-	pending = len(ix.pend.purge(func(ev *event) bool { return lost(ev.part.partition) }))
-	ix.met.pending.Set(float64(ix.pend.len()))
+	pending = len(ix.pend.Purge(func(ev *event) bool { return lost(ev.part.partition) }))
+	ix.met.pending.Set(float64(ix.pend.Len()))
 	return queued, pending
 }

@@ -159,9 +159,9 @@ func TestLostPartitionIsReleased(t *testing.T) {
 	ix.rest("r1").held = true
 	ix.rest("r1").queue = append(ix.rest("r1").queue, ev(1, "r1", decode.TypeDish))
 	ix.queuedBehind++
-	ix.pend.add(ev(0, "r9", decode.TypeDish), time.Now())
+	ix.pend.Add(ev(0, "r9", decode.TypeDish), time.Now())
 	kept := ev(1, "r8", decode.TypeDish)
-	ix.pend.add(kept, time.Now())
+	ix.pend.Add(kept, time.Now())
 
 	if err := p.loop.enterGeneration(context.Background(), &generation{id: 2, owned: map[partKey]bool{{"events", 1}: true}}); err != nil {
 		t.Fatal(err)
@@ -172,10 +172,10 @@ func TestLostPartitionIsReleased(t *testing.T) {
 	if q := len(ix.rests["r1"].queue); q != 1 || ix.queuedBehind != 1 {
 		t.Errorf("kept partition: %d queued, %d counted; want 1 and 1", q, ix.queuedBehind)
 	}
-	if n := ix.pend.len(); n != 1 {
+	if n := ix.pend.Len(); n != 1 {
 		t.Errorf("%d pending, want only the kept partition's", n)
 	}
-	if got := ix.pend.take("r8"); len(got) != 1 || got[0] != kept {
+	if got := ix.pend.Take("r8"); len(got) != 1 || got[0] != kept {
 		t.Errorf("pending of r8 = %v, want the kept partition's dish", got)
 	}
 	if p.out.finish(flying, resultWritten) {

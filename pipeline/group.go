@@ -14,6 +14,7 @@ import (
 
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/pipeline/health"
+	"github.com/geoshard/geoshard/pipeline/topics"
 )
 
 // fetched is a message, decoded, and the consumer-group generation it
@@ -29,7 +30,7 @@ type fetched struct {
 //
 // ingest's instances share the event topics through one Kafka consumer
 // group, joined with kafka-go's ConsumerGroup. Each generation gives this
-// member its partitions (the co-partitioned balancer, balancer.go) with
+// member its partitions (the co-partitioned balancer, topics.Copartitioned) with
 // the group's committed offsets. The member then:
 //
 //  1. hands the generation to the processing loop (a marker in the same
@@ -119,7 +120,7 @@ func newMember(cfg Config, log *slog.Logger, commit func(context.Context, *gener
 // members offer).
 func (m *member) config() kafka.ConsumerGroupConfig {
 	c := groupConfig(m.cfg, m.cfg.Group, m.dialer, m.cfg.topics())
-	c.GroupBalancers = []kafka.GroupBalancer{copartitioned{}, kafka.RangeGroupBalancer{}}
+	c.GroupBalancers = []kafka.GroupBalancer{topics.Copartitioned{}, kafka.RangeGroupBalancer{}}
 	c.ErrorLogger = kafka.LoggerFunc(func(msg string, args ...any) {
 		detail := fmt.Sprintf(msg, args...)
 		m.log.Debug("kafka consumer group", "detail", detail)

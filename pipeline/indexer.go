@@ -11,6 +11,7 @@ import (
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/pipeline/directory"
+	"github.com/geoshard/geoshard/pipeline/pending"
 )
 
 // indexer is the write side of the pipeline: it applies decoded change
@@ -100,7 +101,7 @@ type indexer struct {
 	// Owned by the loop.
 	targets      []target // the current mode's, the primary first
 	dir          *directory.Directory
-	pend         *pendingSet
+	pend         *pending.Set[*event]
 	queuedBehind int       // events waiting in the queues of held restaurants
 	dirGen       int64     // the consumer-group generation the directory follows
 	cold         coldState // partitions gained since the directory was read (gained.go)
@@ -173,7 +174,7 @@ type restState struct {
 	chain []*sourceWrite
 }
 
-func newIndexer(log *slog.Logger, admin *bulk.Admin, met *metrics, h host, pend *pendingSet, fail func(error)) *indexer {
+func newIndexer(log *slog.Logger, admin *bulk.Admin, met *metrics, h host, pend *pending.Set[*event], fail func(error)) *indexer {
 	ix := &indexer{
 		log: log, admin: admin, met: met, host: h, fail: fail,
 		dir: directory.New(), pend: pend,

@@ -207,8 +207,8 @@ func (l *loop) enterGeneration(ctx context.Context, gen *generation) error {
 		l.forgetPartitions(gen.id)
 	}
 	if l.ix.enterGen(gen.id) {
-		dropped := len(l.ix.pend.purge(func(*event) bool { return true }))
-		l.ix.met.pending.Set(float64(l.ix.pend.len()))
+		dropped := len(l.ix.pend.Purge(func(*event) bool { return true }))
+		l.ix.met.pending.Set(float64(l.ix.pend.Len()))
 		l.parking.forgetRead()
 		l.log.Info("consumer group rebalanced after decisions were cut short: their restaurants are looked up, the waiting dishes read back", "generation", gen.id, "pending_dropped", dropped)
 		if err := l.ix.refresh(ctx, l.ix.targets[0].index); err != nil {
@@ -379,7 +379,7 @@ func (l *loop) redelivered(k partKey, offset int64, dropped []*trackEntry) {
 	for _, e := range dropped {
 		gone[e] = true
 	}
-	purged := l.ix.pend.purge(func(ev *event) bool { return gone[ev.entry] })
+	purged := l.ix.pend.Purge(func(ev *event) bool { return gone[ev.entry] })
 	for _, ev := range purged {
 		l.parking.unpark(ev)
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/geoshard/geoshard/pipeline/placement"
 )
 
-// A dish whose restaurant is not known yet waits for it (pending.go), up
+// A dish whose restaurant is not known yet waits for it (package pending), up
 // to Config.PendingMaxAge. Were it to hold its partition's commit while
 // it waits, a restaurant that never comes would hold every later offset
 // of the partition for five minutes: a restart in that time reads the
@@ -35,7 +35,7 @@ import (
 // The parking topic has the event topics' partition count, and a dish of
 // event partition N is parked in its partition N, so the member that owns
 // partition N (one member owns partition N of every event topic:
-// balancer.go) owns its parked dishes too. At each generation a member
+// topics.Copartitioned) owns its parked dishes too. At each generation a member
 // reads the parked dishes of every partition it did not own before
 // (unparkOwned), start included, and they wait again with the time they
 // were first parked, so the age bound holds across restarts. A record is

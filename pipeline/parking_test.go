@@ -300,7 +300,7 @@ func TestRedeliveryRemovesParkingRecords(t *testing.T) {
 		if parked {
 			ev.parkedAt = time.Unix(1, 0)
 		}
-		p.ix.pend.add(ev, time.Unix(1, 0))
+		p.ix.pend.Add(ev, time.Unix(1, 0))
 		return ev
 	}
 	add(1, true)
@@ -312,7 +312,7 @@ func TestRedeliveryRemovesParkingRecords(t *testing.T) {
 	if len(q) != 1 || !q[0].tombstone || q[0].ev != parked {
 		t.Fatalf("parking queue %+v, want one tombstone, of the parked dish at offset 2", q)
 	}
-	if n := p.ix.pend.len(); n != 1 {
+	if n := p.ix.pend.Len(); n != 1 {
 		t.Errorf("%d dishes pending, want the one before the redelivery", n)
 	}
 }
@@ -350,7 +350,7 @@ func TestRedeliveredParkedDishWaitsOnce(t *testing.T) {
 	if err := p.ix.dishUpsert(ctx, again); err != nil {
 		t.Fatal(err)
 	}
-	if n := p.ix.pend.len(); n != 1 {
+	if n := p.ix.pend.Len(); n != 1 {
 		t.Errorf("%d dishes pending, want 1: the copy read again is the dish that waits", n)
 	}
 	if len(p.parking.out.Queued()) != 1 {
@@ -366,7 +366,7 @@ func TestRedeliveredParkedDishWaitsOnce(t *testing.T) {
 	if err := p.ix.dishUpsert(ctx, other); err != nil {
 		t.Fatal(err)
 	}
-	if n := p.ix.pend.len(); n != 2 {
+	if n := p.ix.pend.Len(); n != 2 {
 		t.Errorf("%d dishes pending, want 2 after a newer version", n)
 	}
 }

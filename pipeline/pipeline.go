@@ -18,6 +18,8 @@ import (
 	"github.com/geoshard/geoshard/kafkarange"
 	"github.com/geoshard/geoshard/pipeline/health"
 	"github.com/geoshard/geoshard/pipeline/outbox"
+	"github.com/geoshard/geoshard/pipeline/pending"
+	"github.com/geoshard/geoshard/pipeline/topics"
 )
 
 // Pipeline consumes change events and writes them to OpenSearch. Create it
@@ -108,7 +110,7 @@ func New(cfg Config, client *opensearch.Client) (*Pipeline, error) {
 	}
 	p.commits.passed = p.out.once.passed
 	p.parking.readAlso = p.out.once.parked
-	p.ix = newIndexer(p.log, p.admin, m, p.out, newPendingSet(cfg.PendingMax, cfg.PendingMaxAge), p.fail)
+	p.ix = newIndexer(p.log, p.admin, m, p.out, pending.New[*event](cfg.PendingMax, cfg.PendingMaxAge), p.fail)
 	p.ix.now = now
 	p.ix.reparent.trustFirst = cfg.TrustFirstVersions
 	p.loop = &loop{
@@ -196,19 +198,16 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		}
 		return fmt.Errorf("pipeline: read the topics' metadata: %w", err)
 	}
-	err = ensureRepartitionTopic(ctx, p.cfg, p.log, transport)
-	if err == nil {
-		err = ensureOwnTopic(ctx, p.cfg, p.log, transport, "parking", p.cfg.ParkingTopic, []kafka.ConfigEntry{
-			{ConfigName: "cleanup.policy", ConfigValue: "compact"},
-		})
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil // cancelled while starting: a stop, not a failure
+	admin := &kafka.Client{Addr: kafka.TCP(p.cfg.Brokers...), Timeout: 10 * time.Second, Transport: transport}
+	for _, own := range p.cfg.ownTopics() {
+		if err = topics.Ensure(ctx, admin, p.log, own); err != nil {
+			if ctx.Err() != nil {
+				return nil // cancelled while starting: a stop, not a failure
+			}
+			return err
 		}
-		return err
 	}
-	if err = checkPartitions(ctx, p.cfg, p.log, transport); err != nil {
+	if err = topics.Check(ctx, admin, p.log, p.cfg.topics()...); err != nil {
 		return err
 	}
 	// Under DishKeyDish: where the restaurant topic holds each restaurant,
@@ -287,7 +286,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	p.publishGauges()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.log.Info("stopped", "finished", p.out.finished.Load(), "pending", p.ix.pend.len(), "error", p.fatalErr)
+	p.log.Info("stopped", "finished", p.out.finished.Load(), "pending", p.ix.pend.Len(), "error", p.fatalErr)
 	return p.fatalErr
 }
 

@@ -57,7 +57,7 @@ func (l *progressLines) tick(now time.Time) {
 		finished: p.out.finished.Load(),
 		dead:     p.out.deadLetters.Load(),
 		lag:      p.track.totalLag(),
-		pending:  p.ix.pend.len(),
+		pending:  p.ix.pend.Len(),
 	}
 	h := p.Health()
 	cur.waiting = h.Waiting != ""
@@ -78,7 +78,7 @@ func (l *progressLines) tick(now time.Time) {
 	// Dishes that wait are said every interval, idle or not: it is what
 	// an operator sees nothing else of until they are dead-lettered.
 	if cur.pending > 0 {
-		if oldest := p.ix.pend.oldest(); !oldest.IsZero() {
+		if oldest := p.ix.pend.Oldest(); !oldest.IsZero() {
 			age := max(0, p.now().Sub(oldest))
 			p.log.Info("dishes wait for their restaurant, parked with their offsets committed",
 				"pending_dishes", cur.pending, "oldest_waited", age.Round(time.Second),

@@ -12,31 +12,9 @@ import (
 	"github.com/geoshard/geoshard/pipeline/health"
 )
 
-func TestPendingOldest(t *testing.T) {
-	s := newPendingSet(100, 5*time.Minute)
-	if !s.oldest().IsZero() {
-		t.Fatal("an empty set has an oldest")
-	}
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s.add(pendingEvent("r1", "d1", decode.OpUpsert, 1), t0)
-	s.add(pendingEvent("r2", "d2", decode.OpUpsert, 1), t0.Add(time.Minute))
-	s.add(pendingEvent("r1", "d3", decode.OpUpsert, 1), t0.Add(2*time.Minute))
-	if got := s.oldest(); !got.Equal(t0) {
-		t.Errorf("oldest = %v, want %v", got, t0)
-	}
-	s.take("r1") // d1 and d3: d2 is the oldest now
-	if got := s.oldest(); !got.Equal(t0.Add(time.Minute)) {
-		t.Errorf("after take: oldest = %v, want %v", got, t0.Add(time.Minute))
-	}
-	s.expire(t0.Add(10 * time.Minute))
-	if !s.oldest().IsZero() {
-		t.Errorf("after expire: oldest = %v, want none", s.oldest())
-	}
-	s.add(pendingEvent("r3", "d4", decode.OpUpsert, 1), t0.Add(11*time.Minute))
-	s.cancel("r3", "d4", 2)
-	if !s.oldest().IsZero() {
-		t.Errorf("after cancel: oldest = %v, want none", s.oldest())
-	}
+// pendingEvent is a dish upsert of dish id of restaurant rid waiting.
+func pendingEvent(rid, id string, op string, version int64) *event {
+	return &event{change: &decode.Change{Type: decode.TypeDish, Op: op, ID: id, RestaurantID: rid, Version: version}}
 }
 
 // The progress line comes every interval while something happens, is
@@ -83,7 +61,7 @@ func TestProgressLines(t *testing.T) {
 		t.Errorf("%d lines after an idle interval, want still 1:\n%s", n, logs.String())
 	}
 	// A dish waits for its restaurant, since 12:00:25.
-	p.ix.pend.add(pendingEvent("r-never", "d1", decode.OpUpsert, 1), t0.Add(25*time.Second))
+	p.ix.pend.Add(pendingEvent("r-never", "d1", decode.OpUpsert, 1), t0.Add(25*time.Second))
 	clock = t0.Add(85 * time.Second)
 	l.tick(t0.Add(30 * time.Second))
 	if n := len(logLines(&logs, "progress")); n != 2 {
@@ -107,7 +85,7 @@ func TestProgressLines(t *testing.T) {
 	}
 	// Waiting for an engine is worth a line even with nothing else
 	// changing.
-	p.ix.pend.take("r-never")
+	p.ix.pend.Take("r-never")
 	l.tick(t0.Add(50 * time.Second))
 	p.health.Failed(health.Search, "POST /_bulk", osfakeDown)
 	l.tick(t0.Add(60 * time.Second))

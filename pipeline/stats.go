@@ -132,7 +132,7 @@ func (p *Pipeline) Stats() Stats {
 	s := Stats{
 		Fetched:       p.loop.fetched.Load(),
 		Finished:      p.out.finished.Load(),
-		Pending:       p.ix.pend.len(),
+		Pending:       p.ix.pend.Len(),
 		Directory:     p.ix.dir.Len(),
 		Moves:         p.ix.moves.Load(),
 		Refreshes:     p.ix.refresher.sent.Load(),
@@ -144,7 +144,7 @@ func (p *Pipeline) Stats() Stats {
 		Unowned:       p.loop.unowned.Load(),
 		Tracked:       p.track.size(),
 		Health:        p.Health(),
-		OldestPending: p.ix.pend.oldest(),
+		OldestPending: p.ix.pend.Oldest(),
 		TrackedPeak:   p.track.peak.Load(),
 		Partitions:    byName(p.track.snapshot()),
 		Warm: WarmProgress{
@@ -252,14 +252,14 @@ func (p *Pipeline) progressLoop(ctx context.Context) {
 		last, lastAt = fin, now
 		p.cfg.OnProgress(Progress{
 			Events: p.loop.fetched.Load(), Finished: fin, DeadLetters: p.out.deadLetters.Load(),
-			Pending: p.ix.pend.len(), Lag: p.track.totalLag(), EventsPerSec: rate,
+			Pending: p.ix.pend.Len(), Lag: p.track.totalLag(), EventsPerSec: rate,
 		})
 	}
 }
 
 // publishGauges sets the gauges from the current state.
 func (p *Pipeline) publishGauges() {
-	p.met.pending.Set(float64(p.ix.pend.len()))
+	p.met.pending.Set(float64(p.ix.pend.Len()))
 	p.met.directory.Set(float64(p.ix.dir.Len()))
 	p.met.lastProgress.Set(float64(p.out.lastProgress.Load()) / 1e9)
 	for k, ps := range p.track.snapshot() {

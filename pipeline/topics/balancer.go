@@ -1,4 +1,4 @@
-package pipeline
+package topics
 
 import (
 	"context"
@@ -7,14 +7,13 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/segmentio/kafka-go"
 
 	"github.com/geoshard/geoshard/kafkarange"
 )
 
-// copartitioned is the consumer group's balancer: partition N of every
+// Copartitioned is the consumer group's balancer: partition N of every
 // event topic goes to the same member, whatever order the metadata lists
 // partitions in, so a dish is always handled by the member that handles
 // its restaurant (both are keyed by restaurant id, and the producers'
@@ -26,23 +25,23 @@ import (
 // two members; this one ranges over partition numbers. Members are sorted
 // by id, and member i of m takes the numbers [i·n/m, (i+1)·n/m) of the n
 // there are: the same contiguous split as range assignment.
-type copartitioned struct{}
+type Copartitioned struct{}
 
-var _ kafka.GroupBalancer = copartitioned{}
+var _ kafka.GroupBalancer = Copartitioned{}
 
 // ProtocolName names the assignment strategy in the group protocol. Every
 // member of a group must offer it.
-func (copartitioned) ProtocolName() string { return "geoshard-copartitioned" }
+func (Copartitioned) ProtocolName() string { return "geoshard-copartitioned" }
 
 // UserData is empty: the assignment needs nothing of the members.
-func (copartitioned) UserData() ([]byte, error) { return nil, nil }
+func (Copartitioned) UserData() ([]byte, error) { return nil, nil }
 
 // AssignGroups gives each member, for each topic it subscribes to, the
 // partitions whose numbers are its own. A partition of a topic its
 // number's member does not subscribe to goes to the next member in id
 // order that does (a group whose members all read every event topic, as
 // ingest's do, never needs that).
-func (copartitioned) AssignGroups(members []kafka.GroupMember, partitions []kafka.Partition) kafka.GroupMemberAssignments {
+func (Copartitioned) AssignGroups(members []kafka.GroupMember, partitions []kafka.Partition) kafka.GroupMemberAssignments {
 	out := kafka.GroupMemberAssignments{}
 	if len(members) == 0 {
 		return out
@@ -86,15 +85,15 @@ func (copartitioned) AssignGroups(members []kafka.GroupMember, partitions []kafk
 	return out
 }
 
-// PartitionMismatchError is the refusal to consume event topics whose
+// MismatchError is the refusal to consume event topics whose
 // partition counts differ: partition N of each would not hold the same
 // restaurants, and a dish would be handled apart from its restaurant.
-type PartitionMismatchError struct {
+type MismatchError struct {
 	// Counts is each event topic's partition count.
 	Counts map[string]int
 }
 
-func (e *PartitionMismatchError) Error() string {
+func (e *MismatchError) Error() string {
 	names := make([]string, 0, len(e.Counts))
 	for t := range e.Counts {
 		names = append(names, t)
@@ -108,15 +107,13 @@ func (e *PartitionMismatchError) Error() string {
 		strings.Join(parts, ", ")
 }
 
-// checkPartitions refuses event topics with different partition counts.
-// A topic the broker does not know yet is left to the reader (which waits
-// for it); so is a broker that cannot be asked now.
-func checkPartitions(ctx context.Context, cfg Config, log *slog.Logger, t *kafka.Transport) error {
-	topics := cfg.topics()
+// Check refuses event topics with different partition counts. A topic
+// the broker does not know yet is left to the reader (which waits for
+// it); so is a broker that cannot be asked now.
+func Check(ctx context.Context, client *kafka.Client, log *slog.Logger, topics ...string) error {
 	if len(topics) < 2 {
 		return nil
 	}
-	client := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: t}
 	counts, err := kafkarange.PartitionCounts(ctx, client, topics...)
 	if err != nil {
 		log.Warn("could not read the event topics' partition counts; starting without the check", "error", err)
@@ -125,7 +122,7 @@ func checkPartitions(ctx context.Context, cfg Config, log *slog.Logger, t *kafka
 	for _, n := range counts {
 		for _, m := range counts {
 			if n != m {
-				return &PartitionMismatchError{Counts: counts}
+				return &MismatchError{Counts: counts}
 			}
 		}
 	}

@@ -1,13 +1,11 @@
-package pipeline
+package topics
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/segmentio/kafka-go"
 
@@ -30,9 +28,6 @@ type OwnTopicError struct {
 	Err     error
 }
 
-// RepartitionTopicError is the OwnTopicError of the repartition topic.
-type RepartitionTopicError = OwnTopicError
-
 func (e *OwnTopicError) Error() string {
 	if e.Have > 0 {
 		why := "dishes would not be in their restaurant's partition"
@@ -48,34 +43,33 @@ func (e *OwnTopicError) Error() string {
 
 func (e *OwnTopicError) Unwrap() error { return e.Err }
 
-// ensureRepartitionTopic creates the repartition topic, with the
-// restaurant topic's partition count, if it is missing, and refuses one
-// with another count (checkPartitions would too, without the remedy).
-func ensureRepartitionTopic(ctx context.Context, cfg Config, log *slog.Logger, t *kafka.Transport) error {
-	if cfg.DishKey != DishKeyDish {
-		return nil
-	}
-	return ensureOwnTopic(ctx, cfg, log, t, "repartition", cfg.RepartitionTopic, []kafka.ConfigEntry{
-		{ConfigName: "cleanup.policy", ConfigValue: "delete"},
-		{ConfigName: "retention.ms", ConfigValue: strconv.FormatInt(cfg.RepartitionRetention.Milliseconds(), 10)},
-		{ConfigName: "max.message.bytes", ConfigValue: strconv.Itoa(max(cfg.maxRepartitionMessage(), 1<<20+12))},
-	})
+// Own is one of ingest's own topics, kept with the restaurant topic's
+// partition count.
+type Own struct {
+	What            string // what the topic is for, in messages: "repartition", "parking"
+	Topic           string
+	RestaurantTopic string
+	Configs         []kafka.ConfigEntry // the topic's configs when it is created
+	// Brokers and Group name the cluster and consumer group in the
+	// commands a refusal gives.
+	Brokers []string
+	Group   string
 }
 
-// ensureOwnTopic creates topic, one of ingest's own, with the restaurant
-// topic's partition count and configs, if it is missing, and refuses one
-// with another partition count.
-func ensureOwnTopic(ctx context.Context, cfg Config, log *slog.Logger, t *kafka.Transport, what, topic string, configs []kafka.ConfigEntry) error {
-	client := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: t}
-	counts, err := kafkarange.PartitionCounts(ctx, client, cfg.RestaurantTopic, topic)
+// Ensure creates own's topic, with the restaurant topic's partition count
+// and own's configs, if it is missing, and refuses one with another
+// partition count.
+func Ensure(ctx context.Context, client *kafka.Client, log *slog.Logger, own Own) error {
+	what, topic, configs := own.What, own.Topic, own.Configs
+	counts, err := kafkarange.PartitionCounts(ctx, client, own.RestaurantTopic, topic)
 	if err != nil {
-		return fmt.Errorf("pipeline: read the partition counts of %q and %q: %w", cfg.RestaurantTopic, topic, err)
+		return fmt.Errorf("pipeline: read the partition counts of %q and %q: %w", own.RestaurantTopic, topic, err)
 	}
-	n := counts[cfg.RestaurantTopic]
+	n := counts[own.RestaurantTopic]
 	if n == 0 {
-		return fmt.Errorf("pipeline: restaurant topic %q not found: the %s topic %q takes its partition count", cfg.RestaurantTopic, what, topic)
+		return fmt.Errorf("pipeline: restaurant topic %q not found: the %s topic %q takes its partition count", own.RestaurantTopic, what, topic)
 	}
-	bootstrap := strings.Join(cfg.Brokers, ",")
+	bootstrap := strings.Join(own.Brokers, ",")
 	if have := counts[topic]; have > 0 {
 		if have == n {
 			return nil
@@ -83,9 +77,9 @@ func ensureOwnTopic(ctx context.Context, cfg Config, log *slog.Logger, t *kafka.
 		fix := fmt.Sprintf("kafka-topics.sh --bootstrap-server %s --alter --topic %s --partitions %d", bootstrap, topic, n)
 		if have > n {
 			fix = fmt.Sprintf("a topic's partitions cannot be removed: stop ingest once group %q has no lag on it, then delete it (ingest creates it again): kafka-topics.sh --bootstrap-server %s --delete --topic %s",
-				cfg.Group, bootstrap, topic)
+				own.Group, bootstrap, topic)
 		}
-		return &OwnTopicError{What: what, Topic: topic, RestaurantTopic: cfg.RestaurantTopic, Partitions: n, Have: have, Command: fix}
+		return &OwnTopicError{What: what, Topic: topic, RestaurantTopic: own.RestaurantTopic, Partitions: n, Have: have, Command: fix}
 	}
 	command := fmt.Sprintf("kafka-topics.sh --bootstrap-server %s --create --topic %s --partitions %d", bootstrap, topic, n)
 	for _, c := range configs {
@@ -98,7 +92,7 @@ func ensureOwnTopic(ctx context.Context, cfg Config, log *slog.Logger, t *kafka.
 		err = resp.Errors[topic]
 	}
 	if err != nil && !errors.Is(err, kafka.TopicAlreadyExists) {
-		return &OwnTopicError{What: what, Topic: topic, RestaurantTopic: cfg.RestaurantTopic, Partitions: n, Command: command, Err: err}
+		return &OwnTopicError{What: what, Topic: topic, RestaurantTopic: own.RestaurantTopic, Partitions: n, Command: command, Err: err}
 	}
 	if err == nil {
 		log.Info("created the "+what+" topic", "topic", topic, "partitions", n)

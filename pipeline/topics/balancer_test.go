@@ -1,4 +1,4 @@
-package pipeline
+package topics
 
 import (
 	"errors"
@@ -34,7 +34,7 @@ func TestCopartitionedBalancer(t *testing.T) {
 			rng.Shuffle(len(members), func(i, j int) { members[i], members[j] = members[j], members[i] })
 			rng.Shuffle(len(parts), func(i, j int) { parts[i], parts[j] = parts[j], parts[i] })
 
-			got := copartitioned{}.AssignGroups(members, parts)
+			got := Copartitioned{}.AssignGroups(members, parts)
 			owner := map[string]map[int]string{}
 			for m, byTopic := range got {
 				for topic, ids := range byTopic {
@@ -87,7 +87,7 @@ func TestRangeBalancerSplitsTopicsApart(t *testing.T) {
 	if slices.Equal(rg["a"]["restaurants"], rg["a"]["dishes"]) {
 		t.Skipf("kafka-go's range balancer now keeps topics together (%v): the co-partitioned one is still right", rg)
 	}
-	cp := copartitioned{}.AssignGroups(members, parts)
+	cp := Copartitioned{}.AssignGroups(members, parts)
 	for _, m := range []string{"a", "b"} {
 		r, d := slices.Clone(cp[m]["restaurants"]), slices.Clone(cp[m]["dishes"])
 		slices.Sort(d)
@@ -97,14 +97,14 @@ func TestRangeBalancerSplitsTopicsApart(t *testing.T) {
 	}
 }
 
-func TestPartitionMismatchError(t *testing.T) {
-	err := error(&PartitionMismatchError{Counts: map[string]int{"restaurants": 6, "dishes": 3}})
+func TestMismatchError(t *testing.T) {
+	err := error(&MismatchError{Counts: map[string]int{"restaurants": 6, "dishes": 3}})
 	want := "pipeline: the event topics must have the same number of partitions, so that partition N of each holds the same restaurants: dishes has 3, restaurants has 6"
 	if err.Error() != want {
 		t.Errorf("error = %q\nwant      %q", err, want)
 	}
-	var pm *PartitionMismatchError
+	var pm *MismatchError
 	if !errors.As(err, &pm) {
-		t.Error("not a *PartitionMismatchError")
+		t.Error("not a *MismatchError")
 	}
 }

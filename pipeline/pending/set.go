@@ -1,4 +1,4 @@
-package pipeline
+package pending
 
 import (
 	"sync/atomic"
@@ -7,29 +7,25 @@ import (
 	"github.com/geoshard/geoshard/decode"
 )
 
-// pendingSet holds dish events whose restaurant is unknown (or deleted)
-// until the restaurant arrives, bounded by a count and an age. A pending
-// event is unfinished, but it does not hold its partition's commit back:
-// it is parked in the parking topic (parking.go), and once the broker has
-// it its offset is committed; if the process stops, the partition's next
-// owner reads it back, and it waits again from the time it was parked.
+// Set holds dish events whose restaurant is unknown (or deleted) until
+// the restaurant arrives, bounded by a count and an age.
 //
-// It is owned by the processing goroutine; only the count is read
-// concurrently.
-type pendingSet struct {
+// It is owned by one goroutine; only the count and the age of the oldest
+// are read concurrently.
+type Set[E Event] struct {
 	max    int
 	maxAge time.Duration
 
-	byRest map[string][]*pendingItem
+	byRest map[string][]*item[E]
 	// byPlace finds a held event by where it was read, so that a copy of
-	// it read again (holds) is known for one.
-	byPlace map[eventPlace]*pendingItem
+	// it read again (Holds) is known for one.
+	byPlace map[Place]*item[E]
 	// queue is every item in arrival order, oldest first, from head on.
 	// A removed item lets go of its event at once and stays, empty, until
-	// it reaches the head or a sweep (add) drops it: behind a dish whose
+	// it reaches the head or a sweep (Add) drops it: behind a dish whose
 	// restaurant never comes, every dish that waited after it would
 	// otherwise be held for the whole age bound.
-	queue []*pendingItem
+	queue []*item[E]
 	head  int
 	n     atomic.Int64 // items held
 	// oldestAt is when the oldest item held arrived, in Unix nanoseconds
@@ -37,28 +33,37 @@ type pendingSet struct {
 	oldestAt atomic.Int64
 }
 
-// eventPlace is where an event was read: its partition and offset.
-type eventPlace struct {
-	part   partKey
-	offset int64
+// Event is a waiting dish event: its change, and where it was read.
+type Event interface {
+	comparable
+	Change() *decode.Change
+	Place() Place
 }
 
-type pendingItem struct {
-	ev      *event // nil once removed
+// Place is where an event was read: its topic, partition and offset.
+type Place struct {
+	Topic     string
+	Partition int
+	Offset    int64
+}
+
+type item[E Event] struct {
+	ev      E // the zero E once removed
 	at      time.Time
 	removed bool
 }
 
-func newPendingSet(max int, maxAge time.Duration) *pendingSet {
-	return &pendingSet{max: max, maxAge: maxAge, byRest: make(map[string][]*pendingItem), byPlace: make(map[eventPlace]*pendingItem)}
+// New returns a set that holds at most max events, each at most maxAge.
+func New[E Event](max int, maxAge time.Duration) *Set[E] {
+	return &Set[E]{max: max, maxAge: maxAge, byRest: make(map[string][]*item[E]), byPlace: make(map[Place]*item[E])}
 }
 
-// len is the number of events held.
-func (s *pendingSet) len() int { return int(s.n.Load()) }
+// Len is the number of events held.
+func (s *Set[E]) Len() int { return int(s.n.Load()) }
 
-// oldest is when the oldest event held arrived (zero: none); any
+// Oldest is when the oldest event held arrived (zero: none); any
 // goroutine may ask.
-func (s *pendingSet) oldest() time.Time {
+func (s *Set[E]) Oldest() time.Time {
 	if s == nil {
 		return time.Time{}
 	}
@@ -70,7 +75,7 @@ func (s *pendingSet) oldest() time.Time {
 
 // noteOldest drops the removed items at the queue's front and records
 // when the first one held arrived.
-func (s *pendingSet) noteOldest() {
+func (s *Set[E]) noteOldest() {
 	for s.head < len(s.queue) && s.queue[s.head].removed {
 		s.queue[s.head] = nil
 		s.head++
@@ -83,49 +88,49 @@ func (s *pendingSet) noteOldest() {
 	}
 }
 
-// add holds ev, which arrived at now, and returns the events evicted to
+// Add holds ev, which arrived at now, and returns the events evicted to
 // keep within the count bound, oldest first.
-func (s *pendingSet) add(ev *event, now time.Time) []*event {
-	it := &pendingItem{ev: ev, at: now}
-	rid := ev.change.RestaurantID
+func (s *Set[E]) Add(ev E, now time.Time) []E {
+	it := &item[E]{ev: ev, at: now}
+	rid := ev.Change().RestaurantID
 	s.byRest[rid] = append(s.byRest[rid], it)
-	s.byPlace[eventPlace{ev.part, ev.offset}] = it
+	s.byPlace[ev.Place()] = it
 	s.queue = append(s.queue, it)
 	s.n.Add(1)
 	s.sweep()
-	var out []*event
-	for s.len() > s.max {
+	var out []E
+	for s.Len() > s.max {
 		out = append(out, s.popOldest())
 	}
 	s.noteOldest()
 	return out
 }
 
-// holds reports whether a copy of ev waits here: the same change read
+// Holds reports whether a copy of ev waits here: the same change read
 // from the same place. A partition read again from a committed offset
 // behind what was finished (a commit the coordinator refused at a
 // rebalance, a failover of the coordinator) delivers again dishes that
 // still wait, parked; and a gained partition may deliver one that was
 // also read back from the parking topic.
-func (s *pendingSet) holds(ev *event) bool {
-	it := s.byPlace[eventPlace{ev.part, ev.offset}]
-	if it == nil || it.ev == nil {
+func (s *Set[E]) Holds(ev E) bool {
+	it := s.byPlace[ev.Place()]
+	if it == nil || it.removed {
 		return false
 	}
-	a, b := it.ev.change, ev.change
+	a, b := it.ev.Change(), ev.Change()
 	return a.ID == b.ID && a.Version == b.Version && a.RestaurantID == b.RestaurantID && a.Op == b.Op
 }
 
 // forget drops it from the index by place.
-func (s *pendingSet) forget(it *pendingItem) {
-	k := eventPlace{it.ev.part, it.ev.offset}
+func (s *Set[E]) forget(it *item[E]) {
+	k := it.ev.Place()
 	if s.byPlace[k] == it {
 		delete(s.byPlace, k)
 	}
 }
 
 // popOldest removes and returns the oldest event. The set is not empty.
-func (s *pendingSet) popOldest() *event {
+func (s *Set[E]) popOldest() E {
 	for {
 		it := s.queue[s.head]
 		s.queue[s.head] = nil
@@ -139,10 +144,10 @@ func (s *pendingSet) popOldest() *event {
 	}
 }
 
-// expire removes and returns the events that have waited longer than the
+// Expire removes and returns the events that have waited longer than the
 // age bound, oldest first.
-func (s *pendingSet) expire(now time.Time) []*event {
-	var out []*event
+func (s *Set[E]) Expire(now time.Time) []E {
+	var out []E
 	for s.head < len(s.queue) {
 		it := s.queue[s.head]
 		if it.removed {
@@ -159,53 +164,53 @@ func (s *pendingSet) expire(now time.Time) []*event {
 	return out
 }
 
-// take removes and returns the events waiting for restaurant rid, in
+// Take removes and returns the events waiting for restaurant rid, in
 // arrival order.
-func (s *pendingSet) take(rid string) []*event {
+func (s *Set[E]) Take(rid string) []E {
 	items := s.byRest[rid]
 	if len(items) == 0 {
 		return nil
 	}
 	delete(s.byRest, rid)
-	out := make([]*event, len(items))
+	out := make([]E, len(items))
 	for i, it := range items {
 		out[i] = it.ev
 		s.forget(it)
-		it.removed, it.ev = true, nil
+		it.removed, it.ev = true, *new(E)
 	}
 	s.n.Add(-int64(len(items)))
 	s.noteOldest()
 	return out
 }
 
-// cancel removes and returns the pending upserts of dish dishID of
+// Cancel removes and returns the pending upserts of dish dishID of
 // restaurant rid whose version is at most version: a delete of the dish
 // supersedes them.
-func (s *pendingSet) cancel(rid, dishID string, version int64) []*event {
-	return s.removeIf(rid, func(ev *event) bool {
-		c := ev.change
+func (s *Set[E]) Cancel(rid, dishID string, version int64) []E {
+	return s.removeIf(rid, func(ev E) bool {
+		c := ev.Change()
 		return c.ID == dishID && c.Op == decode.OpUpsert && c.Version <= version
 	})
 }
 
-// purge removes the events for which drop is true, from every restaurant.
-func (s *pendingSet) purge(drop func(*event) bool) []*event {
-	var out []*event
+// Purge removes the events for which drop is true, from every restaurant.
+func (s *Set[E]) Purge(drop func(E) bool) []E {
+	var out []E
 	for rid := range s.byRest {
 		out = append(out, s.removeIf(rid, drop)...)
 	}
 	return out
 }
 
-func (s *pendingSet) removeIf(rid string, drop func(*event) bool) []*event {
+func (s *Set[E]) removeIf(rid string, drop func(E) bool) []E {
 	items := s.byRest[rid]
-	var out []*event
+	var out []E
 	kept := items[:0]
 	for _, it := range items {
 		if drop(it.ev) {
 			out = append(out, it.ev)
 			s.forget(it)
-			it.removed, it.ev = true, nil
+			it.removed, it.ev = true, *new(E)
 			continue
 		}
 		kept = append(kept, it)
@@ -226,10 +231,10 @@ func (s *pendingSet) removeIf(rid string, drop func(*event) bool) []*event {
 }
 
 // unlink removes it from its restaurant's list.
-func (s *pendingSet) unlink(it *pendingItem) {
-	rid := it.ev.change.RestaurantID
+func (s *Set[E]) unlink(it *item[E]) {
+	rid := it.ev.Change().RestaurantID
 	s.forget(it)
-	it.removed, it.ev = true, nil
+	it.removed, it.ev = true, *new(E)
 	items := s.byRest[rid]
 	for i, x := range items {
 		if x == it {
@@ -248,8 +253,8 @@ func (s *pendingSet) unlink(it *pendingItem) {
 // sweep drops the removed items from the queue once they outnumber the
 // held ones by more than a few thousand, so that the queue's length
 // stays within a constant of the events held.
-func (s *pendingSet) sweep() {
-	if len(s.queue)-s.head <= 2*s.len()+4096 {
+func (s *Set[E]) sweep() {
+	if len(s.queue)-s.head <= 2*s.Len()+4096 {
 		return
 	}
 	kept := s.queue[:0]
@@ -263,7 +268,7 @@ func (s *pendingSet) sweep() {
 }
 
 // compact drops the consumed front of the queue once it is half of it.
-func (s *pendingSet) compact() {
+func (s *Set[E]) compact() {
 	if s.head > 64 && s.head*2 >= len(s.queue) {
 		n := copy(s.queue, s.queue[s.head:])
 		clear(s.queue[n:])
