@@ -24,8 +24,8 @@
 //     once the generation has ended (fence.go).
 //   - Decoding and validation of events (decoder.go; package decode). A
 //     bad event goes to the dead-letter topic with a bounded reason code;
-//     nothing is dropped silently (dlq.go), and nothing is dead-lettered
-//     twice (dlqonce.go).
+//     nothing is dropped silently, and nothing is dead-lettered twice
+//     (package deadletter; outcome.go queues and counts).
 //   - The write targets: an index and the geoshard map it was built with,
 //     read from the index's mapping _meta through the alias, re-checked
 //     periodically (targets.go). Routing is computed and items are emitted
@@ -192,14 +192,10 @@
 //     flight land or fail within the request timeout, long before its
 //     session expires.
 //   - Dead letters are written once per event, as far as the dead-letter
-//     topic can tell: an event decided again after its partition moved
-//     (or its member restarted) before its offset was committed finds
-//     its dead letter, written by this member or read back by the
-//     partition's new owner, and gets no second one (dlqonce.go). A dead
-//     letter that lands only after the new owner read the topic, an
-//     event stamped further ahead of ingest's clock than the read's
-//     margin, or partitions added to the dead-letter topic can still
-//     make a repeat, which a consumer recognises by the source headers.
+//     topic can tell; what can still make a repeat (a dead letter that
+//     lands after the new owner read the topic, clock skew beyond the
+//     read's margin, partitions added to the dead-letter topic) is stated
+//     in package deadletter (once.go).
 //
 // # Boundaries
 //
@@ -209,6 +205,6 @@
 // document and the alias (schema/migration.go is the whole contract), and
 // answers only with its heartbeat.
 //
-//	imports: bulk decode kafkarange pipeline/directory pipeline/health pipeline/outbox pipeline/pending pipeline/placement pipeline/topics router schema
+//	imports: bulk decode kafkarange pipeline/deadletter pipeline/directory pipeline/health pipeline/outbox pipeline/pending pipeline/placement pipeline/topics router schema
 //	never:   migrate search internal github.com/twmb/franz-go
 package pipeline

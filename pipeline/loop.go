@@ -326,9 +326,9 @@ func (l *loop) settle(ctx context.Context, settled chan struct{}) error {
 	if err := l.ix.quiesce(ctx); err != nil {
 		return err
 	}
-	// The handover's commit covers the events dead-lettered here
-	// (dlqonce.go): every dead letter queued is written first, and with
-	// it the tombstones of the parked dishes among them.
+	// The handover's commit covers the events dead-lettered here (package
+	// deadletter, once.go): every dead letter queued is written first,
+	// and with it the tombstones of the parked dishes among them.
 	if err := l.out.landDeadLetters(ctx); err != nil {
 		return err
 	}

@@ -43,7 +43,7 @@ type metrics struct {
 	phase         *prometheus.GaugeVec // phase
 
 	// deadLetterRepeats counts the dead letters not written because their
-	// event's place was dead-lettered already (dlqonce.go), by reason.
+	// event's place was dead-lettered already (package deadletter), by reason.
 	deadLetterRepeats *prometheus.CounterVec
 }
 

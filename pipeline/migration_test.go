@@ -18,6 +18,7 @@ import (
 	"github.com/geoshard/geoshard/internal/osfake"
 	"github.com/geoshard/geoshard/internal/realenv"
 	"github.com/geoshard/geoshard/internal/testenv"
+	"github.com/geoshard/geoshard/pipeline/deadletter"
 	"github.com/geoshard/geoshard/pipeline/directory"
 	"github.com/geoshard/geoshard/router"
 	"github.com/geoshard/geoshard/schema"
@@ -748,7 +749,20 @@ func offlinePipeline(t testing.TB) *Pipeline {
 	if err != nil {
 		t.Fatal(err)
 	}
+	noDeadLetterReadBack(t, p)
 	return p
+}
+
+// noDeadLetterReadBack has p's dead-letter record read nothing back, for
+// a member driven by hand with no broker at its address: it knows only
+// its own dead letters.
+func noDeadLetterReadBack(t testing.TB, p *Pipeline) {
+	t.Helper()
+	once, err := deadletter.New[*event](deadletter.Config{Logger: p.log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.out.once = once
 }
 
 // TestWarmHitTakesTheLocation: a restaurant read from an index enters the

@@ -9,7 +9,54 @@ import (
 
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/decode"
+	"github.com/geoshard/geoshard/pipeline/deadletter"
+	"github.com/geoshard/geoshard/pipeline/outbox"
 )
+
+// Dead-letter headers (package deadletter spells them). The three source
+// headers name one event: for a repartitioned event, its place in the
+// dish topic.
+const (
+	HeaderReason          = deadletter.HeaderReason
+	HeaderError           = deadletter.HeaderError
+	HeaderSourceTopic     = deadletter.HeaderSourceTopic
+	HeaderSourcePartition = deadletter.HeaderSourcePartition
+	HeaderSourceOffset    = deadletter.HeaderSourceOffset
+)
+
+// deadLetter is one event on its way to the dead-letter topic; its
+// Result is the event's result label once written: dead_letter, or
+// pending_expired for a dish that waited too long.
+type deadLetter = deadletter.Letter[*event]
+
+// dlq is the dead-letter queue: an outbox (package outbox) of dead
+// letters, which keeps their order and retries them until written.
+type dlq = outbox.Outbox[*deadLetter]
+
+// newDeadLetter is ev's dead letter. A repartitioned event's place and
+// key are its origin's in the dish topic (placement/repartition.go).
+func newDeadLetter(ev *event, r decode.Reason, detail, result string) *deadLetter {
+	d := &deadLetter{Event: ev, Own: ownPlace(ev), Key: ev.key, Value: ev.value, Reason: r, Detail: detail, Result: result}
+	d.Source = d.Own
+	if o := ev.origin; o != nil {
+		d.Source, d.Key = deadletter.Place{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset}, o.Key
+	}
+	return d
+}
+
+// ownPlace is where the member read ev.
+func ownPlace(ev *event) deadletter.Place {
+	return deadletter.Place{Topic: ev.part.topic, Partition: ev.part.partition, Offset: ev.offset}
+}
+
+// deadPlaceOf is the place ev's dead letter names: its own, or a
+// repartitioned event's origin in the dish topic.
+func deadPlaceOf(ev *event) deadletter.Place {
+	if o := ev.origin; o != nil {
+		return deadletter.Place{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset}
+	}
+	return ownPlace(ev)
+}
 
 // outcomes is where an event ends: every event finishes here (written,
 // stale, dead-lettered, dropped), counted, its offset then free for the
@@ -23,10 +70,10 @@ type outcomes struct {
 	parking *parker
 	fail    func(error)
 	// dead writes dead letters, once keeps it from writing one twice
-	// (dlqonce.go); groupCommitted reads the group's committed
-	// offsets (nil: not asked). Both set by Run.
+	// (package deadletter); both set by New. groupCommitted reads the
+	// group's committed offsets (nil: not asked), set by Run.
 	dead           *dlq
-	once           *deadOnce
+	once           *deadletter.Once[*event]
 	groupCommitted func(ctx context.Context, parts map[partKey]bool) (map[partKey]int64, error)
 
 	finished, deadLetters atomic.Int64
@@ -41,7 +88,7 @@ var _ host = (*outcomes)(nil)
 
 // rejected dead-letters an event the index rejected a write of.
 func (o *outcomes) rejected(ev *event, err error) {
-	o.send(&deadLetter{ev: ev, reason: decode.ReasonRejected, detail: err.Error(), result: resultDeadLetter})
+	o.send(newDeadLetter(ev, decode.ReasonRejected, err.Error(), resultDeadLetter))
 }
 
 func resultOf(r bulk.Result) string {
@@ -63,8 +110,8 @@ func (o *outcomes) finish(ev *event, result string) bool {
 		return false
 	}
 	o.parking.unpark(ev)
-	if o.once != nil && !ev.parkedAt.IsZero() {
-		o.once.unpin(ev)
+	if !ev.parkedAt.IsZero() {
+		o.once.Unpin(ev, deadPlaceOf(ev))
 	}
 	typ, op := ev.labels()
 	o.met.events.WithLabelValues(typ, op, result).Inc()
@@ -84,15 +131,11 @@ func (o *outcomes) finish(ev *event, result string) bool {
 }
 
 // deadLetterWritten finishes an event whose dead letter is acknowledged,
-// with those that joined it (deadOnce.claim).
+// with those that joined it (deadletter.Once.Claim).
 func (o *outcomes) deadLetterWritten(d *deadLetter) {
-	all := []*deadLetter{d}
-	if o.once != nil {
-		all = o.once.written(d)
-	}
 	done := false
-	for _, x := range all {
-		if o.finish(x.ev, x.result) {
+	for _, x := range o.once.Written(d) {
+		if o.finish(x.Event, x.Result) {
 			done = true
 		}
 	}
@@ -100,18 +143,16 @@ func (o *outcomes) deadLetterWritten(d *deadLetter) {
 		return
 	}
 	o.deadLetters.Add(1)
-	o.met.deadLetters.WithLabelValues(string(d.reason)).Inc()
+	o.met.deadLetters.WithLabelValues(string(d.Reason)).Inc()
 	o.mu.Lock()
-	o.deadCount[d.reason]++
+	o.deadCount[d.Reason]++
 	o.mu.Unlock()
 }
 
 // park writes a dish that starts waiting for its restaurant to the
 // parking topic (parker.park).
 func (o *outcomes) park(ev *event, now time.Time) {
-	if o.once != nil {
-		o.once.pin(ev)
-	}
+	o.once.Pin(ev, ev.part.partition, deadPlaceOf(ev))
 	o.parking.park(ev, now)
 }
 
@@ -129,38 +170,65 @@ func (o *outcomes) deadLetter(ctx context.Context, ev *event, r decode.Reason, d
 	if err := o.dead.WaitRoom(ctx); err != nil {
 		return err
 	}
-	o.send(&deadLetter{ev: ev, reason: r, detail: detail, result: result})
+	o.send(newDeadLetter(ev, r, detail, result))
 	return nil
 }
 
 // send queues d unless its event's place is dead-lettered already, or
-// on its way (deadOnce.claim): then d is a repeat, counted, and its event
-// finishes as dead-lettered now, or with the dead letter it joined.
+// on its way (deadletter.Once.Claim): then d is a repeat, counted, and
+// its event finishes as dead-lettered now, or with the dead letter it
+// joined.
 func (o *outcomes) send(d *deadLetter) {
-	c := claimSend
-	if o.once != nil {
-		c = o.once.claim(d)
-	}
-	switch c {
-	case claimSend:
+	switch o.once.Claim(d) {
+	case deadletter.ClaimSend:
 		o.dead.Enqueue(d)
 		return
-	case claimKnown:
-		o.finish(d.ev, d.result)
+	case deadletter.ClaimKnown:
+		o.finish(d.Event, d.Result)
 	}
 	o.deadRepeats.Add(1)
-	o.met.deadLetterRepeats.WithLabelValues(string(d.reason)).Inc()
+	o.met.deadLetterRepeats.WithLabelValues(string(d.Reason)).Inc()
+}
+
+// skipDeadLetter is the dead-letter outbox's skip: d need not be written
+// when every event of it was superseded (deadletter.Once.Skip).
+func (o *outcomes) skipDeadLetter(d *deadLetter) bool {
+	return o.once.Skip(d, func(ev *event) bool { return o.track.isDropped(ev.entry) })
+}
+
+// deadLettersPassed tells the dead-letter record of the offsets just
+// committed (deadletter.Once.Passed).
+func (o *outcomes) deadLettersPassed(cs []commitPoint) {
+	ps := make([]deadletter.Place, len(cs))
+	for i, c := range cs {
+		ps[i] = deadletter.Place{Topic: c.key.topic, Partition: c.key.partition, Offset: c.offset}
+	}
+	o.once.Passed(ps)
+}
+
+// deadLettersParked widens the dead-letter read-back of partition n to
+// its parked dishes read back (deadletter.Once.Parked).
+func (o *outcomes) deadLettersParked(ctx context.Context, n int, recs []unparked) error {
+	at := make([]time.Time, len(recs))
+	for i, u := range recs {
+		at[i] = u.parkedAt
+	}
+	return o.once.Parked(ctx, n, at)
 }
 
 // learnDeadLetters has the dead-letter record follow the member into gen
-// (deadOnce.enter). The loop calls it before deciding any event of gen.
-// A read-back that fails for good (no right to read the topic) costs
-// only the repeats it would have avoided: it is logged, not fatal.
+// (deadletter.Once.Enter). The loop calls it before deciding any event
+// of gen. A read-back that fails for good (no right to read the topic)
+// costs only the repeats it would have avoided: it is logged, not fatal.
 func (o *outcomes) learnDeadLetters(ctx context.Context, gen *generation) error {
-	if o.once == nil {
-		return nil
+	g := deadletter.Generation{}
+	for k := range gen.owned {
+		g.Partitions = append(g.Partitions, k.partition)
 	}
-	err := o.once.enter(ctx, gen)
+	for k, off := range gen.offsets {
+		g.Start = append(g.Start, deadletter.Place{Topic: k.topic, Partition: k.partition, Offset: off})
+	}
+	err := o.once.Enter(ctx, g)
 	if err != nil && ctx.Err() == nil {
 		o.log.Warn("dead letters not read back: repeats of them may be written", "generation", gen.id, "error", err)
 		return nil
@@ -170,16 +238,9 @@ func (o *outcomes) learnDeadLetters(ctx context.Context, gen *generation) error 
 
 // forgetDeadLetterOwners makes the next learnDeadLetters count every
 // partition as gained.
-func (o *outcomes) forgetDeadLetterOwners() {
-	if o.once != nil {
-		o.once.forgetOwners()
-	}
-}
+func (o *outcomes) forgetDeadLetterOwners() { o.once.ForgetOwners() }
 
 // landDeadLetters waits until every dead letter queued is written.
 func (o *outcomes) landDeadLetters(ctx context.Context) error {
-	if o.dead == nil {
-		return nil
-	}
 	return o.dead.WaitEmpty(ctx)
 }

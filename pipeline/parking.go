@@ -55,7 +55,7 @@ import (
 // dishes whose offsets it had not committed yet; both the event and its
 // record come back to the next owner, which decides the dish twice (the
 // second write is Stale; a dead letter already written is found and not
-// written again: dlqonce.go). A tombstone lost that way leaves a record
+// written again: package deadletter). A tombstone lost that way leaves a record
 // whose dish is decided again when it is read back: Stale, or
 // dead-lettered if its restaurant was deleted since.
 
@@ -179,7 +179,7 @@ type parker struct {
 	out    *outbox.Outbox[*parkRecord]
 	client *kafka.Client
 	// readAlso, if set, is shown a partition's records read back before
-	// they are decided (deadOnce.parked).
+	// they are decided (outcomes.deadLettersParked).
 	readAlso func(ctx context.Context, partition int, recs []unparked) error
 	// read are the partitions whose records were read back (loop-owned).
 	read map[int]bool

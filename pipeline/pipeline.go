@@ -16,6 +16,7 @@ import (
 	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/kafkarange"
+	"github.com/geoshard/geoshard/pipeline/deadletter"
 	"github.com/geoshard/geoshard/pipeline/health"
 	"github.com/geoshard/geoshard/pipeline/outbox"
 	"github.com/geoshard/geoshard/pipeline/pending"
@@ -56,9 +57,14 @@ type Pipeline struct {
 	modes   *modes
 	parking *parker
 
+	// The connections' settings (Config.Kafka): every reader's and
+	// writer's. deadWriter writes the dead letters (Run closes it).
+	dialer     *kafka.Dialer
+	transport  *kafka.Transport
+	deadWriter producer
+
 	// Hooks, replaced by tests.
-	wrapDialer  func(*kafka.Dialer) *kafka.Dialer // the group's and the readers' connections
-	newProducer func(*kafka.Transport) producer
+	wrapDialer func(*kafka.Dialer) *kafka.Dialer // the group's and the readers' connections
 	// newParkingProducer writes the parking topic.
 	newParkingProducer func(*kafka.Transport) producer
 	// now is the clock of ages and stalls: how long a dish has waited for
@@ -76,8 +82,17 @@ type Pipeline struct {
 	cancelRun context.CancelCauseFunc
 }
 
-// New checks the configuration and registers the metrics. It does no
-// I/O: Run connects, resolves the alias and loads the map.
+// producer is the part of kafka-go's Writer the outboxes write through.
+type producer interface {
+	WriteMessages(ctx context.Context, msgs ...kafka.Message) error
+	Close() error
+}
+
+var _ producer = (*kafka.Writer)(nil)
+
+// New checks the configuration, registers the metrics and builds the
+// stages. It does no I/O but read the TLS files Config.Kafka names: Run
+// connects, resolves the alias and loads the map.
 func New(cfg Config, client *opensearch.Client) (*Pipeline, error) {
 	if client == nil {
 		return nil, errors.New("pipeline: nil OpenSearch client")
@@ -90,7 +105,11 @@ func New(cfg Config, client *opensearch.Client) (*Pipeline, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: register metrics: %w", err)
 	}
-	p := &Pipeline{cfg: cfg, log: cfg.Logger, met: m, track: newTracker(), now: time.Now}
+	dialer, transport, err := cfg.Kafka.KafkaDialer()
+	if err != nil {
+		return nil, err
+	}
+	p := &Pipeline{cfg: cfg, log: cfg.Logger, met: m, track: newTracker(), now: time.Now, dialer: dialer, transport: transport}
 	now := func() time.Time { return p.now() }
 	p.health = health.New(cfg.Brokers, health.SearchNodes(client), p.log, now)
 	p.client = p.health.Observe(client)
@@ -103,13 +122,22 @@ func New(cfg Config, client *opensearch.Client) (*Pipeline, error) {
 	p.modes = newModes(cfg, p.log, p.admin, m, p.fail)
 	p.modes.health = p.Health
 	p.modes.progress = newProgress(p.track, time.Now().UTC())
+	once, err := deadletter.New[*event](deadletter.Config{
+		Topic: cfg.DLQTopic, EventTopics: cfg.topics(), Logger: p.log,
+		Client: &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 30 * time.Second, Transport: transport},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
 	p.out = &outcomes{
 		log: p.log, met: m, track: p.track, now: now, parking: p.parking, fail: p.fail,
 		counts: make(map[EventKey]int64), deadCount: make(map[decode.Reason]int64),
-		once: newDeadOnce(cfg, p.log),
+		once: once,
 	}
-	p.commits.passed = p.out.once.passed
-	p.parking.readAlso = p.out.once.parked
+	p.deadWriter = deadletter.Writer(cfg.Brokers, cfg.DLQTopic, transport)
+	p.out.dead = outbox.New(p.deadWriter, p.log, "dead-letter", p.out.deadLetterWritten, p.out.skipDeadLetter)
+	p.commits.passed = p.out.deadLettersPassed
+	p.parking.readAlso = p.out.deadLettersParked
 	p.ix = newIndexer(p.log, p.admin, m, p.out, pending.New[*event](cfg.PendingMax, cfg.PendingMaxAge), p.fail)
 	p.ix.now = now
 	p.ix.reparent.trustFirst = cfg.TrustFirstVersions
@@ -120,29 +148,8 @@ func New(cfg Config, client *opensearch.Client) (*Pipeline, error) {
 	p.grp.deciding = p.loop.deciding.Load
 	p.ix.ended = &p.grp.ended
 	p.grp.wake = func() { p.ix.inbox.post(nil) }
-	p.newProducer = func(t *kafka.Transport) producer { return dlqWriter(cfg, t) }
 	p.newParkingProducer = func(t *kafka.Transport) producer { return parkingWriter(cfg, t) }
 	return p, nil
-}
-
-// dlqWriter is the dead-letter writer: acknowledged by every in-sync
-// replica, each dead letter of an event of partition N in partition N
-// modulo the topic's partition count, where the partition's next owner
-// reads it back (dlqonce.go). A restaurant's events are all in partition
-// N of the event topics, so its dead letters stay in order.
-func dlqWriter(cfg Config, t *kafka.Transport) producer {
-	return &kafka.Writer{
-		Addr:  kafka.TCP(cfg.Brokers...),
-		Topic: cfg.DLQTopic,
-		Balancer: kafka.BalancerFunc(func(m kafka.Message, partitions ...int) int {
-			return partitions[m.Partition%len(partitions)]
-		}),
-		RequiredAcks: kafka.RequireAll,
-		BatchSize:    500,
-		BatchTimeout: 5 * time.Millisecond,
-		MaxAttempts:  3,
-		Transport:    t,
-	}
 }
 
 // parkingWriter is the parking topic's writer: each record goes to the
@@ -183,10 +190,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	dialer, transport, err := p.cfg.Kafka.KafkaDialer()
-	if err != nil {
-		return err
-	}
+	dialer, transport := p.dialer, p.transport
 	meta := &kafka.Client{Addr: kafka.TCP(p.cfg.Brokers...), Timeout: 10 * time.Second, Transport: transport}
 	err = p.health.AwaitBrokers(ctx, "read the topics' metadata", func(ctx context.Context) error {
 		_, err := kafkarange.PartitionCounts(ctx, meta, p.cfg.RestaurantTopic)
@@ -235,11 +239,6 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("pipeline: consumer group: %w", err)
 	}
-	prod := p.newProducer(transport)
-	p.out.dead = newDLQ(prod, p.log, p.out.deadLetterWritten, func(d *deadLetter) bool {
-		return p.out.once.skip(d, func(ev *event) bool { return p.track.isDropped(ev.entry) })
-	})
-	p.out.once.client = &kafka.Client{Addr: kafka.TCP(p.cfg.Brokers...), Timeout: 30 * time.Second, Transport: transport}
 	p.parking.client = &kafka.Client{Addr: kafka.TCP(p.cfg.Brokers...), Timeout: 30 * time.Second, Transport: transport}
 	parkProd := p.newParkingProducer(transport)
 	p.parking.out = outbox.New(parkProd, p.log, "parking", p.parking.written, func(r *parkRecord) bool {
@@ -277,7 +276,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if err := group.Close(); err != nil { // leaves the group
 		p.log.Warn("close the consumer group", "error", err)
 	}
-	if err := prod.Close(); err != nil {
+	if err := p.deadWriter.Close(); err != nil {
 		p.log.Warn("close dead-letter writer", "error", err)
 	}
 	if err := parkProd.Close(); err != nil {

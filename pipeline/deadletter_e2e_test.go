@@ -119,7 +119,7 @@ func TestDeadLetterOnceAfterMove(t *testing.T) {
 
 	checkDeadLettersOnce(t, e, evs, where, false)
 	ra, rb := a.r.p.out.deadRepeats.Load(), b.r.p.out.deadRepeats.Load()
-	t.Logf("repeats not written: %d by the first instance, %d by the second; %d places read back by the second", ra, rb, b.r.p.out.once.readBack.Load())
+	t.Logf("repeats not written: %d by the first instance, %d by the second; %d places read back by the second", ra, rb, b.r.p.out.once.ReadBack())
 	if n := deadLettersWritten(b.r.p); n != 0 {
 		t.Errorf("second instance wrote %d dead letters, want none", n)
 	}
@@ -241,85 +241,4 @@ func TestDeadLettersOnceUnderChurn(t *testing.T) {
 	}
 	t.Logf("dead letters written per instance %v, repeats not written %v", written, repeats)
 	checkDeadLettersOnce(t, e, evs, where, true)
-}
-
-// TestDeadOnceRecord walks the record of places through one partition's
-// life: a dead letter queued, a second decision of its place joining it,
-// its acknowledgement, a third decision finding it, a commit passing it,
-// a waiting dish pinning its place past the commit, and a dead letter
-// whose every event was superseded, skipped.
-func TestDeadOnceRecord(t *testing.T) {
-	o := newDeadOnce(Config{}, testLogger())
-	part := partKey{"menu", 0}
-	at := func(off int64) *event { return &event{part: part, offset: off} }
-	dl := func(ev *event) *deadLetter { return &deadLetter{ev: ev, reason: decode.ReasonInvalidJSON} }
-	dropped := map[*event]bool{}
-	isDropped := func(ev *event) bool { return dropped[ev] }
-
-	first, second, third := dl(at(5)), dl(at(5)), dl(at(5))
-	if c := o.claim(first); c != claimSend {
-		t.Fatalf("claim of a new place = %v, want send", c)
-	}
-	if c := o.claim(second); c != claimJoined {
-		t.Fatalf("claim of a place in the outbox = %v, want joined", c)
-	}
-	dropped[first.ev] = true // a redelivery superseded it; second is its copy
-	if o.skip(first, isDropped) {
-		t.Fatal("skip of a dead letter a live event joined = true")
-	}
-	if all := o.written(first); len(all) != 2 || all[1] != second {
-		t.Fatalf("written = %d dead letters, want the first and the one that joined it", len(all))
-	}
-	if c := o.claim(third); c != claimKnown {
-		t.Fatalf("claim of a written place = %v, want known", c)
-	}
-
-	o.passed([]commitPoint{{part, 6}})
-	if c := o.claim(dl(at(5))); c != claimSend {
-		t.Fatalf("claim of a place the commit passed = %v, want send (it is not fetched again)", c)
-	}
-
-	waiting := at(7)
-	o.written(dl(at(7)))
-	o.pin(waiting)
-	o.passed([]commitPoint{{part, 8}})
-	if c := o.claim(dl(at(7))); c != claimKnown {
-		t.Fatalf("claim of a pinned place the commit passed = %v, want known", c)
-	}
-	o.unpin(waiting)
-	o.passed([]commitPoint{{part, 8}})
-	if c := o.claim(dl(at(7))); c != claimSend {
-		t.Fatalf("claim of an unpinned place the commit passed = %v, want send", c)
-	}
-
-	gone := dl(at(9))
-	o.claim(gone)
-	dropped[gone.ev] = true
-	if !o.skip(gone, isDropped) {
-		t.Fatal("skip of a dead letter whose every event was superseded = false")
-	}
-	if c := o.claim(dl(at(9))); c != claimSend {
-		t.Fatalf("claim after its dead letter was skipped = %v, want send", c)
-	}
-}
-
-// BenchmarkDeadOnce measures what the record costs a dead letter on the
-// hot path: its claim, its acknowledgement, a repeat's claim, and the
-// commit that passes it.
-func BenchmarkDeadOnce(b *testing.B) {
-	b.ReportAllocs()
-	o := newDeadOnce(Config{}, testLogger())
-	part := partKey{"menu", 0}
-	var off int64
-	for b.Loop() {
-		ev := &event{part: part, offset: off}
-		d := &deadLetter{ev: ev, reason: decode.ReasonInvalidJSON}
-		o.claim(d)
-		o.written(d)
-		o.claim(&deadLetter{ev: ev, reason: decode.ReasonInvalidJSON})
-		off++
-		if off%64 == 0 {
-			o.passed([]commitPoint{{part, off}})
-		}
-	}
 }
