@@ -146,7 +146,7 @@ type event struct {
 	// flying: the indexer counts the event's writes in flight (fly).
 	flying bool
 	// gen is the consumer-group generation the event was taken in: no
-	// decision of it is made once that generation has ended (fence.go).
+	// decision of it is made once that generation has ended (indexer_fence.go).
 	gen int64
 	// parkedAt is when the dish was parked to wait for its restaurant
 	// (parking.go); zero if it never was. Set on the loop before the
@@ -162,7 +162,7 @@ type event struct {
 	rejected    error  // a permanent error of one of its writes
 	failed      bool   // a write failed for good: the event never finishes
 	// cut: a step its decision needed after a write was not taken, its
-	// generation having ended (fence.go): the event never finishes here.
+	// generation having ended (indexer_fence.go): the event never finishes here.
 	cut bool
 	// settled, if set, runs on the loop once every write of the event is
 	// answered (whatever the answers).

@@ -9,10 +9,10 @@
 // The files follow a message: the consumer group (group.go) fetches it,
 // the decoder (decoder.go, through package decode, which reads geoshard's
 // own events and Debezium's) decodes it, the loop (loop.go) tracks it and hands it to the
-// indexer (indexer.go), which decides its writes (decide.go, gained.go,
-// moves.go), follows a dish that changes restaurant (reparent.go), keeps
-// account of what is in flight (inflight.go) and makes them (targets.go);
-// outcomes (outcome.go) finishes it, and the committer (offsets.go)
+// indexer (indexer.go), which decides its writes (indexer_decide.go, indexer_gained.go,
+// indexer_moves.go), follows a dish that changes restaurant (reparent.go), keeps
+// account of what is in flight (inflight.go) and makes them (indexer_targets.go);
+// outcomes (outcomes.go) finishes it, and the committer (committer.go)
 // commits its offset. Pipeline (pipeline.go) wires them and runs them.
 // Dish topics keyed by dish are re-keyed first (placement/repartition.go),
 // to where the restaurant topic's partitioner put each restaurant
@@ -21,17 +21,17 @@
 //   - Membership of the consumer group (group.go): a generation's
 //     partitions, each read from the committed offset, commits through
 //     the generation, and the handover before the next join; no decision
-//     once the generation has ended (fence.go).
+//     once the generation has ended (indexer_fence.go).
 //   - Decoding and validation of events (decoder.go; package decode). A
 //     bad event goes to the dead-letter topic with a bounded reason code;
 //     nothing is dropped silently, and nothing is dead-lettered twice
-//     (package deadletter; outcome.go queues and counts).
+//     (package deadletter; outcomes.go queues and counts).
 //   - The write targets: an index and the geoshard map it was built with,
 //     read from the index's mapping _meta through the alias, re-checked
-//     periodically (targets.go). Routing is computed and items are emitted
+//     periodically (indexer_targets.go). Routing is computed and items are emitted
 //     per target in one place, so that dual writes during a reshard are a
 //     second entry in the list.
-//   - Its side of a reshard migration (migration.go, heartbeat.go): it
+//   - Its side of a reshard migration (migration.go, modes_heartbeat.go): it
 //     polls the alias's migration state, writes both indexes while the
 //     phase asks for dual writes, switches between events once nothing is
 //     in flight, and records the phase it applies in a heartbeat the job
@@ -43,16 +43,16 @@
 //     flight, who owns what, what orders what, and the lock order.
 //   - The restaurant directory, id → cell of the location, in about 40
 //     bytes a restaurant (package directory), warmed from the index at start
-//     (warm.go) and kept current from restaurant events, and the bounded
+//     (indexer_warm.go) and kept current from restaurant events, and the bounded
 //     set of dishes that wait for their restaurant (package pending), each
 //     parked durably in a compacted topic of ingest's own so that its
 //     offset is committed while it waits (parking.go). A document is never
 //     written without routing.
 //   - Restaurant moves and deletes, which carry the restaurant's dishes
-//     with them in an order that a crash half-way cannot break (moves.go),
+//     with them in an order that a crash half-way cannot break (indexer_moves.go),
 //     and the index refreshes their searches need, shared by every move,
-//     delete and lookup waiting at that moment (refresh.go).
-//   - Offset tracking per partition and commits (offsets.go): an offset is
+//     delete and lookup waiting at that moment (refresher.go).
+//   - Offset tracking per partition and commits (tracker.go, committer.go): an offset is
 //     committed only when every event below it is finished — written
 //     (ok, stale or not found) to every target, dead-lettered, or parked
 //     to wait for its restaurant.
@@ -81,7 +81,7 @@
 //
 // # Dual-write rules
 //
-// During a migration's dual writes (migration.go, moves.go):
+// During a migration's dual writes (migration.go, indexer_moves.go):
 //
 // These rules are stated here once; the code that enforces them, and the
 // job's and schema's comments, point here.
@@ -98,7 +98,7 @@
 //     event delivered again), still go to the target, so a redelivery
 //     repairs an event cut short between the two. The wait for the
 //     source's answer delays each event, not the others: events of other
-//     restaurants go on meanwhile (targets.go, sourceWrite).
+//     restaurants go on meanwhile (indexer_targets.go, sourceWrite).
 //   - A restaurant move, the in-place geo_cell rewrite of a cell change
 //     and a restaurant delete take the restaurant's dishes from the
 //     source, which has them all, and apply the step to every index,
@@ -131,7 +131,7 @@
 // had no other writer. The restaurants of a partition it gained, whose
 // previous owner may have created, moved or deleted them, are looked up
 // in the index at their first event there, in batches, while the events
-// of the other partitions flow on (gained.go). The events of a partition
+// of the other partitions flow on (indexer_gained.go). The events of a partition
 // it lost that still wait in it it leaves unfinished to the new owner
 // (releaseUnowned), as it does every message of an ended generation still
 // queued behind its readers (loop.ended). A directory read from the index knows no
@@ -177,7 +177,7 @@
 //     it performs stay those of the phase it applies. Restaurants that are
 //     not yet in the migration's target index are written there only when
 //     they change: the copy of the rest is the job's.
-//   - Ownership is fenced by generation (fence.go): once a member's
+//   - Ownership is fenced by generation (indexer_fence.go): once a member's
 //     generation has ended it makes no new decision for that
 //     generation's events, withdraws the writes it had queued and only
 //     lands what was on the wire. It waits for that before it joins the

@@ -253,7 +253,7 @@ var pauseRestaurants = flag.Int("pause-restaurants", 200_000, "restaurants in th
 // committed: the rebalance, plus what the instance that gains the two
 // partitions does before their events flow. With directory=lookup it
 // looks each restaurant up in the index at its first event there
-// (gained.go). stop=none is the same events with no instance stopped.
+// (indexer_gained.go). stop=none is the same events with no instance stopped.
 func BenchmarkRebalancePause(b *testing.B) {
 	for _, how := range []string{"none", "lookup"} {
 		name := "stop=none"

@@ -31,7 +31,7 @@ import (
 //     result. An event finishes, and its offset may be committed, when
 //     every one is answered or mirrored from the source's answer.
 //   - During dual writes, an event's write to the source, whose answer
-//     decides what goes to the other index (targets.go).
+//     decides what goes to the other index (indexer_targets.go).
 //   - Tasks: a move, a restaurant's delete with its dishes, a read of the
 //     source after a stale answer. Each runs on a goroutine of its own,
 //     only searches, writes and waits for the answers of its own writes
@@ -55,7 +55,7 @@ import (
 //
 //   - Events of different restaurants are independent: they proceed
 //     together and finish in any order (the tracker commits over the
-//     finished run only, offsets.go).
+//     finished run only, tracker.go).
 //   - Events of one restaurant are decided in arrival order. While a task
 //     of a restaurant runs, or waits to start, the restaurant is held: its
 //     later events wait in its queue, and are decided in order once the
@@ -104,8 +104,8 @@ type indexer struct {
 	pend         *pending.Set[*event]
 	queuedBehind int       // events waiting in the queues of held restaurants
 	dirGen       int64     // the consumer-group generation the directory follows
-	cold         coldState // partitions gained since the directory was read (gained.go)
-	cut          fenceCut  // what the last generation's fence cut short (fence.go)
+	cold         coldState // partitions gained since the directory was read (indexer_gained.go)
+	cut          fenceCut  // what the last generation's fence cut short (indexer_fence.go)
 
 	getSlots chan struct{}
 	// searchSlots bounds the dish searches of moves and deletes in
@@ -115,7 +115,7 @@ type indexer struct {
 	refresher   *refresher  // the refreshes of moves, deletes, lookups and checks, shared
 	reparent    *reparenter // the checks of dish writes for other copies (reparent.go)
 	moves       atomic.Int64
-	lookups     atomic.Int64 // restaurants of gained partitions looked up (gained.go)
+	lookups     atomic.Int64 // restaurants of gained partitions looked up (indexer_gained.go)
 	warmStats   warmStats
 	searchSize  int // dishes per page when moving or deleting a restaurant
 	warmSize    int // restaurants per page when warming the directory
@@ -309,7 +309,7 @@ func (ix *indexer) result(r bulk.Result) {
 func (ix *indexer) eventResult(ev *event, r bulk.Result) {
 	if need, look := needsCheck(ev, r); need && !(look && ix.reparent.trustFirst) {
 		if !look && ix.fenced(ev.gen) {
-			// The spread is a decision of its own (fence.go).
+			// The spread is a decision of its own (indexer_fence.go).
 			ix.abandon(ev, r)
 			return
 		}
@@ -355,7 +355,7 @@ func (ix *indexer) answered(ev *event, r bulk.Result) {
 		// answered. A failed write leaves it unfinished: its offset is
 		// never committed, so the next start writes it again. (A write
 		// fails only when the pipeline stops, onResult, or when its
-		// generation ended before it was sent: fence.go.)
+		// generation ended before it was sent: indexer_fence.go.)
 	case fenced && (cut || rejected != nil):
 		// The generation ended before the event's decision was whole: the
 		// step that remains (its continuation, its spread, its dead

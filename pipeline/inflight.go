@@ -17,13 +17,13 @@ import (
 type inflight struct {
 	// gen is the consumer-group generation the loop decides in (0 before
 	// the first); ended is the member's latest ended generation (nil: none
-	// ends, as in tests that run no group). See fence.go.
+	// ends, as in tests that run no group). See indexer_fence.go.
 	gen   int64
 	ended *atomic.Int64
 	// genCtx ends when gen does: the tasks started in it run under it.
 	genCtx    context.Context
 	cancelGen context.CancelFunc
-	// landed is the latest generation whose fence has landed (fence.go).
+	// landed is the latest generation whose fence has landed (indexer_fence.go).
 	landed int64
 
 	rests     map[string]*restState
@@ -67,7 +67,7 @@ func (f *inflight) settle(rid string) {
 // write of rid added so far is answered: now, if none is in flight. fn
 // (or what it starts) ends the hold with unhold.
 //
-// A fn left waiting when the generation ends never runs (fence.go).
+// A fn left waiting when the generation ends never runs (indexer_fence.go).
 func (f *inflight) whenQuiet(ctx context.Context, rid string, fn func(context.Context) error) error {
 	f.rest(rid).held = true
 	f.flightMu.Lock()
@@ -97,7 +97,7 @@ func (f *inflight) fly(ev *event) {
 // restaurant that falls quiet runs the function waiting for it.
 //
 // An event of an ended generation no longer counts: the fence dropped
-// the generation's accounting whole (fence.go).
+// the generation's accounting whole (indexer_fence.go).
 func (f *inflight) land(ev *event) {
 	if !ev.flying {
 		return
@@ -129,7 +129,7 @@ func (f *inflight) land(ev *event) {
 
 // goTask runs a task on its own goroutine; the function it returns is
 // run on the loop. The task runs under the generation's context: when
-// the generation ends it is cancelled, and its end never runs (fence.go).
+// the generation ends it is cancelled, and its end never runs (indexer_fence.go).
 func (f *inflight) goTask(ctx context.Context, task func(context.Context) func(context.Context) error) {
 	f.tasks.Add(1)
 	f.tasksOn.Add(1)

@@ -184,14 +184,14 @@ func (l *loop) firstGeneration(ctx context.Context, msgs <-chan fetched) error {
 // restaurant), so what it knows of them stands, and a member that only
 // lost partitions (the older members when one joins) pauses for nothing
 // but the rebalance. The restaurants of a partition it gained are looked
-// up in the index as their events come (gained.go). A partition it lost
+// up in the index as their events come (indexer_gained.go). A partition it lost
 // is released at once (releaseUnowned). Then the parked dishes of the
 // partitions gained are read back, and the dead letters their events
 // made. Generations that passed unseen start the member over
 // (forgetPartitions).
 //
 // Where the fence of the generation before cut decisions short
-// (fence.go), the restaurants cut are looked up at their next event, and
+// (indexer_fence.go), the restaurants cut are looked up at their next event, and
 // every waiting dish is forgotten and read back from the parking topic,
 // whose records stand for them, as after a restart: a dish taken from
 // the waiting set by a decision that was cut is neither waiting nor

@@ -31,10 +31,10 @@ import (
 // that no other stage writes: the group member fetches (group.go), the
 // decoder decodes (decoder.go), the loop takes each message in order and
 // hands it to the indexer (loop.go), which decides its writes (indexer.go,
-// decide.go, moves.go) and makes them through the bulk writer
-// (targets.go); outcomes finishes it (outcome.go) and the committer
-// commits its offset (offsets.go). Beside them, modes follows the
-// migration (migration.go) and the parker keeps the dishes waiting for
+// indexer_decide.go, indexer_moves.go) and makes them through the bulk writer
+// (indexer_targets.go); outcomes finishes it (outcomes.go) and the committer
+// commits its offset (tracker.go). Beside them, modes follows the
+// migration (modes.go) and the parker keeps the dishes waiting for
 // their restaurant (parking.go).
 type Pipeline struct {
 	cfg    Config
@@ -178,7 +178,7 @@ func parkingWriter(cfg Config, t *kafka.Transport) producer {
 //
 // Before it consumes anything it reads the migration state and writes
 // its first heartbeat, so that it starts writing the way the current
-// migration phase asks (migration.go).
+// migration phase asks (modes.go).
 func (p *Pipeline) Run(ctx context.Context) error {
 	if !p.started.CompareAndSwap(false, true) {
 		return ErrAlreadyRun

@@ -245,7 +245,7 @@ func (rp *reparenter) run(ctx context.Context) {
 }
 
 // checkBatch runs one batch of checks and counts their writes. The
-// checks of an ended generation are not made (fence.go): their events
+// checks of an ended generation are not made (indexer_fence.go): their events
 // stay unfinished, for their next owner to spread.
 func (rp *reparenter) checkBatch(ctx context.Context, batch []dishCheck) {
 	live := batch[:0:0]
@@ -311,7 +311,7 @@ func (rp *reparenter) failAll(err error) {
 // finds nothing more to carry). Deleting that copy would lose the dish.
 // The other way to a copy at this version under another routing is a
 // member deciding with a directory that no longer follows the
-// restaurant, which the fence rules out (fence.go).
+// restaurant, which the fence rules out (indexer_fence.go).
 func (rp *reparenter) spread(ctx context.Context, cs []dishCheck) error {
 	type del struct{ index, id, routing string }
 	dels := make(map[del]int64)

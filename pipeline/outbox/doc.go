@@ -11,7 +11,7 @@
 // owner a message was written, or let it skip one no longer worth
 // writing. What a message holds, which topic it goes to and what its
 // acknowledgement lets the owner do is the owner's (package pipeline:
-// outcome.go, parking.go; package deadletter).
+// outcomes.go, parking.go; package deadletter).
 //
 // # Boundaries
 //

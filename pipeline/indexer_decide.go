@@ -268,7 +268,7 @@ func (ix *indexer) restaurantTask(ctx context.Context, ev *event, task func(cont
 func (ix *indexer) dishUpsert(ctx context.Context, ev *event) error {
 	// A waiting dish outlives the generation it came in when its
 	// partition stays with this member: it is decided in the one it is
-	// decided in (fence.go). Nothing of it flies meanwhile.
+	// decided in (indexer_fence.go). Nothing of it flies meanwhile.
 	ev.gen = ix.gen
 	c := ev.change
 	cell, ok := ix.dir.Lookup(c.RestaurantID)

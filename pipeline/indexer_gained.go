@@ -48,7 +48,7 @@ type coldState struct {
 	queue   []string
 	running bool
 	// rests are restaurants to look up at their next event whatever their
-	// partition: those a fence cut short (fence.go).
+	// partition: those a fence cut short (indexer_fence.go).
 	rests map[string]bool
 }
 

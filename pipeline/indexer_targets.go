@@ -18,7 +18,7 @@ import (
 // target is one index the pipeline writes to, with the map it was built
 // with. Outside a migration there is one: the alias's write index. During
 // the dual writes of a reshard migration there are two, the primary
-// first (see migration.go), and each receives every change under its own
+// first (see modes.go), and each receives every change under its own
 // map's routing; everything that computes routing goes through emit (and
 // the moves), which loop over the targets.
 type target struct {

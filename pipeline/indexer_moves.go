@@ -75,9 +75,9 @@ import (
 // redelivered event would have to find. And the event's own write, done
 // by the primary and not by the other index, comes again at a version
 // the directory already has: the same version at the same place is
-// written again rather than taken as stale (decide.go); the source
+// written again rather than taken as stale (indexer_decide.go); the source
 // answers it Stale but holds it live at that very version, so the other
-// index is written too (targets.go, emitSourceFirst).
+// index is written too (indexer_targets.go, emitSourceFirst).
 
 // moveStep is one step of a move or a delete with its dishes, in the
 // order they run.
@@ -132,7 +132,7 @@ func (ix *indexer) step(ctx context.Context, ev *event, name moveStep, items []b
 // stepResults is step, with the items' results.
 //
 // The items belong to ev's generation: once it ends, what is not sent yet
-// is withdrawn (fence.go).
+// is withdrawn (indexer_fence.go).
 func (ix *indexer) stepResults(ctx context.Context, ev *event, name moveStep, items []bulk.Item) (rs []bulk.Result, rej, err error) {
 	for i := range items {
 		items[i].Ref = genTag(ev.gen)
@@ -290,7 +290,7 @@ func (ix *indexer) planMove(ctx context.Context, targets []target, ev *event, fr
 // that the old place does not hold live. While a move runs the restaurant
 // is held and the directory puts its dishes at the old place, so such a
 // dish is what an earlier attempt of this very move, cut short (a crash,
-// or the end of its generation: fence.go), copied there. Either that
+// or the end of its generation: indexer_fence.go), copied there. Either that
 // attempt also deleted its old copy (step 2), and the copy at the new
 // place is the dish, to keep; or the dish was deleted, or moved to
 // another restaurant, at the old place since, where the restaurant still

@@ -27,7 +27,7 @@ import (
 // error, if it fails for good, is every waiter's. A round runs on a
 // goroutine of its own, counted in tasks (the indexer's, which Run waits
 // for), under base, the pipeline's work: not under the context of the
-// caller that started it, since a task ends with its generation (fence.go)
+// caller that started it, since a task ends with its generation (indexer_fence.go)
 // while the callers that joined its round go on (without base, as in
 // tests, it is the starting caller's).
 type refresher struct {

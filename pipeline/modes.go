@@ -57,7 +57,7 @@ import (
 // restaurant cells serves both: cells do not depend on a map (a warmed
 // restaurant enters it with its location's leaf cell). How an event cut
 // short between the two indexes is repaired by its redelivery is told in
-// moves.go (Dual writes).
+// indexer_moves.go (Dual writes).
 //
 // An index that refuses writes (a write block, or a missing index) stops
 // the pipeline with ErrIndexUnwritable instead of dead-lettering the
@@ -141,7 +141,7 @@ const phaseNone = "none"
 // modes follows the migration state and the alias, hands the write mode
 // they ask for to the processing loop, which applies it between events
 // (apply), and writes the heartbeat that says which phase this instance
-// applies (heartbeat.go).
+// applies (modes_heartbeat.go).
 type modes struct {
 	cfg   Config
 	log   *slog.Logger

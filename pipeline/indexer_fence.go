@@ -33,7 +33,7 @@ import (
 //     source): it runs under g's context (genCtx), cancelled at the fence,
 //     and its end, which would decide what follows it, never runs (inGen).
 //     A move cut between its steps leaves what a crash leaves, which the
-//     move decided again repairs (moves.go, planLeftovers included).
+//     move decided again repairs (indexer_moves.go, planLeftovers included).
 //   - A function waiting for its restaurant to fall quiet (whenQuiet), an
 //     event's continuation once its writes are answered (event.settled),
 //     the release of a dual-write chain after the source's answer: never

@@ -153,7 +153,7 @@ func TestWarmSkipsOnlyUnreadableDocuments(t *testing.T) {
 // A new generation never reads the whole directory again: one that only
 // lost partitions, or kept them all, keeps what it knows, and one that
 // gained partitions marks them cold (their restaurants are looked up as
-// they come, gained.go).
+// they come, indexer_gained.go).
 func TestNewGenerationReadsOnlyForGainedPartitions(t *testing.T) {
 	e := newEnv(t, envOptions{partitions: 1})
 	p := offlinePipeline(t)
