@@ -182,13 +182,6 @@ func (ev *event) labels() (typ, op string) {
 	return typ, op
 }
 
-// expect counts n writes about to be added for ev.
-func (ev *event) expect(n int) {
-	ev.mu.Lock()
-	ev.outstanding += n
-	ev.mu.Unlock()
-}
-
 // Change is the event's change (pending.Event).
 func (ev *event) Change() *decode.Change { return ev.change }
 

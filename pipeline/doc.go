@@ -6,58 +6,24 @@
 //
 // # What it owns
 //
-// The files follow a message: the consumer group (group.go) fetches it,
-// the decoder (decoder.go, through package decode, which reads geoshard's
-// own events and Debezium's) decodes it, the loop (loop.go) tracks it and hands it to the
-// indexer (indexer.go), which decides its writes (indexer_decide.go, indexer_gained.go,
-// indexer_moves.go), follows a dish that changes restaurant (reparent.go), keeps
-// account of what is in flight (inflight.go) and makes them (indexer_targets.go);
-// outcomes (outcomes.go) finishes it, and the committer (committer.go)
-// commits its offset. Pipeline (pipeline.go) wires them and runs them.
-// Dish topics keyed by dish are re-keyed first (placement/repartition.go),
-// to where the restaurant topic's partitioner put each restaurant
-// (placement/placement.go), once that is known (placement/learn.go).
+// The write side of ingest: the stages a message goes through, each a
+// type that no other stage writes, in the order it meets them — the
+// consumer-group member (group.go), the decoder (decoder.go), the loop
+// (loop.go), the indexer (indexer.go and its concerns in indexer_*.go:
+// deciding, moves and deletes, gained partitions, the fence, the warm,
+// the writes to the targets), the spread of a dish that changed
+// restaurant (reparent.go), outcomes (outcomes.go), the tracker
+// (tracker.go) and the committer (committer.go); beside them, the modes
+// of a migration (modes.go) and the parker (parking.go). Pipeline
+// (pipeline.go) builds them in New and runs them. The life of an event
+// through them is told once, in docs/architecture.md.
 //
-//   - Membership of the consumer group (group.go): a generation's
-//     partitions, each read from the committed offset, commits through
-//     the generation, and the handover before the next join; no decision
-//     once the generation has ended (indexer_fence.go).
-//   - Decoding and validation of events (decoder.go; package decode). A
-//     bad event goes to the dead-letter topic with a bounded reason code;
-//     nothing is dropped silently, and nothing is dead-lettered twice
-//     (package deadletter; outcomes.go queues and counts).
-//   - The write targets: an index and the geoshard map it was built with,
-//     read from the index's mapping _meta through the alias, re-checked
-//     periodically (indexer_targets.go). Routing is computed and items are emitted
-//     per target in one place, so that dual writes during a reshard are a
-//     second entry in the list.
-//   - Its side of a reshard migration (migration.go, modes_heartbeat.go): it
-//     polls the alias's migration state, writes both indexes while the
-//     phase asks for dual writes, switches between events once nothing is
-//     in flight, and records the phase it applies in a heartbeat the job
-//     waits on.
-//   - The write side (indexer.go): many events in flight at once, events
-//     of one restaurant (and its dishes) decided and written in order,
-//     and the slow work of a move or a restaurant delete on tasks that
-//     hold up only that restaurant. Its doc comment states what is in
-//     flight, who owns what, what orders what, and the lock order.
-//   - The restaurant directory, id → cell of the location, in about 40
-//     bytes a restaurant (package directory), warmed from the index at start
-//     (indexer_warm.go) and kept current from restaurant events, and the bounded
-//     set of dishes that wait for their restaurant (package pending), each
-//     parked durably in a compacted topic of ingest's own so that its
-//     offset is committed while it waits (parking.go). A document is never
-//     written without routing.
-//   - Restaurant moves and deletes, which carry the restaurant's dishes
-//     with them in an order that a crash half-way cannot break (indexer_moves.go),
-//     and the index refreshes their searches need, shared by every move,
-//     delete and lookup waiting at that moment (refresher.go).
-//   - Offset tracking per partition and commits (tracker.go, committer.go): an offset is
-//     committed only when every event below it is finished — written
-//     (ok, stale or not found) to every target, dead-lettered, or parked
-//     to wait for its restaurant.
-//   - Metrics (metrics.go), Stats and Ready (stats.go), and the run and
-//     its shutdown (pipeline.go).
+// What does not touch the write side's state is a package of its own:
+// decode (events and Debezium envelopes), placement (re-keying dish
+// topics keyed by dish), topics (the Kafka layout), directory (id →
+// cell), pending (dishes waiting for their restaurant), deadletter (a
+// dead letter once per event), outbox (the ordered writer of dead
+// letters and parking records) and health (what an instance waits for).
 //
 // # Guarantees
 //
@@ -107,16 +73,6 @@
 //     place, and a delete of an old copy it lacks leaves a tombstone
 //     that refuses a backfill copy read before the change and written
 //     after it.
-//
-// # Index documents
-//
-// A document's source is the event's doc plus the fields the pipeline
-// owns: relation, geo_cell, version, doc_id, and location (restaurant) or
-// restaurant_id (dish). Top-level doc fields with those names are dropped
-// before the pipeline's own are added, so an event cannot override them.
-// Other fields pass through untouched; OpenSearch's verdict on them (a
-// mapping conflict, a metadata field) comes back as a permanent error and
-// the event is dead-lettered with reason rejected.
 //
 // # Several instances in one group
 //

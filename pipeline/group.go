@@ -90,7 +90,7 @@ func newGeneration(g *kafka.Generation) *generation {
 type member struct {
 	cfg    Config
 	log    *slog.Logger
-	dialer *kafka.Dialer   // set by Run
+	dialer *kafka.Dialer   // the connections of the group and the readers
 	health *health.Monitor // told whether the brokers answer (nil: nothing)
 	// current is the latest generation, generations counts them; ended is
 	// the id of the latest one that has ended (handOver sets it before

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/segmentio/kafka-go"
 
 	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/internal/realenv"
@@ -70,11 +69,9 @@ func (e *testEnv) startMemberWith(cfg Config, name string, setup func(*Pipeline)
 	cfg.Instance, cfg.Registerer = name, prometheus.NewRegistry()
 	sev := &severable{}
 	r := e.startWith(cfg, func(p *Pipeline) {
-		p.wrapDialer = func(d *kafka.Dialer) *kafka.Dialer {
-			c := *d
-			c.DialFunc = sev.dial
-			return &c
-		}
+		d := *p.grp.dialer
+		d.DialFunc = sev.dial
+		p.grp.dialer = &d
 		if setup != nil {
 			setup(p)
 		}

@@ -194,13 +194,6 @@ func newIndexer(log *slog.Logger, admin *bulk.Admin, met *metrics, h host, pend 
 	return ix
 }
 
-// refresh makes every write acknowledged so far visible to searches of
-// index, sharing the refresh with every other caller of the moment
-// (refresher).
-func (ix *indexer) refresh(ctx context.Context, index string) error {
-	return ix.refresher.wait(ctx, index)
-}
-
 // setTargets makes targets the ones writes use. The loop calls it only
 // when nothing is in flight (after quiesce).
 func (ix *indexer) setTargets(targets []target) { ix.targets = targets }
@@ -366,6 +359,19 @@ func (ix *indexer) answered(ev *event, r bulk.Result) {
 		ix.host.finish(ev, result)
 	}
 	ix.land(ev)
+}
+
+// resultOf is the result an answered write finishes its event with.
+func resultOf(r bulk.Result) string {
+	switch {
+	case r.Coalesced:
+		return resultCoalesced
+	case r.Outcome == bulk.Stale:
+		return resultStale
+	case r.Outcome == bulk.NotFound:
+		return resultNotFound
+	}
+	return resultWritten
 }
 
 // warmStats is the progress of the last directory read, for Stats and

@@ -403,3 +403,12 @@ func (l *loop) decideUnparked(ctx context.Context, u unparked) error {
 	}
 	return l.ix.submit(ctx, ev)
 }
+
+// partKey names a partition of a topic.
+type partKey struct {
+	topic     string
+	partition int
+}
+
+// String is the partition's metric label, "topic/partition".
+func (k partKey) String() string { return k.topic + "/" + strconv.Itoa(k.partition) }

@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/geoshard/geoshard/bulk"
 	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/pipeline/deadletter"
 	"github.com/geoshard/geoshard/pipeline/outbox"
@@ -70,8 +69,8 @@ type outcomes struct {
 	parking *parker
 	fail    func(error)
 	// dead writes dead letters, once keeps it from writing one twice
-	// (package deadletter); both set by New. groupCommitted reads the
-	// group's committed offsets (nil: not asked), set by Run.
+	// (package deadletter). groupCommitted reads the
+	// group's committed offsets (nil: not asked).
 	dead           *dlq
 	once           *deadletter.Once[*event]
 	groupCommitted func(ctx context.Context, parts map[partKey]bool) (map[partKey]int64, error)
@@ -89,18 +88,6 @@ var _ host = (*outcomes)(nil)
 // rejected dead-letters an event the index rejected a write of.
 func (o *outcomes) rejected(ev *event, err error) {
 	o.send(newDeadLetter(ev, decode.ReasonRejected, err.Error(), resultDeadLetter))
-}
-
-func resultOf(r bulk.Result) string {
-	switch {
-	case r.Coalesced:
-		return resultCoalesced
-	case r.Outcome == bulk.Stale:
-		return resultStale
-	case r.Outcome == bulk.NotFound:
-		return resultNotFound
-	}
-	return resultWritten
 }
 
 // finish records an event as finished, so its offset may be committed,

@@ -27,15 +27,7 @@ import (
 // with New and run it once with Run; Ready and Stats may be called at any
 // time, from any goroutine.
 //
-// It wires the stages a message goes through, each a type of its own
-// that no other stage writes: the group member fetches (group.go), the
-// decoder decodes (decoder.go), the loop takes each message in order and
-// hands it to the indexer (loop.go), which decides its writes (indexer.go,
-// indexer_decide.go, indexer_moves.go) and makes them through the bulk writer
-// (indexer_targets.go); outcomes finishes it (outcomes.go) and the committer
-// commits its offset (tracker.go). Beside them, modes follows the
-// migration (modes.go) and the parker keeps the dishes waiting for
-// their restaurant (parking.go).
+// The stages it builds and runs are told in the package doc (doc.go).
 type Pipeline struct {
 	cfg    Config
 	log    *slog.Logger
@@ -57,16 +49,13 @@ type Pipeline struct {
 	modes   *modes
 	parking *parker
 
-	// The connections' settings (Config.Kafka): every reader's and
-	// writer's. deadWriter writes the dead letters (Run closes it).
-	dialer     *kafka.Dialer
-	transport  *kafka.Transport
-	deadWriter producer
+	// transport is the connections' settings (Config.Kafka) of every
+	// client and writer; the member's dialer has them for the readers.
+	// deadWriter writes the dead letters, parkWriter the parking topic
+	// (Run closes both).
+	transport              *kafka.Transport
+	deadWriter, parkWriter *kafka.Writer
 
-	// Hooks, replaced by tests.
-	wrapDialer func(*kafka.Dialer) *kafka.Dialer // the group's and the readers' connections
-	// newParkingProducer writes the parking topic.
-	newParkingProducer func(*kafka.Transport) producer
 	// now is the clock of ages and stalls: how long a dish has waited for
 	// its restaurant, since an event last finished (tests set it before
 	// Run).
@@ -81,14 +70,6 @@ type Pipeline struct {
 	fatalErr  error
 	cancelRun context.CancelCauseFunc
 }
-
-// producer is the part of kafka-go's Writer the outboxes write through.
-type producer interface {
-	WriteMessages(ctx context.Context, msgs ...kafka.Message) error
-	Close() error
-}
-
-var _ producer = (*kafka.Writer)(nil)
 
 // New checks the configuration, registers the metrics and builds the
 // stages. It does no I/O but read the TLS files Config.Kafka names: Run
@@ -109,7 +90,7 @@ func New(cfg Config, client *opensearch.Client) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pipeline{cfg: cfg, log: cfg.Logger, met: m, track: newTracker(), now: time.Now, dialer: dialer, transport: transport}
+	p := &Pipeline{cfg: cfg, log: cfg.Logger, met: m, track: newTracker(), now: time.Now, transport: transport}
 	now := func() time.Time { return p.now() }
 	p.health = health.New(cfg.Brokers, health.SearchNodes(client), p.log, now)
 	p.client = p.health.Observe(client)
@@ -148,14 +129,20 @@ func New(cfg Config, client *opensearch.Client) (*Pipeline, error) {
 	p.grp.deciding = p.loop.deciding.Load
 	p.ix.ended = &p.grp.ended
 	p.grp.wake = func() { p.ix.inbox.post(nil) }
-	p.newParkingProducer = func(t *kafka.Transport) producer { return parkingWriter(cfg, t) }
+	p.out.groupCommitted = groupOffsets(cfg, transport)
+	p.grp.dialer = dialer
+	p.parking.client = &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 30 * time.Second, Transport: transport}
+	p.parkWriter = parkingWriter(cfg, transport)
+	p.parking.out = outbox.New(p.parkWriter, p.log, "parking", p.parking.written, func(r *parkRecord) bool {
+		return !r.tombstone && p.track.isDropped(r.ev.entry)
+	})
 	return p, nil
 }
 
 // parkingWriter is the parking topic's writer: each record goes to the
 // partition its message names (the parked event's partition number),
 // acknowledged by every in-sync replica.
-func parkingWriter(cfg Config, t *kafka.Transport) producer {
+func parkingWriter(cfg Config, t *kafka.Transport) *kafka.Writer {
 	return &kafka.Writer{
 		Addr:         kafka.TCP(cfg.Brokers...),
 		Topic:        cfg.ParkingTopic,
@@ -190,7 +177,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	dialer, transport := p.dialer, p.transport
+	transport := p.transport
 	meta := &kafka.Client{Addr: kafka.TCP(p.cfg.Brokers...), Timeout: 10 * time.Second, Transport: transport}
 	err = p.health.AwaitBrokers(ctx, "read the topics' metadata", func(ctx context.Context) error {
 		_, err := kafkarange.PartitionCounts(ctx, meta, p.cfg.RestaurantTopic)
@@ -230,20 +217,10 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p.out.groupCommitted = groupOffsets(p.cfg, transport)
-	if p.wrapDialer != nil {
-		dialer = p.wrapDialer(dialer)
-	}
-	p.grp.dialer = dialer
 	group, err := kafka.NewConsumerGroup(p.grp.config())
 	if err != nil {
 		return fmt.Errorf("pipeline: consumer group: %w", err)
 	}
-	p.parking.client = &kafka.Client{Addr: kafka.TCP(p.cfg.Brokers...), Timeout: 30 * time.Second, Transport: transport}
-	parkProd := p.newParkingProducer(transport)
-	p.parking.out = outbox.New(parkProd, p.log, "parking", p.parking.written, func(r *parkRecord) bool {
-		return !r.tombstone && p.track.isDropped(r.ev.entry)
-	})
 
 	p.out.lastProgress.Store(p.now().UnixNano())
 	p.running.Store(true)
@@ -262,7 +239,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	bg.Go(func() { p.ix.reparent.runLooks(lt.work) })
 	bg.Go(func() { p.health.ProbeBrokers(lt.work, meta, p.cfg.RestaurantTopic, health.BrokerProbeInterval) })
 
-	p.consume(lt, dialer, transport, group)
+	p.consume(lt, group)
 	p.drain(lt, w)
 	lt.stopWork()
 	p.ix.tasks.Wait() // their writes have ended: cancelled, or failed by Close
@@ -279,7 +256,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if err := p.deadWriter.Close(); err != nil {
 		p.log.Warn("close dead-letter writer", "error", err)
 	}
-	if err := parkProd.Close(); err != nil {
+	if err := p.parkWriter.Close(); err != nil {
 		p.log.Warn("close parking writer", "error", err)
 	}
 	p.publishGauges()
@@ -385,12 +362,12 @@ func (lt *lifetimes) release() {
 // consume runs intake: the repartitioner (under DishKeyDish), the fetch
 // and the decoding beside the processing loop, until intake ends or the
 // loop fails. It returns once all of them have stopped.
-func (p *Pipeline) consume(lt *lifetimes, dialer *kafka.Dialer, transport *kafka.Transport, group *kafka.ConsumerGroup) {
+func (p *Pipeline) consume(lt *lifetimes, group *kafka.ConsumerGroup) {
 	// The repartitioner (placement/repartition.go) stops with intake, and finishes
 	// the batch it is writing within the drain.
 	var repart sync.WaitGroup
 	if p.cfg.DishKey == DishKeyDish {
-		rp, err := newRepartitioner(p.cfg, p.log, dialer, transport, p.dec.placement, p.fail, func(n int) {
+		rp, err := newRepartitioner(p.cfg, p.log, p.grp.dialer, p.transport, p.dec.placement, p.fail, func(n int) {
 			p.met.repartitioned.Add(float64(n))
 			p.repartitioned.Add(int64(n))
 		})

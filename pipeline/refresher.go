@@ -125,3 +125,10 @@ func (r *refresher) run(ctx context.Context, index string, q *refreshQueue) {
 		close(round.done)
 	}
 }
+
+// refresh makes every write acknowledged so far visible to searches of
+// index, sharing the refresh with every other caller of the moment
+// (refresher).
+func (ix *indexer) refresh(ctx context.Context, index string) error {
+	return ix.refresher.wait(ctx, index)
+}

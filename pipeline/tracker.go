@@ -2,19 +2,9 @@ package pipeline
 
 import (
 	"sort"
-	"strconv"
 	"sync"
 	"sync/atomic"
 )
-
-// partKey names a partition of a topic.
-type partKey struct {
-	topic     string
-	partition int
-}
-
-// String is the partition's metric label, "topic/partition".
-func (k partKey) String() string { return k.topic + "/" + strconv.Itoa(k.partition) }
 
 // trackEntry is one fetched message of a partition.
 type trackEntry struct {

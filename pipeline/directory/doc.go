@@ -10,7 +10,7 @@
 // recognised as stale; Replace takes what the index holds of one
 // restaurant but keeps a newer delete), its live count, which Len reads
 // concurrently for stats and metrics, and its compact storage
-// (table.go): 24-byte records, an open-addressing table of slots and an
+// (further down directory.go): 24-byte records, an open-addressing table of slots and an
 // arena for ids longer than 7 bytes.
 //
 // What fills it (the warm-up from the index, restaurant events, the
