@@ -81,22 +81,17 @@
 // reads each from the group's committed offset, commits through the
 // generation, and lands what it has in flight before it joins the next.
 // It reads the directory from the index once it has joined. At a later
-// generation it keeps what it knows of the
-// restaurants of the partitions it kept: the group's balancer gives
-// partition N of every event topic to one member (topics.Copartitioned), so they
-// had no other writer. The restaurants of a partition it gained, whose
-// previous owner may have created, moved or deleted them, are looked up
-// in the index at their first event there, in batches, while the events
-// of the other partitions flow on (indexer_gained.go). The events of a partition
-// it lost that still wait in it it leaves unfinished to the new owner
-// (releaseUnowned), as it does every message of an ended generation still
-// queued behind its readers (loop.ended). A directory read from the index knows no
-// delete made before the read, so a restaurant it does not know is taken
-// as live only once the index has taken its write (confirmRestaurant).
-// Before the lookups everything the instance has in flight
-// is answered and the index refreshed, so they see every acknowledged
-// write; what a previous owner had not acknowledged it had not committed,
-// so those events are delivered again.
+// generation it keeps what it knows of the restaurants of the partitions
+// it kept: the group's balancer gives partition N of every event topic to
+// one member (topics.Copartitioned), so they had no other writer. The
+// restaurants of a partition it gained are looked up in the index at
+// their first event there (indexer_gained.go says how, and why that sees
+// every acknowledged write). The events of a partition it lost that
+// still wait it leaves unfinished to the new owner (releaseUnowned), as
+// it does every message of an ended generation still queued behind its
+// readers (loop.ended). A directory read from the index knows no delete
+// made before the read, so a restaurant it does not know is taken as
+// live only once the index has taken its write (confirmRestaurant).
 //
 // # Limits
 //

@@ -178,24 +178,16 @@ func (l *loop) firstGeneration(ctx context.Context, msgs <-chan fetched) error {
 	return nil
 }
 
-// enterGeneration follows the consumer group into gen. The restaurants
-// of a partition the member kept had no other writer meanwhile (partition
-// N of every event topic is one member's, and both are keyed by
-// restaurant), so what it knows of them stands, and a member that only
-// lost partitions (the older members when one joins) pauses for nothing
-// but the rebalance. The restaurants of a partition it gained are looked
-// up in the index as their events come (indexer_gained.go). A partition it lost
-// is released at once (releaseUnowned). Then the parked dishes of the
-// partitions gained are read back, and the dead letters their events
-// made. Generations that passed unseen start the member over
-// (forgetPartitions).
-//
-// Where the fence of the generation before cut decisions short
-// (indexer_fence.go), the restaurants cut are looked up at their next event, and
-// every waiting dish is forgotten and read back from the parking topic,
-// whose records stand for them, as after a restart: a dish taken from
-// the waiting set by a decision that was cut is neither waiting nor
-// written, and its offset is committed.
+// enterGeneration follows the consumer group into gen: it keeps what it
+// knows of the partitions it kept, marks those it gained cold
+// (indexer_gained.go, which says why), releases those it lost
+// (releaseUnowned), reads back the parked dishes and the dead letters of
+// the partitions gained, and starts over after generations that passed
+// unseen (forgetPartitions). After a fence that cut decisions short
+// (indexer_fence.go) the restaurants cut are looked up at their next
+// event, and the waiting dishes are forgotten and read back from the
+// parking topic, as after a restart: a dish taken from the waiting set
+// by a cut decision is neither waiting nor written.
 func (l *loop) enterGeneration(ctx context.Context, gen *generation) error {
 	if l.ix.gen != 0 {
 		if err := l.ix.landFenced(ctx); err != nil {
