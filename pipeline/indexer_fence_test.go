@@ -27,7 +27,7 @@ func handMember(t *testing.T, e *testEnv) *Pipeline {
 	if err != nil {
 		t.Fatal(err)
 	}
-	noDeadLetterReadBack(t, p)
+	drivenByHand(t, p)
 	p.ix.targets = []target{newTarget(testIndex, e.m, true)}
 	w, err := p.startWriter()
 	if err != nil {

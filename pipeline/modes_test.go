@@ -749,15 +749,17 @@ func offlinePipeline(t testing.TB) *Pipeline {
 	if err != nil {
 		t.Fatal(err)
 	}
-	noDeadLetterReadBack(t, p)
+	drivenByHand(t, p)
 	return p
 }
 
-// noDeadLetterReadBack has p's dead-letter record read nothing back, for
-// a member driven by hand with no broker at its address: it knows only
-// its own dead letters.
-func noDeadLetterReadBack(t testing.TB, p *Pipeline) {
+// drivenByHand makes p a member driven by hand, with no broker at its
+// address, as a Pipeline that has not run was: its dead-letter record
+// reads nothing back (it knows only its own dead letters), and it parks
+// nothing and reads no parked dish back.
+func drivenByHand(t testing.TB, p *Pipeline) {
 	t.Helper()
+	p.parking.out, p.parking.client = nil, nil
 	once, err := deadletter.New[*event](deadletter.Config{Logger: p.log})
 	if err != nil {
 		t.Fatal(err)

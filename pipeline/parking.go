@@ -174,8 +174,8 @@ type parker struct {
 	log   *slog.Logger
 	track *tracker
 	met   *metrics
-	// out writes records and tombstones, client reads them back; both set
-	// by Run (out nil: nothing is parked).
+	// out writes records and tombstones, client reads them back; both
+	// set by New (out nil, in a member driven by hand: nothing is parked).
 	out    *outbox.Outbox[*parkRecord]
 	client *kafka.Client
 	// readAlso, if set, is shown a partition's records read back before
