@@ -93,6 +93,6 @@ func TestTrackedBound(t *testing.T) {
 	if st.TrackedPeak > bound {
 		t.Errorf("tracked at most %d messages, over the bound of %d", st.TrackedPeak, bound)
 	}
-	e.expireOrphans(t)
+	e.expireOrphans(t, evs, where)
 	checkFinal(t, e, evs, where)
 }

@@ -84,6 +84,6 @@ func TestEndToEndDatagen(t *testing.T) {
 	if err := r.Stop(t); err != nil {
 		t.Fatalf("Run = %v", err)
 	}
-	e.expireOrphans(t)
+	e.expireOrphans(t, evs, where)
 	checkFinal(t, e, evs, where)
 }

@@ -164,7 +164,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("Run = %v", err)
 	}
 	t.Logf("stats: fetched %d finished %d moves %d pending %d directory %d events %v dead %v", st.Fetched, st.Finished, st.Moves, st.Pending, st.Directory, st.Events, st.DeadLetters)
-	e.expireOrphans(t)
+	e.expireOrphans(t, evs, where)
 	checkFinal(t, e, evs, where)
 }
 
@@ -192,7 +192,7 @@ func TestEndToEndTwoTopics(t *testing.T) {
 	if err := r.Stop(t); err != nil {
 		t.Fatalf("Run = %v", err)
 	}
-	e.expireOrphans(t)
+	e.expireOrphans(t, evs, where)
 	checkFinal(t, e, evs, where)
 }
 
@@ -254,7 +254,7 @@ func TestKillAndResume(t *testing.T) {
 	if err := r.Stop(t); err != nil {
 		t.Fatalf("Run = %v", err)
 	}
-	e.expireOrphans(t)
+	e.expireOrphans(t, evs, where)
 	checkFinal(t, e, evs, where)
 }
 
@@ -290,7 +290,7 @@ func TestRebalance(t *testing.T) {
 	if err := b.Stop(t); err != nil {
 		t.Fatalf("second instance: Run = %v", err)
 	}
-	e.expireOrphans(t)
+	e.expireOrphans(t, evs, where)
 	sa, sb := a.p.Stats(), b.p.Stats()
 	t.Logf("first instance finished %d, second %d", sa.Finished, sb.Finished)
 	if sa.Finished == 0 || sb.Finished == 0 {
@@ -353,7 +353,7 @@ func TestScaleOut(t *testing.T) {
 			t.Fatalf("instance %d: Run = %v", i, err)
 		}
 	}
-	e.expireOrphans(t)
+	e.expireOrphans(t, evs, where)
 	var finished []int64
 	for _, r := range []*running{a, b, c, d} {
 		finished = append(finished, r.p.Stats().Finished)
@@ -457,6 +457,6 @@ func TestMetricsFollowOwnership(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	e.expireOrphans(t)
+	e.expireOrphans(t, evs, where)
 	checkFinalOpts(t, e, evs, where, true)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/internal/kafkatest"
 	"github.com/geoshard/geoshard/internal/osfake"
 	"github.com/geoshard/geoshard/internal/realenv"
@@ -247,6 +248,40 @@ func (e *testEnv) parkedLive() int {
 	return n
 }
 
+// parkedSources is where the dishes of the live parking records were
+// read.
+func (e *testEnv) parkedSources() []produced {
+	if _, err := e.kafka.HighWatermarks(context.Background(), e.parkingTopic()); err != nil {
+		return nil // not created: no pipeline started
+	}
+	live := map[string]*produced{}
+	for _, m := range testenv.ReadTopic(e.t, e.kafka, e.parkingTopic()) {
+		if m.Value == nil {
+			live[string(m.Key)] = nil
+			continue
+		}
+		var src produced
+		for _, h := range m.Headers {
+			switch h.Key {
+			case HeaderSourceTopic:
+				src.topic = string(h.Value)
+			case HeaderSourcePartition:
+				src.partition, _ = strconv.Atoi(string(h.Value))
+			case HeaderSourceOffset:
+				src.offset, _ = strconv.ParseInt(string(h.Value), 10, 64)
+			}
+		}
+		live[string(m.Key)] = &src
+	}
+	var out []produced
+	for _, k := range testenv.SortedKeys(live) {
+		if src := live[k]; src != nil {
+			out = append(out, *src)
+		}
+	}
+	return out
+}
+
 // parkingTopic is the pipeline's parking topic at its default name.
 func (e *testEnv) parkingTopic() string { return e.group + ".parked" }
 
@@ -328,10 +363,31 @@ const waitForever = time.Hour
 // warmed directory, or the lookup before an expiry, finds it), and
 // dead-letters the rest at its first expiry tick. Nothing here depends on
 // how long anything took.
-func (e *testEnv) expireOrphans(t testing.TB) {
+//
+// With the log (evs, produced at where), it first checks that every dish
+// still parked is one the model dead-letters: a dish whose restaurant
+// the log brings, stranded where it never sees it, is a defect that the
+// lookup before an expiry would otherwise hide.
+func (e *testEnv) expireOrphans(t testing.TB, evs []genEvent, where []produced) {
 	t.Helper()
 	if ok, why := e.committedAll(context.Background()); !ok {
 		t.Fatalf("expiring the waiting dishes before every event is committed: %s", why)
+	}
+	if evs != nil {
+		dead := runModel(evs).deadLetters
+		index := map[produced]int{}
+		for i, w := range where {
+			index[w] = i
+		}
+		for _, src := range e.parkedSources() {
+			i, ok := index[src]
+			switch {
+			case !ok:
+				t.Errorf("parked dish from %s/%d@%d, which the test did not produce", src.topic, src.partition, src.offset)
+			case dead[i] != decode.ReasonUnknownRestaurant:
+				t.Errorf("dish still parked once every event is committed: event %d (%s/%d@%d) %.120s; the model writes it", i, src.topic, src.partition, src.offset, evs[i].value)
+			}
+		}
 	}
 	cfg := e.config()
 	cfg.PendingMaxAge = time.Nanosecond

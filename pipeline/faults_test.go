@@ -55,7 +55,7 @@ func TestRejectStorm(t *testing.T) {
 	}
 	t.Logf("%d items rejected, %d retries, %d moves", e.os.FaultStats().RejectedItems, st.Bulk.Retries, st.Moves)
 	e.os.ClearFaults()
-	e.expireOrphans(t)
+	e.expireOrphans(t, evs, where)
 	checkFinal(t, e, evs, where)
 }
 
@@ -107,7 +107,7 @@ func TestHotShard(t *testing.T) {
 		t.Errorf("lag = %d after catching up, want 0", st.Lag)
 	}
 	e.os.ClearFaults()
-	e.expireOrphans(t)
+	e.expireOrphans(t, evs, where)
 	checkFinal(t, e, evs, where)
 }
 
@@ -147,7 +147,7 @@ func TestWriteFailureStops(t *testing.T) {
 	if err := r2.Stop(t); err != nil {
 		t.Fatalf("Run = %v", err)
 	}
-	e.expireOrphans(t)
+	e.expireOrphans(t, evs, where)
 	checkFinal(t, e, evs, where)
 }
 
@@ -393,6 +393,6 @@ func TestTransientFaultsAreNotFatal(t *testing.T) {
 			t.Errorf("no %s failed: the test tests nothing there (faults %v)", kind, failed)
 		}
 	}
-	e.expireOrphans(t)
+	e.expireOrphans(t, evs, where)
 	checkFinal(t, e, evs, where)
 }

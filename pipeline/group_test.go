@@ -166,7 +166,7 @@ func TestGroupThroughKillsAndRestarts(t *testing.T) {
 			t.Fatalf("instance %d: Run = %v", i, err)
 		}
 	}
-	e.expireOrphans(t)
+	e.expireOrphans(t, evs, where)
 	checkFinalOpts(t, e, evs, where, true)
 }
 

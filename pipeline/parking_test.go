@@ -99,7 +99,7 @@ func TestParkedDishesDoNotHoldTheCommit(t *testing.T) {
 	if st.Pending != 3 {
 		t.Errorf("%d dishes pending once r-late is written, want the 3 of r-never", st.Pending)
 	}
-	e.expireOrphans(t)
+	e.expireOrphans(t, nil, nil)
 	docs := e.scanIndex(t)
 	lat, lon := late[0].lat, late[0].lon
 	shard, err := e.m.Locate(lat, lon)
