@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/decode"
 	"github.com/geoshard/geoshard/internal/kafkatest"
 	"github.com/geoshard/geoshard/internal/osfake"
 	"github.com/geoshard/geoshard/internal/realenv"
@@ -247,6 +248,40 @@ func (e *testEnv) parkedLive() int {
 	return n
 }
 
+// parkedSources is where the dishes of the live parking records were
+// read.
+func (e *testEnv) parkedSources() []produced {
+	if _, err := e.kafka.HighWatermarks(context.Background(), e.parkingTopic()); err != nil {
+		return nil // not created: no pipeline started
+	}
+	live := map[string]*produced{}
+	for _, m := range testenv.ReadTopic(e.t, e.kafka, e.parkingTopic()) {
+		if m.Value == nil {
+			live[string(m.Key)] = nil
+			continue
+		}
+		var src produced
+		for _, h := range m.Headers {
+			switch h.Key {
+			case HeaderSourceTopic:
+				src.topic = string(h.Value)
+			case HeaderSourcePartition:
+				src.partition, _ = strconv.Atoi(string(h.Value))
+			case HeaderSourceOffset:
+				src.offset, _ = strconv.ParseInt(string(h.Value), 10, 64)
+			}
+		}
+		live[string(m.Key)] = &src
+	}
+	var out []produced
+	for _, k := range testenv.SortedKeys(live) {
+		if src := live[k]; src != nil {
+			out = append(out, *src)
+		}
+	}
+	return out
+}
+
 // parkingTopic is the pipeline's parking topic at its default name.
 func (e *testEnv) parkingTopic() string { return e.group + ".parked" }
 
@@ -271,8 +306,23 @@ func (e *testEnv) committedAll(ctx context.Context) (bool, string) {
 	return true, ""
 }
 
-// waitCaughtUp waits until every event is committed.
+// waitCaughtUp waits until every event is committed and no dish is
+// parked.
 func (e *testEnv) waitCaughtUp(t testing.TB, r *running, timeout time.Duration) {
+	t.Helper()
+	e.waitUntil(t, r, timeout, e.caughtUp)
+}
+
+// waitCommitted waits until every event is committed; dishes may still
+// be parked, waiting for a restaurant (with waitForever, those whose
+// restaurant never comes: see expireOrphans).
+func (e *testEnv) waitCommitted(t testing.TB, r *running, timeout time.Duration) {
+	t.Helper()
+	e.waitUntil(t, r, timeout, e.committedAll)
+}
+
+// waitUntil waits until done holds, or fails the test after timeout.
+func (e *testEnv) waitUntil(t testing.TB, r *running, timeout time.Duration, done func(context.Context) (bool, string)) {
 	t.Helper()
 	timeout = realenv.Slack(timeout)
 	ctx := context.Background()
@@ -280,7 +330,7 @@ func (e *testEnv) waitCaughtUp(t testing.TB, r *running, timeout time.Duration) 
 	why := ""
 	for time.Now().Before(deadline) {
 		var ok bool
-		if ok, why = e.caughtUp(ctx); ok {
+		if ok, why = done(ctx); ok {
 			return
 		}
 		if err, ok := r.Exited(); ok {
@@ -291,6 +341,62 @@ func (e *testEnv) waitCaughtUp(t testing.TB, r *running, timeout time.Duration) 
 	st := r.p.Stats()
 	t.Fatalf("not caught up after %v: %s; pending %d, fetched %d, finished %d, events %v; bulk added %d, finished %d, retries %d, requests %d",
 		timeout, why, st.Pending, st.Fetched, st.Finished, st.Events, st.Bulk.Added, st.Bulk.Finished(), st.Bulk.Retries, st.Bulk.Requests)
+}
+
+// waitForever is a pending max age beyond any test run. A dish waits for
+// its restaurant until it comes however busy the machine is: with two
+// topics read by separate readers the restaurant's event may be decided
+// seconds after the dish, and a dish parked by an instance that is then
+// killed or loses its partition keeps its first parking time, so its
+// next owner counts the restart, the session timeout and the rebalance
+// against its wait. A test that is not about the expiry, and whose model
+// says such a dish is indexed, sets it and lets the dishes whose
+// restaurant never comes go with expireOrphans.
+const waitForever = time.Hour
+
+// expireOrphans dead-letters the dishes still parked once the group has
+// committed every event and its instances have stopped. Every restaurant
+// event of the log is then finished, so a dish still parked waits for a
+// restaurant that is not in the log, or was deleted: what the model
+// dead-letters as unknown_restaurant. An instance with no patience reads
+// the parked dishes back, writes any whose restaurant the index has (its
+// warmed directory, or the lookup before an expiry, finds it), and
+// dead-letters the rest at its first expiry tick. Nothing here depends on
+// how long anything took.
+//
+// With the log (evs, produced at where), it first checks that every dish
+// still parked is one the model dead-letters: a dish whose restaurant
+// the log brings, stranded where it never sees it, is a defect that the
+// lookup before an expiry would otherwise hide.
+func (e *testEnv) expireOrphans(t testing.TB, evs []genEvent, where []produced) {
+	t.Helper()
+	if ok, why := e.committedAll(context.Background()); !ok {
+		t.Fatalf("expiring the waiting dishes before every event is committed: %s", why)
+	}
+	if evs != nil {
+		dead := runModel(evs).deadLetters
+		index := map[produced]int{}
+		for i, w := range where {
+			index[w] = i
+		}
+		for _, src := range e.parkedSources() {
+			i, ok := index[src]
+			switch {
+			case !ok:
+				t.Errorf("parked dish from %s/%d@%d, which the test did not produce", src.topic, src.partition, src.offset)
+			case dead[i] != decode.ReasonUnknownRestaurant:
+				t.Errorf("dish still parked once every event is committed: event %d (%s/%d@%d) %.120s; the model writes it", i, src.topic, src.partition, src.offset, evs[i].value)
+			}
+		}
+	}
+	cfg := e.config()
+	cfg.PendingMaxAge = time.Nanosecond
+	cfg.Instance = "ingest-expiry"
+	r := e.start(cfg)
+	e.waitCaughtUp(t, r, 30*time.Second)
+	if err := r.Stop(t); err != nil {
+		t.Fatalf("expiring the waiting dishes: Run = %v", err)
+	}
 }
 
 // dlqRecord is a dead letter read back.
