@@ -3,6 +3,7 @@ package kafkarange
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"time"
@@ -98,9 +99,23 @@ func (rd Reader) Read(ctx context.Context, rg Range, fn func(*kafka.Record) erro
 			}
 			return err
 		})
-		if errors.Is(err, kafka.OffsetOutOfRange) && fetched != nil && res.Next < fetched.LogStartOffset {
-			res.Next = fetched.LogStartOffset // deleted since it was learnt: start at the log's start
-			continue
+		if errors.Is(err, kafka.OffsetOutOfRange) {
+			// Deleted since it was learnt: start at the log's start. The
+			// emulated broker says where that is with the refusal; Kafka
+			// answers -1 there, so it is asked.
+			start := int64(-1)
+			if fetched != nil {
+				start = fetched.LogStartOffset
+			}
+			if start <= res.Next {
+				if first, ferr := rd.logStart(ctx, rg); ferr == nil {
+					start = first
+				}
+			}
+			if start > res.Next {
+				res.Next = start
+				continue
+			}
 		}
 		if err != nil {
 			return res, err
@@ -175,4 +190,20 @@ func PartitionCounts(ctx context.Context, client *kafka.Client, topics ...string
 		}
 	}
 	return counts, nil
+}
+
+// logStart asks the broker for the first offset rg's partition holds.
+func (rd Reader) logStart(ctx context.Context, rg Range) (int64, error) {
+	resp, err := rd.Client.ListOffsets(ctx, &kafka.ListOffsetsRequest{
+		Topics: map[string][]kafka.OffsetRequest{rg.Topic: {kafka.FirstOffsetOf(rg.Partition)}},
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range resp.Topics[rg.Topic] {
+		if p.Partition == rg.Partition {
+			return p.FirstOffset, p.Error
+		}
+	}
+	return 0, fmt.Errorf("kafkarange: no first offset of %s/%d in the answer", rg.Topic, rg.Partition)
 }

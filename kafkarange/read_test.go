@@ -33,7 +33,11 @@ func fill(t *testing.T, n int) (*kafkatest.Cluster, kafkarange.Reader, string) {
 			t.Fatal(err)
 		}
 	}
-	return c, kafkarange.Reader{Client: &kafka.Client{Addr: kafka.TCP(c.Addrs()...), Timeout: 10 * time.Second}}, topic
+	// A transport of its own: kafka-go's default one is shared by every
+	// client of the process and answers metadata from a cache that
+	// learns a topic created since only at its next refresh.
+	client := &kafka.Client{Addr: kafka.TCP(c.Addrs()...), Timeout: 10 * time.Second, Transport: &kafka.Transport{}}
+	return c, kafkarange.Reader{Client: client}, topic
 }
 
 // collect reads rg and returns the values handed over.
