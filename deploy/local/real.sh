@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # real.sh up|down|status|env|exports|run — a real single-node OpenSearch
-# 2.19 and a real single KRaft Kafka 4.1 broker on loopback, from jars Maven takes from Maven
+# (3.9 by default, or the 2.x line: OPENSEARCH_VERSION below) and a real
+# single KRaft Kafka 4.1 broker on loopback, from jars Maven takes from Maven
 # Central (the poms beside this file), and where the machine has PostgreSQL
 # a change-data-capture source beside them: a PostgreSQL server with logical
 # decoding and a Kafka Connect 4.1 worker with Debezium's Postgres connector
@@ -26,7 +27,18 @@
 #   run CMD…  run CMD with those variables set, the engines brought up first
 #           and down afterwards (unless they already ran). Where Java 17+ or
 #           Maven is missing it says so in one line and exits 0 without
-#           running CMD, or 3 with GEOSHARD_REQUIRE_REAL=1 (CI).
+#           running CMD, or 3 with GEOSHARD_REQUIRE_REAL=1 (CI); so where
+#           no Java fits OPENSEARCH_VERSION (below).
+#
+# OPENSEARCH_VERSION (3.9.0) is the OpenSearch the nodes run: 3.9.0, the
+# newest tested, or 2.19.6, the 2.x line's. Each version's jars go to a
+# directory of their own ($dir/opensearch/VERSION), so both can be kept;
+# the node's data is one version's, and up refuses to start another
+# version on it (down removes it). The 3.x line needs Java 21 or newer, the
+# 2.x line Java 17 to 23 (its security manager is gone from Java 24): the
+# node runs on OPENSEARCH_JAVA_HOME, else JAVA_HOME, else the java on the
+# PATH, else the newest JDK in /usr/lib/jvm, the first that fits. Kafka,
+# Connect and the tools stay on JAVA_HOME's or the PATH's java (17+).
 #
 # The cluster profile: OPENSEARCH_NODES=3 KAFKA_BROKERS=3 (or REAL_CLUSTER=3
 # for both) make up start, instead of the single node and broker, three
@@ -49,7 +61,8 @@
 # each printing one line; an N out of range, or a process that does not
 # run, exits 1 (an N out of range 2). In the single-node profile N is 1.
 #
-# Variables: OPENSEARCH_PORT (9200), KAFKA_PORT (9092), PG_PORT (5432),
+# Variables: OPENSEARCH_VERSION (3.9.0), OPENSEARCH_JAVA_HOME,
+# OPENSEARCH_PORT (9200), KAFKA_PORT (9092), PG_PORT (5432),
 # CONNECT_PORT (8083), GEOSHARD_REAL_DIR (the directory it owns: .real/ at
 # the top of the repo), OPENSEARCH_HEAP (1g), KAFKA_HEAP (512m),
 # CONNECT_HEAP (512m), REAL_UP_TIMEOUT (seconds to wait, 180), JAVA_HOME,
@@ -57,7 +70,8 @@
 # /usr/lib/postgresql/*/bin).
 #
 # Exit status: 0 done, 1 an engine failed (the last lines of its log are
-# printed), 3 Java 17+ or Maven is missing.
+# printed), 3 Java 17+ or Maven is missing, or no Java fits the OpenSearch
+# version.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -87,12 +101,24 @@ if [[ -f "$profile" ]]; then
 	while IFS='=' read -r key value; do
 		case $key in
 		OPENSEARCH_NODES | KAFKA_BROKERS | OPENSEARCH_PORT | OPENSEARCH_TRANSPORT_PORT | KAFKA_PORT | \
-			KAFKA_CONTROLLER_PORT | OPENSEARCH_HEAP | KAFKA_HEAP)
+			KAFKA_CONTROLLER_PORT | OPENSEARCH_HEAP | KAFKA_HEAP | OPENSEARCH_VERSION)
 			[[ -n "${!key:-}" ]] || declare "$key=$value"
 			;;
 		esac
 	done <"$profile"
 fi
+# The OpenSearch version: OPENSEARCH_VERSION, else the one whose data the
+# single node holds, else 3.9.0.
+if [[ -z "${OPENSEARCH_VERSION:-}" && -s "$dir/opensearch/version" ]]; then
+	OPENSEARCH_VERSION=$(cat "$dir/opensearch/version")
+fi
+os_version=${OPENSEARCH_VERSION:-3.9.0}
+if ! [[ "$os_version" =~ ^(2\.19|3\.[0-9]+)\.[0-9]+$ ]]; then
+	printf 'real: OPENSEARCH_VERSION=%s: the nodes here run 2.19.x or 3.x (3.9.0 the newest tested)\n' "$os_version" >&2
+	exit 2
+fi
+os_major=${os_version%%.*}
+os_lib=$dir/opensearch/$os_version
 os_nodes=${OPENSEARCH_NODES:-1}
 kafka_brokers=${KAFKA_BROKERS:-1}
 os_port=${OPENSEARCH_PORT:-9200}
@@ -122,7 +148,43 @@ log() { printf 'real: %s\n' "$*" >&2; }
 quiet=0
 say() { ((quiet)) || log "$@"; }
 
-# need_tools exits 3 unless Java 17 or newer and Maven are present.
+# java_feature JAVA prints JAVA's feature version (17, 21, 25), or nothing.
+java_feature() {
+	local v
+	v=$("$1" -XshowSettings:properties -version 2>&1 | awk -F'= ' '/java.specification.version/ {print $2}')
+	echo "${v%%.*}"
+}
+
+# find_os_java sets os_java and os_javac to the first Java that fits the
+# OpenSearch line (see the header), or fails saying what it looked at.
+find_os_java() {
+	local lo=21 hi=99
+	((os_major >= 3)) || { lo=17 hi=23; }
+	local candidates=() c v seen=
+	[[ -n "${OPENSEARCH_JAVA_HOME:-}" ]] && candidates+=("$OPENSEARCH_JAVA_HOME/bin/java")
+	[[ -n "${JAVA_HOME:-}" ]] && candidates+=("$JAVA_HOME/bin/java")
+	c=$(command -v java 2>/dev/null) && candidates+=("$c")
+	for c in $(ls -d /usr/lib/jvm/*/bin/java 2>/dev/null | sort -V -r); do
+		candidates+=("$c")
+	done
+	for c in "${candidates[@]}"; do
+		[[ -x "$c" && -x "$(dirname "$c")/javac" ]] || continue
+		v=$(java_feature "$c")
+		seen+="${seen:+, }$c ($v)"
+		if [[ -n "$v" ]] && ((v >= lo && v <= hi)); then
+			os_java=$c
+			os_javac=$(dirname "$c")/javac
+			return 0
+		fi
+	done
+	local want="Java $lo or newer"
+	((hi == 99)) || want="Java $lo to $hi"
+	log "OpenSearch $os_version needs $want (JDK, with javac); none found among: ${seen:-no java at all}. Set OPENSEARCH_JAVA_HOME, or OPENSEARCH_VERSION to the other line"
+	return 1
+}
+
+# need_tools exits 3 unless Java 17 or newer and Maven are present, and a
+# Java that fits the OpenSearch version (find_os_java).
 need_tools() {
 	local missing=()
 	command -v "$java" >/dev/null 2>&1 || missing+=("java (17+)")
@@ -138,42 +200,53 @@ need_tools() {
 		log "java is version ${v:-unknown}: the real engines need Java 17+"
 		exit 3
 	fi
+	find_os_java || exit 3
 }
 
 # fetch NAME copies NAME's jars into $dir/NAME/lib and compiles its Java
 # sources, if it has any; the jars of each pom one directory further down
 # (NAME/PLUGIN/pom.xml) go into $dir/NAME/plugins/PLUGIN. All again only
-# when a pom or a source changed.
+# when a pom or a source changed. fetch opensearch is the OpenSearch
+# version's: its jars in $os_lib, its sources those of the top directory
+# and of its line's (vMAJOR/), compiled by the Java that runs it.
 fetch() {
 	local name=$1 src=$here/$1 out=$dir/$1
-	local stamp sources plugins
+	local stamp sources plugins mvnargs=() compile=$javac
 	shopt -s nullglob
 	sources=("$src"/*.java)
 	plugins=("$src"/*/pom.xml)
+	if [[ $name == opensearch ]]; then
+		out=$os_lib
+		sources+=("$src/v$os_major"/*.java)
+		mvnargs=(-Dopensearch.version="$os_version")
+		compile=$os_javac
+	fi
 	shopt -u nullglob
-	stamp=$(cat "$src"/pom.xml "${sources[@]}" "${plugins[@]}" | sha256sum | cut -c1-16)
+	stamp=$( (echo "${mvnargs[*]}" && cat "$src"/pom.xml "${sources[@]}" "${plugins[@]}") | sha256sum | cut -c1-16)
 	if [[ -f "$out/lib.stamp" && "$(cat "$out/lib.stamp")" == "$stamp" ]]; then
 		return
 	fi
-	log "fetching the $name jars from Maven Central"
+	log "fetching the $name jars from Maven Central${mvnargs[*]:+ (${mvnargs[*]})}"
 	rm -rf "$out/lib" "$out/classes" "$out/plugins"
 	mkdir -p "$out/lib" "$out/classes"
-	copy_jars "$name" "$src/pom.xml" "$out/lib"
+	copy_jars "$name" "$src/pom.xml" "$out/lib" "${mvnargs[@]}"
 	local pom
 	for pom in "${plugins[@]}"; do
 		copy_jars "$name" "$pom" "$out/plugins/$(basename "$(dirname "$pom")")"
 	done
 	if ((${#sources[@]})); then
-		"$javac" -d "$out/classes" -cp "$out/lib/*" "${sources[@]}"
+		"$compile" -d "$out/classes" -cp "$out/lib/*" "${sources[@]}"
 	fi
 	echo "$stamp" >"$out/lib.stamp"
 }
 
-# copy_jars NAME POM DIR copies the jars POM depends on into DIR.
+# copy_jars NAME POM DIR [MAVEN_ARGS…] copies the jars POM depends on into
+# DIR.
 copy_jars() {
 	local name=$1 pom=$2 to=$3 mvnlog=$dir/$1/mvn.log
-	mkdir -p "$to"
-	if ! mvn -q -B -f "$pom" dependency:copy-dependencies -DoutputDirectory="$to" >"$mvnlog" 2>&1; then
+	shift 3
+	mkdir -p "$to" "$dir/$name"
+	if ! mvn -q -B -f "$pom" "$@" dependency:copy-dependencies -DoutputDirectory="$to" >"$mvnlog" 2>&1; then
 		tail -n 40 "$mvnlog" >&2
 		log "maven could not fetch the $name jars of $pom (log: $mvnlog)"
 		exit 1
@@ -211,24 +284,41 @@ start_opensearch() {
 		log "port $os_port already answers, and not with a node this script started; set OPENSEARCH_PORT"
 		exit 1
 	fi
+	claim_os_data "$home/node/data"
 	mkdir -p "$home/node/data" "$home/node/logs" "$home/tmp"
-	say "starting opensearch on 127.0.0.1:$os_port (heap $os_heap)"
+	say "starting opensearch $os_version on 127.0.0.1:$os_port (heap $os_heap, java $(java_feature "$os_java"))"
 	os_jvm "$home/tmp"
-	nohup "$java" "${jvm_opts[@]}" \
-		-cp "$home/lib/*:$home/classes" GeoshardNode "$home/node" "$os_port" "$os_transport_port" \
+	nohup "$os_java" "${jvm_opts[@]}" \
+		-cp "$os_lib/lib/*:$os_lib/classes" GeoshardNode "$home/node" "$os_port" "$os_transport_port" \
 		>"$home/node.log" 2>&1 </dev/null &
 	echo $! >"$dir/opensearch.pid"
 }
 
+# claim_os_data DATA fails where DATA holds another OpenSearch version's
+# data, and records this version's as the one it holds.
+claim_os_data() {
+	local mark=$dir/opensearch/version
+	if [[ -s "$mark" && "$(cat "$mark")" != "$os_version" && -n "$(ls -A "$1" 2>/dev/null)" ]]; then
+		log "$1 holds OpenSearch $(cat "$mark")'s data, not $os_version's: \`real.sh down\` first (it removes the data), or set GEOSHARD_REAL_DIR"
+		exit 1
+	fi
+	mkdir -p "$dir/opensearch"
+	echo "$os_version" >"$mark"
+}
+
 # os_jvm TMP sets jvm_opts to the JVM options of OpenSearch's own
 # jvm.options that matter here, TMP its temporary and heap-dump directory.
+# The 3.x line's locale providers are SPI,CLDR (Java 23 dropped COMPAT), and
+# Lucene 10 calls native code and the vector API, as its jvm.options allow.
 os_jvm() {
+	local line=(-Djava.locale.providers=SPI,COMPAT)
+	((os_major < 3)) || line=(-Djava.locale.providers=SPI,CLDR --enable-native-access=ALL-UNNAMED --add-modules=jdk.incubator.vector)
 	jvm_opts=(-Xms"$os_heap" -Xmx"$os_heap" -XX:+UseG1GC \
 		-XX:+HeapDumpOnOutOfMemoryError -XX:HeapDumpPath="$1" \
 		-Djava.io.tmpdir="$1" -Djava.awt.headless=true -Dfile.encoding=UTF-8 \
 		-Djna.nosys=true -Dio.netty.noUnsafe=true -Dio.netty.noKeySetOptimization=true \
 		-Dio.netty.recycler.maxCapacityPerThread=0 -Dlog4j.shutdownHookEnabled=false \
-		-Dlog4j2.disable.jmx=true -Djava.locale.providers=SPI,COMPAT)
+		-Dlog4j2.disable.jmx=true "${line[@]}")
 }
 
 # The cluster profile's ports of node or broker N.
@@ -279,11 +369,12 @@ start_os_node() {
 	if [[ -n "$(ls -A "$node/data" 2>/dev/null)" ]]; then
 		managers=-
 	fi
+	claim_os_data "$node/data"
 	mkdir -p "$node/data" "$node/logs" "$node/tmp"
-	say "starting opensearch $n on 127.0.0.1:$http (transport $tport, heap $os_heap)"
+	say "starting opensearch $os_version $n on 127.0.0.1:$http (transport $tport, heap $os_heap, java $(java_feature "$os_java"))"
 	os_jvm "$node/tmp"
-	nohup "$java" "${jvm_opts[@]}" \
-		-cp "$home/lib/*:$home/classes" GeoshardNode "$node" "$http" "$tport" "geoshard-$n" "$seeds" "$managers" \
+	nohup "$os_java" "${jvm_opts[@]}" \
+		-cp "$os_lib/lib/*:$os_lib/classes" GeoshardNode "$node" "$http" "$tport" "geoshard-$n" "$seeds" "$managers" \
 		>"$node/node.log" 2>&1 </dev/null &
 	echo $! >"$dir/opensearch-$n.pid"
 }
@@ -637,7 +728,7 @@ up_cluster() {
 	printf '%s\n' "OPENSEARCH_NODES=$os_nodes" "KAFKA_BROKERS=$kafka_brokers" \
 		"OPENSEARCH_PORT=$os_port" "OPENSEARCH_TRANSPORT_PORT=$os_transport_port" \
 		"KAFKA_PORT=$kafka_port" "KAFKA_CONTROLLER_PORT=$controller_port" \
-		"OPENSEARCH_HEAP=$os_heap" "KAFKA_HEAP=$kafka_heap" >"$profile"
+		"OPENSEARCH_HEAP=$os_heap" "KAFKA_HEAP=$kafka_heap" "OPENSEARCH_VERSION=$os_version" >"$profile"
 	local n
 	for n in $(seq "$os_nodes"); do
 		start_member opensearch "$n"
@@ -778,7 +869,7 @@ down() {
 	rm -rf "$dir/kafka/data" "$dir/opensearch/node/data" "$dir/opensearch/tmp" \
 		"$dir/connect/data" "$(pg_home)/data"
 	rm -rf "$dir"/opensearch/node-[0-9]/data "$dir"/opensearch/node-[0-9]/tmp \
-		"$dir"/kafka/broker-[0-9]/data "$dir/kafka/cluster.id" "$profile"
+		"$dir"/kafka/broker-[0-9]/data "$dir/kafka/cluster.id" "$profile" "$dir/opensearch/version"
 	log "stopped; data removed"
 }
 
@@ -855,8 +946,10 @@ control() {
 	name=$(member "$kind" "$n")
 	if [[ $verb == start ]]; then
 		need_tools
-		if [[ ! -f "$dir/$kind/lib.stamp" ]]; then
-			log "$kind $n: no jars in $dir/$kind; run \`real.sh up\` first"
+		local jars=$dir/$kind
+		[[ $kind == kafka ]] || jars=$os_lib
+		if [[ ! -f "$jars/lib.stamp" ]]; then
+			log "$kind $n: no jars in $jars; run \`real.sh up\` first"
 			exit 1
 		fi
 		if alive "$name"; then

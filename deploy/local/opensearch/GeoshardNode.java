@@ -1,8 +1,11 @@
 /*
- * An OpenSearch 2.19 node for loopback tests and local runs, built the way
+ * An OpenSearch node for loopback tests and local runs, built the way
  * OpenSearch's own test framework builds its MockNode: a Node subclass whose
  * plugins are classes already on the class path, so no plugin directory, no
- * JarHell check and no bootstrap checks (the node binds loopback only).
+ * JarHell check and no bootstrap checks (the node binds loopback only). The
+ * subclass is ClasspathNode, one per major line (v2/, v3/), since the two
+ * lines name the module plugins and take them in Node's constructor
+ * differently; real.sh compiles this file with the one of the line it runs.
  *
  * Usage: java -cp 'lib/*:classes' GeoshardNode HOME HTTP_PORT TRANSPORT_PORT
  *        [NODE_NAME SEED_HOSTS INITIAL_MANAGERS]
@@ -20,36 +23,17 @@
  */
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Collection;
-import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 
-import org.opensearch.analysis.common.CommonAnalysisPlugin;
 import org.opensearch.common.logging.LogConfigurator;
 import org.opensearch.common.settings.Settings;
 import org.opensearch.env.Environment;
-import org.opensearch.index.mapper.MapperExtrasPlugin;
-import org.opensearch.index.reindex.ReindexPlugin;
-import org.opensearch.join.ParentJoinPlugin;
 import org.opensearch.node.InternalSettingsPreparer;
 import org.opensearch.node.Node;
-import org.opensearch.painless.PainlessPlugin;
-import org.opensearch.plugins.Plugin;
-import org.opensearch.transport.Netty4Plugin;
 
-public final class GeoshardNode extends Node {
-    private static final List<Class<? extends Plugin>> PLUGINS = List.of(
-        Netty4Plugin.class,          // HTTP and transport
-        ParentJoinPlugin.class,      // join field, has_parent, has_child, parent_id
-        PainlessPlugin.class,        // scripts
-        CommonAnalysisPlugin.class,  // the common analyzers and filters
-        MapperExtrasPlugin.class,    // scaled_float, rank_feature, search_as_you_type, ...
-        ReindexPlugin.class);        // _reindex, _update_by_query, _delete_by_query
-
-    private GeoshardNode(Environment env, Collection<Class<? extends Plugin>> plugins) {
-        super(env, plugins, true);
-    }
+public final class GeoshardNode {
+    private GeoshardNode() {}
 
     public static void main(String[] args) throws Exception {
         if (args.length != 3 && args.length != 6) {
@@ -97,7 +81,7 @@ public final class GeoshardNode extends Node {
 
         Environment env = InternalSettingsPreparer.prepareEnvironment(
             settings, Map.of(), null, () -> name);
-        GeoshardNode node = new GeoshardNode(env, PLUGINS);
+        Node node = ClasspathNode.create(env);
 
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
