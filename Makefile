@@ -2,18 +2,19 @@
 GO ?= go
 REAL := deploy/local/real.sh
 
-.PHONY: build suites test test-chaos test-chaos-ci test-fast test-stress test-real test-cluster bench bench-real real-up real-exports real-down lint fixtures fuzz image bench-soak bench-peer
+.PHONY: build suites test test-chaos test-chaos-ci test-fast test-stress test-real test-real-2.19 test-cluster bench bench-real real-up real-exports real-down lint fixtures fuzz image bench-soak bench-peer
 
 build:
 	$(GO) build ./...
 
 # The lint (make lint), then every suite: the in-process engines, then —
-# where Java 17+ and Maven are present — the same suites against a real
-# OpenSearch node and Kafka broker that test-real brings up on loopback
-# and down again, then the cluster
-# suite on three nodes and three brokers (test-cluster), whose killed
-# processes stay down TEST_FAULT_DOWN. Between the two, the explorer's
-# bounded run (test-chaos-ci).
+# where Java and Maven are present — the same suites against a real
+# OpenSearch 3.9 node and Kafka broker that test-real brings up on loopback
+# and down again, then those of the 2.x line against a 2.19 node
+# (test-real-2.19), then the cluster suite on three nodes and three brokers
+# (test-cluster), whose killed processes stay down TEST_FAULT_DOWN. Between
+# the in-process and the real engines, the explorer's bounded run
+# (test-chaos-ci).
 #
 # Each suite runs under bin/suites (internal/suites), which fails the run
 # unless every package with tests under its patterns ran at least one test
@@ -21,7 +22,7 @@ build:
 # that failed is a failure, never a quiet pass. Each closes with a line
 # "suites: N passed, N failed, N skipped".
 TEST_FAULT_DOWN ?= 20s
-test: lint test-fast test-chaos-ci test-real
+test: lint test-fast test-chaos-ci test-real test-real-2.19
 	@$(MAKE) --no-print-directory test-cluster FAULT_DOWN=$(TEST_FAULT_DOWN) FAULT_RUN=TestFault
 
 SUITES := bin/suites
@@ -46,9 +47,22 @@ test-stress:
 # import internal/realenv.
 REAL_PKGS = $(shell $(GO) list -tags realcluster -f '{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | grep 'internal/realenv' | cut -d' ' -f1)
 
+# The OpenSearch lines the suites run on (deploy/local/real.sh): test-real
+# and test-cluster on OPENSEARCH_VERSION, the newest tested; test-real-2.19
+# on OPENSEARCH_2, the 2.x line's.
+OPENSEARCH_VERSION ?= 3.9.0
+OPENSEARCH_2 ?= 2.19.6
+
 # One package at a time (-p 1): the suites share one node and one broker.
 test-real: suites
-	@$(REAL) run $(SUITES) -tags realcluster -allow-skips -gotest '-p 1 -count=1 -timeout 30m' $(REAL_PKGS)
+	@OPENSEARCH_VERSION=$(OPENSEARCH_VERSION) $(REAL) run $(SUITES) -tags realcluster -allow-skips -gotest '-p 1 -count=1 -timeout 30m' $(REAL_PKGS)
+
+# The 2.x line stays supported: against a 2.19 node, the emulator's
+# conformance, the node's version (internal/realenv), the bulk writer,
+# search, the reshard and its command, and the end-to-end suite.
+REAL_2_PKGS := ./internal/realenv ./internal/osfake ./bulk ./search ./migrate ./cmd/reshard ./internal/e2e
+test-real-2.19: suites
+	@OPENSEARCH_VERSION=$(OPENSEARCH_2) $(REAL) run $(SUITES) -tags realcluster -allow-skips -gotest '-p 1 -count=1 -timeout 30m' $(REAL_2_PKGS)
 
 # The cluster suite, on a three-node OpenSearch cluster (one replica) and
 # three Kafka brokers (three replicas, two in sync) — real.sh's cluster
@@ -66,15 +80,15 @@ CLUSTER_DIR ?= $(CURDIR)/.real-cluster
 FAULT_DOWN ?= 60s
 FAULT_RUN ?= TestFault|TestClusterReshard
 test-cluster: suites
-	@GEOSHARD_REAL_DIR=$(CLUSTER_DIR) REAL_CLUSTER=3 OPENSEARCH_PORT=29200 KAFKA_PORT=29092 \
+	@GEOSHARD_REAL_DIR=$(CLUSTER_DIR) REAL_CLUSTER=3 OPENSEARCH_PORT=29200 KAFKA_PORT=29092 OPENSEARCH_VERSION=$(OPENSEARCH_VERSION) \
 		GEOSHARD_CLUSTER=3 GEOSHARD_FAULT_DOWN=$(FAULT_DOWN) \
 		$(REAL) run sh -c "$(SUITES) -tags realcluster -allow-skips -gotest '-p 1 -count=1 -timeout 20m' ./internal/cluster ./internal/osfake/... && \
 			$(SUITES) -tags realcluster -gotest '-count=1 -timeout 10m -run TestLost' ./bulk && \
 			$(SUITES) -tags realcluster -v -gotest '-count=1 -timeout 40m -run $(FAULT_RUN)' ./internal/e2e"
 
-# A real single-node OpenSearch 2.19 and a real KRaft Kafka 4.1 broker on
-# loopback, from Maven Central jars (deploy/local/); OPENSEARCH_PORT and
-# KAFKA_PORT move them. Where the machine has PostgreSQL, also a Postgres
+# A real single-node OpenSearch (3.9; OPENSEARCH_VERSION=2.19.6 for the 2.x
+# line) and a real KRaft Kafka 4.1 broker on loopback, from Maven Central
+# jars (deploy/local/); OPENSEARCH_PORT and KAFKA_PORT move them. Where the machine has PostgreSQL, also a Postgres
 # server and a Kafka Connect worker with Debezium's Postgres connector
 # (PG_PORT, CONNECT_PORT). It ends with the export lines that point the
 # commands and the suites at them; real-exports prints them again.

@@ -1582,7 +1582,7 @@ func TestCompose(t *testing.T) {
 		service, image, port string
 		env                  map[string]string
 	}{
-		{"opensearch", "opensearchproject/opensearch:2.19.1", "9200", map[string]string{"discovery.type": "single-node", "DISABLE_SECURITY_PLUGIN": "true"}},
+		{"opensearch", "opensearchproject/opensearch:3.9.0", "9200", map[string]string{"discovery.type": "single-node", "DISABLE_SECURITY_PLUGIN": "true"}},
 		{"kafka", "apache/kafka:4.1.0", "9092", map[string]string{"KAFKA_PROCESS_ROLES": "broker,controller"}},
 	} {
 		s, ok := c.Services[want.service]

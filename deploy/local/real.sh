@@ -769,6 +769,7 @@ env_lines() {
 
 suite_lines() {
 	echo "GEOSHARD_OPENSEARCH_URL=$(os_urls)"
+	echo "GEOSHARD_OPENSEARCH_VERSION=$os_version"
 	echo "GEOSHARD_KAFKA_BROKERS=$(kafka_addrs)"
 	if ((os_nodes == 1 && kafka_brokers == 1)) && find_pg; then
 		echo "GEOSHARD_POSTGRES_DSN=postgres://postgres@127.0.0.1:$pg_port/postgres?sslmode=disable"

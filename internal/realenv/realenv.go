@@ -29,6 +29,11 @@ const (
 	// RequireVar set to 1 (as CI sets it) turns every skip for a missing
 	// real engine into a failure.
 	RequireVar = "GEOSHARD_REQUIRE_REAL"
+
+	// OpenSearchVersionVar is the OpenSearch version real.sh started
+	// (OPENSEARCH_VERSION), which TestNodesRunTheNamedVersion holds the
+	// nodes to, so that a run meant for one line cannot pass on another.
+	OpenSearchVersionVar = "GEOSHARD_OPENSEARCH_VERSION"
 )
 
 // tagged is set by realcluster.go, which only the realcluster build tag
@@ -41,6 +46,7 @@ var (
 	postgresDSN    string
 	connectURL     string
 	required       bool
+	openSearchVer  string
 )
 
 // load reads the variables under the tag; it panics on a missing one, so
@@ -65,6 +71,7 @@ func load(getenv func(string) string) {
 	postgresDSN = strings.TrimSpace(getenv(PostgresDSNVar))
 	connectURL = strings.TrimRight(strings.TrimSpace(getenv(ConnectURLVar)), "/")
 	required = strings.TrimSpace(getenv(RequireVar)) == "1"
+	openSearchVer = strings.TrimSpace(getenv(OpenSearchVersionVar))
 	if len(missing) > 0 {
 		panic(fmt.Sprintf("realenv: built with -tags realcluster but %s not set; run `make real-up` and export the addresses it prints",
 			strings.Join(missing, " and ")))
@@ -98,6 +105,14 @@ func OpenSearchURL() string {
 // OpenSearchURLs are the real nodes' URLs, every node of a cluster, or nil
 // when the tests use the emulator. The slice is a copy.
 func OpenSearchURLs() []string { return append([]string(nil), openSearchURLs...) }
+
+// OpenSearchVersion is the version the real nodes were started at, as
+// OpenSearchVersionVar names it, or "" where it is not named.
+func OpenSearchVersion() string { return openSearchVer }
+
+// Required reports whether RequireVar is 1: a real engine or a fact
+// about it that is missing fails a test rather than skip it.
+func Required() bool { return required }
 
 // KafkaBrokers are the real broker addresses, or nil when the tests use the
 // in-process broker. The slice is a copy.
