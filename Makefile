@@ -2,7 +2,7 @@
 GO ?= go
 REAL := deploy/local/real.sh
 
-.PHONY: build suites test test-chaos test-chaos-ci test-fast test-stress test-real test-real-2.19 test-cluster bench bench-real real-up real-exports real-down lint fixtures fuzz image bench-soak bench-peer
+.PHONY: build suites test test-chaos test-chaos-ci test-fast test-stress test-real test-real-2.19 test-cluster bench bench-real real-up real-exports real-down lint fixtures fuzz image bench-soak bench-peer bench-versions
 
 build:
 	$(GO) build ./...
@@ -169,6 +169,12 @@ bench-soak:
 	@$(GO) build -o $(BENCHRUN) ./internal/benchrun/cmd/benchrun
 	@$(BENCHRUN) soak -check -events '$(SOAK_EVENTS)' -src '$(BENCH_SRC)' $(BENCH_ARGS)
 	@$(REAL) run $(BENCHRUN) soak -events '$(SOAK_EVENTS)' -src '$(BENCH_SRC)' $(BENCH_ARGS)
+
+# Ingest, the routed search and the reshard's copy on OpenSearch 3.9 and
+# 2.19 side by side, alternating (deploy/local/versions.sh: VERSIONS,
+# ROUNDS, EVENTS, BACKFILL_DOCS, SEARCH_RESTAURANTS, SEARCH_SEARCHES).
+bench-versions:
+	@deploy/local/versions.sh
 
 bench-peer:
 	@$(GO) build -o $(BENCHRUN) ./internal/benchrun/cmd/benchrun
