@@ -101,10 +101,11 @@ func (l openSearchLine) String() string {
 }
 
 // supportedOpenSearch is what geoshard runs on, oldest first: the
-// OpenSearch releases CI tests — 2.19 (2.19.6) and 3.0 to 3.9 (3.9.0 the
-// newest) — and no other engine. A patch release of a tested minor is
-// taken as tested. Widen it when CI tests a newer release, not before:
-// a newer one is refused unless the operator allows it (CheckEngine).
+// OpenSearch lines CI tests, and no other engine. CI runs the suites on
+// 3.9.0, the newest (the Makefile's OPENSEARCH_VERSION), and on 2.19.6
+// (OPENSEARCH_2); a patch release of a supported minor is taken as
+// tested. Widen it when CI tests a newer release, not before: a newer
+// one is refused unless the operator allows it (CheckEngine).
 var supportedOpenSearch = []openSearchLine{
 	{major: 2, fromMinor: 19, toMinor: 19},
 	{major: 3, fromMinor: 0, toMinor: 9},
