@@ -39,6 +39,14 @@
 // one _bulk request (BulkRequest, which a dry run prints), sent once,
 // with one Result per item by the same Classify.
 //
+// # The engine
+//
+// Admin.Engine asks a node which engine and version it runs (GET /), and
+// CheckEngine decides whether geoshard runs on it: the OpenSearch releases
+// CI tests (SupportedEngines), no older one, and no Elasticsearch. An
+// OpenSearch newer than the newest tested is an EngineError of its own
+// kind (EngineUntested), which a command lets its operator run on anyway.
+//
 // # Boundaries
 //
 // bulk owns the OpenSearch wire: items, NDJSON, batching, retries and

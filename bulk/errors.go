@@ -73,6 +73,64 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("bulk: %s %s: status %d %s: %s", e.Method, e.Path, e.Status, e.Type, e.Reason)
 }
 
+// EngineProblem is why geoshard does not run on an engine (CheckEngine).
+type EngineProblem int
+
+const (
+	// EngineNotOpenSearch: Elasticsearch, another engine, or an answer
+	// that names none.
+	EngineNotOpenSearch EngineProblem = iota + 1
+	// EngineUnreadable: the answer to GET / is not an engine's JSON, or
+	// its version.number is not major.minor.patch.
+	EngineUnreadable
+	// EngineTooOld: an OpenSearch older than the oldest supported.
+	EngineTooOld
+	// EngineUntested: an OpenSearch newer than the newest tested, which
+	// an operator may choose to run on anyway.
+	EngineUntested
+)
+
+// EngineError is an engine geoshard does not run on. Its message is one
+// line that names the engine and what geoshard supports.
+type EngineError struct {
+	Engine  Engine
+	Problem EngineProblem
+	// Err is the failure to read the answer, for EngineUnreadable without
+	// an engine.
+	Err error
+}
+
+func (e *EngineError) Error() string {
+	supported := supportedLines()
+	switch e.Problem {
+	case EngineNotOpenSearch:
+		switch e.Engine.Distribution {
+		case DistElasticsearch:
+			return fmt.Sprintf("%s is not supported: geoshard runs on OpenSearch only (%s); what running on Elasticsearch would take is in docs/engines.md#elasticsearch",
+				e.Engine, supported)
+		case "":
+			return fmt.Sprintf("the answer to GET / names no engine (no version.distribution) and is not Elasticsearch's: geoshard runs on OpenSearch only (%s)", supported)
+		}
+		return fmt.Sprintf("engine %q %s is not supported: geoshard runs on OpenSearch only (%s)", e.Engine.Distribution, e.Engine.Version, supported)
+	case EngineUnreadable:
+		switch {
+		case e.Err != nil:
+			return fmt.Sprintf("the answer to GET / is not an engine's (%v): geoshard runs on OpenSearch %s", e.Err, supported)
+		case e.Engine.Version == "":
+			return fmt.Sprintf("%s gives no version (version.number): geoshard runs on OpenSearch %s", e.Engine, supported)
+		}
+		return fmt.Sprintf("%s version %q is not a version (want major.minor.patch): geoshard runs on OpenSearch %s",
+			Engine{Distribution: e.Engine.Distribution}, e.Engine.Version, supported)
+	case EngineTooOld:
+		return fmt.Sprintf("%s is older than geoshard supports (OpenSearch %s): upgrade OpenSearch", e.Engine, supported)
+	case EngineUntested:
+		return fmt.Sprintf("%s is newer than geoshard is tested with (OpenSearch %s)", e.Engine, supported)
+	}
+	return fmt.Sprintf("%s is not supported: geoshard runs on OpenSearch %s", e.Engine, supported)
+}
+
+func (e *EngineError) Unwrap() error { return e.Err }
+
 // IsNotFound reports a 404 (a missing index, alias or document).
 func IsNotFound(err error) bool {
 	var ae *APIError

@@ -14,10 +14,11 @@ import (
 // client's request timeout ends a request with context.DeadlineExceeded),
 // or a status Classify retries for an item: 429, 500, 502, 503, 504
 // (retryableStatus, the rule both apply). A cancelled context is not, nor
-// is any other status, 501 and 505 among them: the same request would get
-// the same answer. Retry tells a request that timed out from a caller
-// whose own context ended by asking the caller's context. It is the
-// request-level counterpart of Classify, which judges one bulk item.
+// is any other status, 501 and 505 among them, nor an answer that is not
+// an engine's (*EngineError): the same request would get the same
+// answer. Retry tells a request that timed out from a caller whose own
+// context ended by asking the caller's context. It is the request-level
+// counterpart of Classify, which judges one bulk item.
 func Transient(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return false
@@ -26,7 +27,8 @@ func Transient(err error) bool {
 	if errors.As(err, &ae) {
 		return retryableStatus(ae.Status)
 	}
-	return true
+	var ee *EngineError
+	return !errors.As(err, &ee)
 }
 
 // Backoff is the project's one retry schedule, a backoff.BackOff: the

@@ -26,6 +26,7 @@ func TestTransient(t *testing.T) {
 		{&APIError{Status: 400}, false},
 		{&APIError{Status: 404}, false},
 		{&APIError{Status: 409}, false},
+		{&EngineError{Problem: EngineUnreadable, Err: errors.New("decode response: invalid character '<'")}, false},
 	} {
 		if got := Transient(tc.err); got != tc.want {
 			t.Errorf("Transient(%v) = %v, want %v", tc.err, got, tc.want)

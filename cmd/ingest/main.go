@@ -51,6 +51,7 @@ func main() {
 type options struct {
 	pipe        pipeline.Config
 	client      bulk.ClientConfig
+	clientFlags *cli.ClientFlags
 	mappingFile string
 	mapFile     string
 	metricsAddr string
@@ -128,7 +129,7 @@ func parseFlags(args []string, getenv func(string) string, stdout io.Writer) (*o
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error (GEOSHARD_LOG_LEVEL)")
 	fs.DurationVar(&o.balanceInterval, "balance-interval", migrate.DefaultBalanceInterval, "how often to count each geoshard's documents against the map's plan (geoshard_shard_documents, geoshard_map_imbalance: when to reshard); 0 disables (GEOSHARD_BALANCE_INTERVAL)")
 	fs.DurationVar(&o.pipe.ProgressInterval, "progress-interval", 30*time.Second, "log a progress line this often (events per second, lag, dishes waiting for their restaurant, dead letters, what the instance waits for), none while idle; 0 disables (GEOSHARD_PROGRESS_INTERVAL)")
-	cf := cli.RegisterClientFlags(fs, &o.client, getenv)
+	o.clientFlags = cli.RegisterClientFlags(fs, &o.client, getenv)
 
 	fs.BoolVar(&o.embedded, "embedded", false, "run with an in-process Kafka broker and OpenSearch emulator on bundled data, then print a summary")
 	fs.StringVar(&o.embKafka, "embedded-kafka", "127.0.0.1:0", "listen `address` of the embedded broker (loopback)")
@@ -168,7 +169,7 @@ func parseFlags(args []string, getenv func(string) string, stdout io.Writer) (*o
 		return nil, cli.UsageError{Err: err}
 	}
 	if !o.embedded {
-		if err := cf.Resolve(); err != nil {
+		if err := o.clientFlags.Resolve(); err != nil {
 			return nil, cli.UsageError{Err: err}
 		}
 	}
@@ -289,6 +290,16 @@ func runConsumer(ctx context.Context, o *options, logger *slog.Logger) error {
 	}
 	defer stopHTTP()
 	logger.Info("ingest starting", "brokers", strings.Join(o.pipe.Brokers, ","), "alias", o.pipe.Alias, "group", o.pipe.Group)
+	// The engine before anything is read or written: one geoshard does
+	// not run on stops the instance here; nodes that do not answer yet
+	// are waited for, as the pipeline waits for them at start, with
+	// /healthz served meanwhile.
+	if err := o.clientFlags.AwaitEngine(ctx, client, logger); err != nil {
+		if ctx.Err() != nil {
+			return nil // interrupted while waiting: a stop, not a failure
+		}
+		return err
+	}
 	if balance != nil {
 		// The geoshards' documents against the map's plan (when to
 		// reshard); its failures are logged, never fatal.

@@ -15,7 +15,7 @@ import (
 	"github.com/geoshard/geoshard/migrate"
 )
 
-func runInit(args []string, stdout io.Writer) error {
+func runInit(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("init", "--map F --index menu-v1 --alias menu [--replicas N|auto] [--opensearch URLs]", stdout)
 	mapPath := fs.String("map", "", "map `file` to build the index with (required)")
 	index := fs.String("index", "", "concrete index to create, e.g. menu-v1 (required)")
@@ -50,6 +50,9 @@ func runInit(args []string, stdout io.Writer) error {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
+	if err := cf.CheckEngine(ctx, client, warnings(stderr)); err != nil {
+		return err
+	}
 	err = migrate.Init(ctx, bulk.NewAdmin(client), migrate.InitConfig{Map: m, Index: *index, Alias: *alias, Replicas: replicas})
 	if err != nil {
 		return err

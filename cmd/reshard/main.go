@@ -33,6 +33,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"sort"
 	"strings"
@@ -55,11 +56,11 @@ func quiet(f func(args []string, stdout io.Writer) error) func(args []string, st
 }
 
 var verbs = map[string]verb{
-	"plan":  {"compute a geoshard map from the document load per cell (a file, or a live index)", quiet(runPlan)},
+	"plan":  {"compute a geoshard map from the document load per cell (a file, or a live index)", runPlan},
 	"route": {"name the geoshard, cell and routing key of a location", quiet(runRoute)},
 	"cover": {"list the geoshards and routing string of a search circle", quiet(runCover)},
 	"eval":  {"measure a map's balance and search fan-out", quiet(runEval)},
-	"init":  {"create the first index of an alias under a map", quiet(runInit)},
+	"init":  {"create the first index of an alias under a map", runInit},
 
 	"create":      {"migration 1: create the new index and record the migration", runCreate},
 	"dual-writes": {"migration 2: have ingest write both indexes, and wait until every instance does", runDualWrites},
@@ -118,6 +119,12 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-12s %s\n", n, verbs[n].summary)
 	}
+}
+
+// warnings is the log of a verb that prints its result and logs nothing
+// else: its warnings, on stderr.
+func warnings(stderr io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
 // parse parses flags, rejects positional arguments and requires the

@@ -126,6 +126,10 @@ func (f *migrationFlags) open(stderr io.Writer) (*session, error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	s.ctx = ctx
 	s.closer = append(s.closer, stop)
+	if err := f.cf.CheckEngine(ctx, client, log); err != nil {
+		s.close()
+		return nil, err
+	}
 	var reg *prometheus.Registry
 	if f.metricsAddr != "" {
 		reg = prometheus.NewRegistry()

@@ -47,7 +47,7 @@ func (f *routingNumShardsFlag) Set(s string) error {
 	return nil
 }
 
-func runPlan(args []string, stdout io.Writer) error {
+func runPlan(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("plan", "--loads F | --from-index menu [--queries F] [--shards N | --min-shards A --max-shards B] [--max-imbalance X] [--strategy optimal|greedy] [--out map.json] [--json]", stdout)
 	var (
 		loadsPath   = fs.String("loads", "", "document load per cell: CSV `file` with header cell,docs (this or --from-index)")
@@ -93,7 +93,7 @@ func runPlan(args []string, stdout io.Writer) error {
 			return cli.UsageError{Err: err}
 		}
 		var index string
-		if live, index, loads, err = liveLoads(&cc, *fromIndex); err != nil {
+		if live, index, loads, err = liveLoads(cf, &cc, *fromIndex, stderr); err != nil {
 			return err
 		}
 		levelSet := false
@@ -234,12 +234,15 @@ func other(s router.Strategy) router.Strategy {
 }
 
 // liveLoads reads the map and the document load per cell of a live alias.
-func liveLoads(cc *bulk.ClientConfig, alias string) (*router.Map, string, []router.CellLoad, error) {
+func liveLoads(cf *cli.ClientFlags, cc *bulk.ClientConfig, alias string, stderr io.Writer) (*router.Map, string, []router.CellLoad, error) {
 	client, err := bulk.NewClient(*cc)
 	if err != nil {
 		return nil, "", nil, cli.UsageError{Err: err}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if err := cf.CheckEngine(ctx, client, warnings(stderr)); err != nil {
+		return nil, "", nil, err
+	}
 	return migrate.LiveLoads(ctx, bulk.NewAdmin(client), alias)
 }

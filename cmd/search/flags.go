@@ -30,6 +30,7 @@ func (l *list) Set(v string) error {
 
 type options struct {
 	client               bulk.ClientConfig
+	clientFlags          *cli.ClientFlags
 	alias, mapFile       string
 	lat, lng             float64
 	radius, rect         string
@@ -55,7 +56,7 @@ type options struct {
 func parseFlags(args []string, getenv func(string) string, stdout io.Writer) (*options, error) {
 	o := &options{args: args}
 	fs := cli.NewFlags("search", help, stdout)
-	cf := cli.RegisterClientFlags(fs, &o.client, getenv)
+	o.clientFlags = cli.RegisterClientFlags(fs, &o.client, getenv)
 	fs.StringVar(&o.alias, "alias", "menu", "alias to search; its write index's map routes the search (GEOSHARD_ALIAS)")
 	fs.StringVar(&o.mapFile, "map", "", "optional map `file`: refuse an index built with another map (GEOSHARD_MAP)")
 	fs.Float64Var(&o.lat, "lat", 0, "latitude of the centre in degrees, -90 to 90, with --lng and --radius")
@@ -79,7 +80,7 @@ func parseFlags(args []string, getenv func(string) string, stdout io.Writer) (*o
 	if fs.NArg() > 0 {
 		return nil, cli.Hinted(fs, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
-	if err := cf.Resolve(); err != nil {
+	if err := o.clientFlags.Resolve(); err != nil {
 		return nil, cli.UsageError{Err: err}
 	}
 	set := map[string]bool{}

@@ -38,7 +38,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return 0
 	}
 	if err == nil {
-		err = execute(ctx, o, stdout)
+		err = execute(ctx, o, stdout, stderr)
 	}
 	if err == nil {
 		return 0

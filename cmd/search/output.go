@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -16,9 +17,15 @@ import (
 	"github.com/geoshard/geoshard/search"
 )
 
-func execute(ctx context.Context, o *options, w io.Writer) error {
+func execute(ctx context.Context, o *options, w, stderr io.Writer) error {
 	client, err := bulk.NewClient(o.client)
 	if err != nil {
+		return err
+	}
+	// A search prints its result and logs nothing else: only the
+	// check's warnings show, on stderr.
+	warnings := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if err := o.clientFlags.CheckEngine(ctx, client, warnings); err != nil {
 		return err
 	}
 	c, err := search.Open(ctx, client, search.Config{Alias: o.alias, MapHash: o.mapHash})

@@ -20,6 +20,8 @@ import (
 //	--opensearch-ca        GEOSHARD_OPENSEARCH_CA         PEM file of CAs to trust
 //	--opensearch-insecure  GEOSHARD_OPENSEARCH_INSECURE   skip TLS verification
 //	--opensearch-gzip      GEOSHARD_OPENSEARCH_GZIP       ask for gzipped responses
+//	--allow-untested-opensearch  GEOSHARD_ALLOW_UNTESTED_OPENSEARCH
+//	                       run on an OpenSearch newer than tested (engine.go)
 //
 // The password has no flag of its own, so it never shows in a process
 // list. Call Resolve after fs.Parse.
@@ -31,6 +33,7 @@ func RegisterClientFlags(fs *flag.FlagSet, c *bulk.ClientConfig, getenv func(str
 	fs.StringVar(&c.CACertFile, "opensearch-ca", "", "PEM `file` of CA certificates to trust (GEOSHARD_OPENSEARCH_CA)")
 	fs.BoolVar(&c.InsecureSkipVerify, "opensearch-insecure", false, "skip TLS certificate verification; for test clusters only (GEOSHARD_OPENSEARCH_INSECURE)")
 	fs.BoolVar(&c.Gzip, "opensearch-gzip", false, "ask OpenSearch to gzip its responses: less bandwidth over a slow link, more CPU on the nodes and here (GEOSHARD_OPENSEARCH_GZIP)")
+	fs.BoolVar(&cf.allowUntested, "allow-untested-opensearch", false, "run on an OpenSearch newer than geoshard is tested with ("+bulk.SupportedEngines()+"), with a warning, instead of refusing it; never on an older OpenSearch or on Elasticsearch (GEOSHARD_ALLOW_UNTESTED_OPENSEARCH)")
 	return cf
 }
 
@@ -40,6 +43,9 @@ type ClientFlags struct {
 	getenv       func(string) string
 	addrs        string
 	passwordFile string
+	// allowUntested turns the refusal of an OpenSearch newer than tested
+	// into a warning (CheckEngine).
+	allowUntested bool
 }
 
 // Resolve fills the ClientConfig from the parsed flags and validates it.
