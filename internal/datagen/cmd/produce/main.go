@@ -28,6 +28,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -145,7 +146,37 @@ func createTopics(ctx context.Context, brokers []string, partitions int, topics 
 			return fmt.Errorf("create topic %s: %w", c.Topic, err)
 		}
 	}
+	for _, c := range cfgs {
+		if err := awaitLeaders(ctx, conn, c.Topic); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// awaitLeaders waits until the broker's metadata gives every partition of
+// topic a leader. The controller answers a creation before the brokers
+// have learnt of it; a write in between is refused as to an unknown topic,
+// and a busy broker can take longer to learn than the writer retries.
+func awaitLeaders(ctx context.Context, conn *kafka.Conn, topic string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ps, err := conn.ReadPartitions(topic)
+		if err == nil && len(ps) > 0 && !slices.ContainsFunc(ps, func(p kafka.Partition) bool { return p.Leader.Host == "" }) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if err == nil {
+				err = errors.New("a partition has no leader")
+			}
+			return fmt.Errorf("topic %s: not ready: %w", topic, err)
+		case <-tick.C:
+		}
+	}
 }
 
 // replicationFactor is the replication factor of the topics produce
