@@ -77,8 +77,9 @@ order() {
 	done
 }
 
-# field NAME FILE prints the last number of JSON field NAME in FILE.
-field() { grep -o "\"$1\":[-0-9.e+]*" "$2" | tail -1 | cut -d: -f2; }
+# field NAME FILE prints the last number of JSON field NAME in FILE, to
+# two decimals.
+field() { grep -o "\"$1\":[-0-9.e+]*" "$2" | tail -1 | cut -d: -f2 | xargs -r printf '%.2f'; }
 # metric NAME FILE prints the value of a benchmark's metric NAME in FILE.
 metric() { awk -v m="$1" '{for (i = 2; i <= NF; i++) if ($i == m) v = $(i - 1)} END {print v}' "$2"; }
 
