@@ -20,7 +20,7 @@ build:
 # unless every package with tests under its patterns ran at least one test
 # and passed: a package left out, a -run that matches nothing or a build
 # that failed is a failure, never a quiet pass. Each closes with a line
-# "suites: N passed, N failed, N skipped".
+# "suites: N passed, N failed, N skipped, in T".
 TEST_FAULT_DOWN ?= 20s
 test: lint test-fast test-chaos-ci test-real test-real-2.19
 	@$(MAKE) --no-print-directory test-cluster FAULT_DOWN=$(TEST_FAULT_DOWN) FAULT_RUN=TestFault

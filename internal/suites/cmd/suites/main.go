@@ -20,6 +20,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/geoshard/geoshard/internal/suites"
 )
@@ -82,6 +83,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "suites: %v\n", err)
 		return 1
 	}
+	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(stderr, "suites: start go test: %v\n", err)
 		return 1
@@ -104,7 +106,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, p := range report.Problems {
 		fmt.Fprintln(stdout, "suites: FAIL", p)
 	}
-	fmt.Fprintln(stdout, report.Summary())
+	// The wall time, so that a run's log says where its time went.
+	fmt.Fprintf(stdout, "%s, in %s\n", report.Summary(), time.Since(start).Round(time.Second))
 	if !report.OK() {
 		return 1
 	}
