@@ -21,7 +21,7 @@ func TestCheckEngine(t *testing.T) {
 		{"1.x", openSearch("1.3.20"), EngineTooOld},
 		{"the minor before the oldest", openSearch("2.18.0"), EngineTooOld},
 		{"2.19.0", openSearch("2.19.0"), 0},
-		{"the emulator", openSearch("2.19.1"), 0},
+		{"an earlier 2.19 patch", openSearch("2.19.1"), 0},
 		{"2.19.6, the 2.x CI tests", openSearch("2.19.6"), 0},
 		{"a later 2.19 patch", openSearch("2.19.9"), 0},
 		{"3.0.0", openSearch("3.0.0"), 0},

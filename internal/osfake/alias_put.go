@@ -39,7 +39,7 @@ func (s *Server) handlePutAlias(w http.ResponseWriter, q *request) {
 				spec[k] = scalarString(v)
 			}
 		case k == "is_write_index", k == "is_hidden":
-			b, err := parserBoolean(v)
+			b, err := parserBoolean(s.dialect, v)
 			if err != nil {
 				writeError(w, err)
 				return
@@ -64,7 +64,7 @@ func (s *Server) handlePutAlias(w http.ResponseWriter, q *request) {
 
 // parserBoolean is XContentParser.booleanValue: true, false or their
 // strings; a number is Jackson's error.
-func parserBoolean(v any) (bool, *osError) {
+func parserBoolean(d *dialect, v any) (bool, *osError) {
 	switch x := v.(type) {
 	case bool:
 		return x, nil
@@ -75,7 +75,7 @@ func parserBoolean(v any) (bool, *osError) {
 		if strings.ContainsAny(x.String(), ".eE") {
 			tok = "VALUE_NUMBER_FLOAT"
 		}
-		return false, &osError{Status: 400, Type: "json_parse_exception", Reason: "Current token (" + tok + ") not of boolean type"}
+		return false, d.notBoolean(tok)
 	}
-	return false, &osError{Status: 400, Type: "json_parse_exception", Reason: "Current token (" + tokenName(v) + ") not of boolean type"}
+	return false, d.notBoolean(tokenName(v))
 }

@@ -68,7 +68,7 @@ func (s *Server) handleBulk(w http.ResponseWriter, q *request) {
 		writeError(w, parseError("request body is required"))
 		return
 	}
-	ops, err := parseBulk(q.body, def)
+	ops, err := parseBulk(s.dialect, q.body, def)
 	if err != nil {
 		writeError(w, err)
 		return

@@ -21,7 +21,7 @@ type bulkDefaults struct {
 // parseBulk reads action and source lines. Line numbers in errors count
 // every line, blank ones included; a blank action line is skipped; a
 // source line has a trailing '\r' trimmed; delete has no source line.
-func parseBulk(body []byte, def bulkDefaults) ([]op, *osError) {
+func parseBulk(d *dialect, body []byte, def bulkDefaults) ([]op, *osError) {
 	ops := make([]op, 0, bytes.Count(body, []byte{'\n'})/2+1)
 	line, from := 0, 0
 	for {
@@ -35,7 +35,7 @@ func parseBulk(body []byte, def bulkDefaults) ([]op, *osError) {
 		line++
 		action := body[from:next]
 		from = next + 1
-		o, skip, err := parseAction(action, line, def)
+		o, skip, err := parseAction(d, action, line, def)
 		if err != nil {
 			return nil, err
 		}
@@ -59,7 +59,7 @@ func parseBulk(body []byte, def bulkDefaults) ([]op, *osError) {
 				if o.version != versionMatchAny || o.vtype != versionInternal {
 					return nil, illegalArgument("Update requests do not support versioning. Please use `if_seq_no` and `if_primary_term` instead")
 				}
-				if o.upd, err = parseUpdateBody(src); err != nil {
+				if o.upd, err = parseUpdateBody(d, src); err != nil {
 					return nil, err
 				}
 			} else {
@@ -85,15 +85,15 @@ func nextMarker(body []byte, from int) (int, *osError) {
 // line. Ordinary lines take the fast path; anything it does not handle
 // (escapes, objects, bad syntax) is parsed token by token, which reports
 // errors the way the server does.
-func parseAction(line []byte, n int, def bulkDefaults) (o op, skip bool, err *osError) {
-	if o, skip, ok, err := parseActionFast(line, n, def); ok {
+func parseAction(d *dialect, line []byte, n int, def bulkDefaults) (o op, skip bool, err *osError) {
+	if o, skip, ok, err := parseActionFast(d, line, n, def); ok {
 		return o, skip, err
 	}
-	return parseActionSlow(line, n, def)
+	return parseActionSlow(d, line, n, def)
 }
 
 // parseActionSlow parses an action line token by token.
-func parseActionSlow(line []byte, n int, def bulkDefaults) (o op, skip bool, err *osError) {
+func parseActionSlow(d *dialect, line []byte, n int, def bulkDefaults) (o op, skip bool, err *osError) {
 	ln := strconv.Itoa(n)
 	malformed := func(what string) *osError {
 		return illegalArgument("Malformed action/metadata line [" + ln + "], " + what)
@@ -105,13 +105,13 @@ func parseActionSlow(line []byte, n int, def bulkDefaults) (o op, skip bool, err
 		return o, true, nil
 	}
 	if jerr != nil {
-		return o, false, jsonParseError(jerr)
+		return o, false, d.badJSON(jerr)
 	}
 	if tok != json.Delim('{') {
 		return o, false, malformed("expected START_OBJECT but found [" + xToken(tok) + "]")
 	}
 	if tok, jerr = dec.Token(); jerr != nil {
-		return o, false, jsonParseError(jerr)
+		return o, false, d.badJSON(jerr)
 	}
 	action, ok := tok.(string)
 	if !ok {
@@ -121,7 +121,7 @@ func parseActionSlow(line []byte, n int, def bulkDefaults) (o op, skip bool, err
 		return o, false, malformed("expected one of [create, delete, index, update] but found [" + action + "]")
 	}
 	if tok, jerr = dec.Token(); jerr != nil {
-		return o, false, jsonParseError(jerr)
+		return o, false, d.badJSON(jerr)
 	}
 	if tok == json.Delim('}') {
 		return o, false, nil
@@ -132,14 +132,14 @@ func parseActionSlow(line []byte, n int, def bulkDefaults) (o op, skip bool, err
 	var opType string
 	for {
 		if tok, jerr = dec.Token(); jerr != nil {
-			return o, false, jsonParseError(jerr)
+			return o, false, d.badJSON(jerr)
 		}
 		if tok == json.Delim('}') {
 			break
 		}
 		key, _ := tok.(string)
 		if tok, jerr = dec.Token(); jerr != nil {
-			return o, false, jsonParseError(jerr)
+			return o, false, d.badJSON(jerr)
 		}
 		switch tok {
 		case nil:
@@ -151,11 +151,11 @@ func parseActionSlow(line []byte, n int, def bulkDefaults) (o op, skip bool, err
 				return o, false, malformed("expected a simple value for field [" + key + "] but found [START_OBJECT]")
 			}
 			if jerr = skipValue(dec); jerr != nil {
-				return o, false, jsonParseError(jerr)
+				return o, false, d.badJSON(jerr)
 			}
 			continue
 		}
-		if err := o.setMeta(key, tok, ln, &opType); err != nil {
+		if err := o.setMeta(d, key, tok, ln, &opType); err != nil {
 			return o, false, err
 		}
 	}
@@ -190,7 +190,7 @@ func actionOp(action string, def bulkDefaults) (o op, ok bool) {
 }
 
 // setMeta applies one metadata key.
-func (o *op) setMeta(key string, tok json.Token, line string, opType *string) *osError {
+func (o *op) setMeta(d *dialect, key string, tok json.Token, line string, opType *string) *osError {
 	var err *osError
 	switch key {
 	case "_index":
@@ -202,20 +202,20 @@ func (o *op) setMeta(key string, tok json.Token, line string, opType *string) *o
 	case "op_type":
 		*opType = tokenText(tok)
 	case "version":
-		o.version, err = tokenLong(tok)
+		o.version, err = tokenLong(d, tok)
 	case "version_type":
 		o.vtype, err = parseVersionType(tokenText(tok))
 	case "if_seq_no":
-		if o.ifSeqNo, err = tokenLong(tok); err == nil && o.ifSeqNo < 0 && o.ifSeqNo != unassignedSeqNo {
+		if o.ifSeqNo, err = tokenLong(d, tok); err == nil && o.ifSeqNo < 0 && o.ifSeqNo != unassignedSeqNo {
 			err = illegalArgument("sequence numbers must be non negative. got [" + strconv.FormatInt(o.ifSeqNo, 10) + "].")
 		}
 	case "if_primary_term":
-		if o.ifTerm, err = tokenLong(tok); err == nil && o.ifTerm < 0 {
+		if o.ifTerm, err = tokenLong(d, tok); err == nil && o.ifTerm < 0 {
 			err = illegalArgument("primary term must be non negative. got [" + strconv.FormatInt(o.ifTerm, 10) + "]")
 		}
 	case "retry_on_conflict":
 		var n int64
-		n, err = tokenLong(tok)
+		n, err = tokenLong(d, tok)
 		o.retryOnConflict = int(n)
 	case "pipeline":
 		o.pipeline = tokenText(tok)
@@ -249,7 +249,7 @@ func skipValue(dec *json.Decoder) error {
 
 // parseUpdateBody is UpdateRequest.fromXContent: doc, upsert,
 // doc_as_upsert, detect_noop, script; other keys are ignored.
-func parseUpdateBody(src []byte) (*updateSpec, *osError) {
+func parseUpdateBody(d *dialect, src []byte) (*updateSpec, *osError) {
 	u := &updateSpec{detectNoop: true}
 	if len(bytes.TrimSpace(src)) == 0 {
 		return u, nil
@@ -260,7 +260,7 @@ func parseUpdateBody(src []byte) (*updateSpec, *osError) {
 		if errors.As(err, &ute) {
 			return nil, xContentError("[UpdateRequest] Expected START_OBJECT but was: " + rawTokenName(src))
 		}
-		return nil, jsonParseError(err)
+		return nil, d.badJSON(err)
 	}
 	if m == nil {
 		return nil, xContentError("[UpdateRequest] Expected START_OBJECT but was: VALUE_NULL")

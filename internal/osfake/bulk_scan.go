@@ -15,7 +15,7 @@ import (
 // parseActionFast parses an action line made of an object holding one
 // object of scalar values, with strings free of escapes. ok is false when
 // the line is anything else.
-func parseActionFast(line []byte, n int, def bulkDefaults) (o op, skip, ok bool, err *osError) {
+func parseActionFast(d *dialect, line []byte, n int, def bulkDefaults) (o op, skip, ok bool, err *osError) {
 	p := lineScanner{b: line}
 	if p.skipSpace(); p.i == len(p.b) {
 		return o, true, true, nil
@@ -46,7 +46,7 @@ func parseActionFast(line []byte, n int, def bulkDefaults) (o op, skip, ok bool,
 				if ln == "" {
 					ln = strconv.Itoa(n)
 				}
-				if err := o.setMeta(key, tok, ln, &opType); err != nil {
+				if err := o.setMeta(d, key, tok, ln, &opType); err != nil {
 					return o, false, true, err
 				}
 			}

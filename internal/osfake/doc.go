@@ -1,5 +1,7 @@
-// Package osfake is an in-process OpenSearch 2.x emulator that speaks the
-// REST API over HTTP, for tests and for the embedded demo mode.
+// Package osfake is an in-process OpenSearch emulator that speaks the REST
+// API over HTTP, for tests and for the embedded demo mode. It answers as
+// the version it reports: OpenSearch 3.9.0 by default, a 2.19.x version
+// on request (Options.Version).
 //
 // It is test and demo machinery. Production code never imports it, except
 // the --embedded wiring in cmd/, which serves it inside the real binary.
@@ -9,10 +11,11 @@
 //
 // Fidelity to the real server matters more than breadth: every component
 // that writes to or reads from OpenSearch is tested against this emulator,
-// so where it answers, it answers as OpenSearch 2.19 does — the same
-// document placement (shard = murmur3 of the routing value, scaled by
-// index.number_of_routing_shards), the same response shapes, error types,
-// reasons and HTTP statuses. The real client
+// so where it answers, it answers as the OpenSearch version it reports
+// does ("Release lines" below says what differs between 3.9 and 2.19) —
+// the same document placement (shard = murmur3 of the routing value,
+// scaled by index.number_of_routing_shards), the same response shapes,
+// error types, reasons and HTTP statuses. The real client
 // (github.com/opensearch-project/opensearch-go/v4/opensearchapi) works
 // against it unchanged. A path it does not know gets the server's 400 "no
 // handler found"; where it knowingly lacks a feature of a known endpoint it
@@ -29,6 +32,10 @@
 //	client, _ := opensearchapi.NewClient(opensearchapi.Config{
 //		Client: opensearch.Config{Addresses: []string{ts.URL}}})
 //
+// Options.Version chooses the version: DefaultVersion (3.9.0), or any
+// 2.19.x or 3.9.x version. Options.Validate refuses any other, and a
+// Server given one answers every request with a 500 that says so.
+//
 // The injectable clock drives refresh intervals, delete tombstone expiry
 // (index.gc_deletes) and point-in-time expiry, so a test moves time with
 // clock.Advance instead of sleeping. A *Server is an http.Handler, so New
@@ -38,16 +45,18 @@
 //
 // The command osfake serves it until SIGINT or SIGTERM:
 //
-//	go run ./internal/osfake/cmd/osfake -addr 127.0.0.1:9200
+//	go run ./internal/osfake/cmd/osfake -addr 127.0.0.1:9200 [-version 2.19.6]
 //
-// It refuses an address that is not loopback unless -allow-remote is
-// given: the emulator has no authentication and accepts any request.
+// It refuses a -version it does not know, saying which it knows, and an
+// address that is not loopback unless -allow-remote is given: the
+// emulator has no authentication and accepts any request.
 //
 // # Endpoints
 //
 // Cluster and info:
 //
-//	GET|HEAD /                                  version 2.19.1, distribution opensearch
+//	GET|HEAD /                                  Options.Version (3.9.0 or 2.19.x), distribution opensearch,
+//	                                            the line's lucene_version and compatibility versions
 //	GET  /_cluster/health[/{index}]             level, wait_for_status, wait_for_active_shards, wait_for_nodes, timeout
 //	GET  /_cat/indices[/{index}]                format=json or text, v, h, s, bytes
 //	GET  /_cat/shards[/{index}]
@@ -129,9 +138,17 @@
 //
 // The tests of this package are written as conformance tests: each runs
 // against a target that is a fresh emulator by default, and a real
-// OpenSearch 2.x cluster with the build tag realcluster:
+// OpenSearch cluster of the 3.9 or the 2.19 line with the build tag
+// realcluster:
 //
 //	GEOSHARD_OPENSEARCH_URL=http://127.0.0.1:9200 go test -tags realcluster ./internal/osfake/
+//
+// A test whose answers differ by line states the answer of each
+// (target_test.go's byLine) and runs once per line (eachLine): against
+// the emulator at 2.19.6 and at 3.9.0, each in a subtest named after its
+// line, so the 2.19 answers stay tested without a 2.19 node; against a
+// real cluster at the line its GET / reports. A cluster of any other line
+// fails those tests rather than skip them: no answer of its line is known.
 //
 // Each test creates uniquely named indices (deleted afterwards) so a shared
 // cluster can be used, and writes its documents through _bulk. Tests that
@@ -148,13 +165,68 @@
 // timeout it waited for.
 //
 // Run them against a cluster of three with deploy/local/real.sh
-// (OPENSEARCH_NODES=3) as well as against a single node.
+// (OPENSEARCH_NODES=3) as well as against a single node, and against a
+// node of each line (OPENSEARCH_VERSION=2.19.6 for the 2.x line). The
+// transport shapes of overTransport were checked on a 2.19 cluster; a
+// 3.x cluster of several nodes was not run.
+//
+// # Release lines
+//
+// Run against a real 3.9.0 and a real 2.19.6 node, the conformance tests
+// found these differences between the lines; the emulator answers each
+// as the line of the version it reports, from its dialect (dialect.go),
+// and the named tests pin both answers:
+//
+//   - GET / reports the version, Lucene 10.5.1 on 3.9 (9.12.3 on 2.19.6),
+//     minimum_wire_compatibility_version 2.19.0 (7.10.0) and
+//     minimum_index_compatibility_version 2.0.0 (7.0.0); an index's
+//     index.version.created is the version's id, 137307827 for 3.9.0 and
+//     136408427 for 2.19.6 (TestRootReportsTheVersion).
+//   - The JSON parser's failures. Where 2.19 raises json_parse_exception
+//     for a value that is not the number or boolean it must be, 3.x
+//     raises input_coercion_exception; where 2.19 raises
+//     json_e_o_f_exception for input that ends early, 3.x raises
+//     unexpected_end_of_input_exception. 3.x wraps each in another
+//     exception with the same reason — of the same type, or a syntax
+//     error's json_parse_exception over a stream_read_exception — where
+//     2.19 raises it bare; the root cause is the outer one. Its messages
+//     say "cannot use numeric value accessors" for 2.19's "can not", and
+//     name a number's Java type in backticks with its range: "out of
+//     range of `long` (-9223372036854775808 - 9223372036854775807)" for
+//     2.19's "long (…)", "`short` (-32768 - 32767)" for 2.19's "Java
+//     short". Its positions read "byte offset: #27" for 2.19's "line: 1,
+//     column: 28"; the emulator gives none on either line
+//     (TestPutAliasBodyErrors, TestBulkPerItemErrors,
+//     TestParserFailuresInWrites, TestNumericRangeChecks,
+//     TestMappedFieldsRejectValuesOfTheWrongKind,
+//     TestDynamicMappingConflicts).
+//   - A search of size 0 with aggregations reports terminated_early: true
+//     on 3.9 once a shard it ran on holds documents, whether or not its
+//     query matches any; 2.19 never reports it. The server reports it
+//     also for a shard whose documents were all deleted, whose segments
+//     remain; the emulator, which keeps no segments, does not
+//     (TestSizeZeroAggregationsTerminateEarly).
+//   - _search_shards gives each shard copy "searchOnly": false on 3.9
+//     (TestSearchShardsCopyFields).
+//
+// The lines differ too where the emulator does not follow either, so no
+// test pins it: the parser's own reasons for syntax errors ("was
+// expecting double-quote to start property name" on 3.x, "field name" on
+// 2.19; the emulator gives Go's), a duplicate key ("Duplicate Object
+// property" on 3.x, "Duplicate field" on 2.19; the emulator takes the
+// document), and relevance scores: a term query on a keyword field
+// scores a constant 1.0 (times its boost) on 3.9, and BM25 on 2.19,
+// where the emulator scores 1.0 whatever the boost; other scored queries
+// score by BM25 on both lines, with other values. Where the server names indices
+// in a hash map's order (the alias errors below), the two nodes' orders
+// differed, and the tests accept either.
 //
 // # Known differences from OpenSearch
 //
 // Each difference below names the test that pins the emulator's side of
-// it (or says why none does). Differences found against a real 2.19.6
-// node and since fixed are listed at the end.
+// it (or says why none does); each holds on both lines unless it says
+// otherwise. Differences found against a real 2.19.6 node and since fixed
+// are listed at the end.
 //
 // Cluster and state:
 //
@@ -213,18 +285,26 @@
 //     The JSON is the same; no test pins key order, as every test decodes
 //     what it reads.
 //   - The server puts the parser's [line:column] before parse errors,
-//     appends Jackson's "at [Source: …; line: 1, column: 28]" to the JSON
-//     parser's and " at 1:6" to the document parser's "Can't get text on
-//     a START_OBJECT", and adds line and col fields to a
-//     parsing_exception; the emulator leaves the positions out
-//     (TestAliasesErrors, TestNumericRangeChecks and
-//     TestMappedFieldsRejectValuesOfTheWrongKind strip them from the
-//     node's answers).
-//   - Malformed JSON gets the server's error types (json_parse_exception,
-//     json_e_o_f_exception, mapper_parsing_exception), but the reasons are
-//     in Go's wording, not Jackson's (TestBulkPerItemErrors checks the
-//     types only). Duplicate keys in a source are accepted, where the
-//     server rejects them.
+//     appends the JSON parser's "at [Source: …; line: 1, column: 28]" (on
+//     3.x "at [Source: …; byte offset: #27]") to its exceptions and
+//     " at 1:6" to the document parser's "Can't get text on a
+//     START_OBJECT", and adds line and col fields to a parsing_exception;
+//     the emulator leaves the positions out (TestAliasesErrors,
+//     TestNumericRangeChecks and TestMappedFieldsRejectValuesOfTheWrongKind
+//     strip them from the node's answers).
+//   - Malformed JSON in a document, a bulk body or an update body gets the
+//     server's error types (mapper_parsing_exception over the parser's,
+//     as each line names them: see Release lines), but the reasons are in
+//     Go's wording, not the server's (TestBulkPerItemErrors and
+//     TestParserFailuresInWrites check the types only). Malformed JSON in
+//     other request bodies (a search, a mapping, settings, aliases) is a
+//     parse_exception "Failed to parse content to map" with Go's reason
+//     and no cause, where the server raises the parser's exceptions, or
+//     wraps them in its own (not pinned). Duplicate keys in a source are
+//     accepted, where the server rejects them. A search option of the
+//     wrong JSON type ("size": true) is the emulator's parsing_exception
+//     "[search] failed to parse field [size]", where the server raises
+//     the parser's exception (not pinned).
 //   - filter_path is applied to successful responses only, as on the
 //     server, and the filtered response is re-encoded with its keys sorted
 //     (TestFilterPath).
@@ -254,10 +334,11 @@
 //     sorted, as are those in "aliases [a, b] missing"; the server's order
 //     is its hash map's (TestAliasesErrors and TestBulkAliasTargets accept
 //     either order).
-//   - Removing an alias that does not exist follows 2.12–2.19: a request
-//     whose actions all resolve to nothing is 404 aliases_not_found_exception;
-//     beside other effective actions the missing alias is ignored, unless
-//     the remove has must_exist: true (TestAliasesErrors,
+//   - Removing an alias that does not exist follows 2.12 and later (3.9
+//     alike): a request whose actions all resolve to nothing is 404
+//     aliases_not_found_exception; beside other effective actions the
+//     missing alias is ignored, unless the remove has must_exist: true
+//     (TestAliasesErrors,
 //     TestAliasesRemoveMissingBesideOtherActionsIsTolerated).
 //
 // # Known differences: documents and search
@@ -384,11 +465,13 @@
 // # Differences found against a real node and fixed
 //
 // Run against OpenSearch 2.19.6, the conformance tests found these; the
-// emulator now answers as the node does, and the named tests pin it:
+// emulator now answers as the node does, and the named tests pin it. Each
+// holds on 3.9 as well, the parser's exceptions named as 3.x names them
+// (Release lines):
 //
 //   - Root causes are chosen as the server's guessRootCauses chooses them:
 //     an OpenSearch exception caused by a plain Java one is the root cause
-//     itself (mapper_parsing_exception, not the json_parse_exception under
+//     itself (mapper_parsing_exception, not the parser's exception under
 //     it); nested parser errors report the innermost; a search that fails
 //     on every shard lists one root cause per distinct shard failure, and
 //     a plain Java shard failure shows as caused by itself
@@ -421,10 +504,11 @@
 //     [k] of type [keyword] in document with id '1'. Preview of field's
 //     value: '{a=1}'", the object printed as the server's HashMap prints
 //     it, caused by the parser's complaint (illegal_state_exception "Can't
-//     get text on a START_OBJECT" or json_parse_exception "Current token
-//     (START_OBJECT) not numeric …"); an object mapping given a concrete
-//     value fails with "object mapping for [o] tried to parse field [o] as
-//     object, but found a concrete value" ([null] inside an array); a
+//     get text on a START_OBJECT" or, on 2.19, json_parse_exception
+//     "Current token (START_OBJECT) not numeric …"); an object mapping
+//     given a concrete value fails with "object mapping for [o] tried to
+//     parse field [o] as object, but found a concrete value" ([null]
+//     inside an array); a
 //     dotted name through a field that is not an object, with "Could not
 //     dynamically add mapping for field [k.x]. Existing mapping for [k]
 //     must be of type object but found [keyword]."; a geo_point with the
@@ -432,8 +516,8 @@
 //     "unsupported symbol [a] in geohash [abc]", "field [lon] missing",
 //     "illegal latitude value [100.0] for g", …); text that is not a number
 //     with number_format_exception (illegal_argument_exception for a
-//     long), and a number given to a boolean with json_parse_exception.
-//     Empty text is a null number. Each value of a new field gets a mapper
+//     long), and a number given to a boolean with the parser's exception
+//     (json_parse_exception on 2.19). Empty text is a null number. Each value of a new field gets a mapper
 //     of its own, and mappers that differ fail the document when they are
 //     merged, in the server's merge order ("mapper [x] cannot be changed
 //     from type [long] to [text]", "can't merge a non object mapping [x]

@@ -34,6 +34,7 @@ type pathError struct {
 }
 
 type docParser struct {
+	d   *dialect
 	m   *mapping
 	id  string
 	src []byte // the source as given, for the key order of previews
@@ -56,7 +57,7 @@ func (ix *index) parseDoc(src []byte, fields map[string]any, id, routing string)
 			}
 		}
 	}
-	p := &docParser{m: m, id: id, src: src}
+	p := &docParser{d: ix.dialect, m: m, id: id, src: src}
 	rootDynamic := m.dynamic
 	if rootDynamic == "" {
 		rootDynamic = "true"
@@ -204,7 +205,7 @@ func (p *docParser) objectValue(path, key, dynamic string, val any) {
 // leafValue checks the values of a field mapped as typ.
 func (p *docParser) leafValue(path, typ string, val any) {
 	if typ == "geo_point" {
-		if cause := geoPointRejected(path, val); cause != nil {
+		if cause := geoPointRejected(p.d, path, val); cause != nil {
 			p.fail(path, &osError{Status: 400, Type: "mapper_parsing_exception",
 				Reason: "failed to parse field [" + path + "] of type [geo_point]", CausedBy: cause})
 		}
@@ -215,9 +216,9 @@ func (p *docParser) leafValue(path, typ string, val any) {
 		switch x := e.(type) {
 		case nil:
 		case map[string]any:
-			err = p.fieldError(path, typ, p.preview(path, x), objectRejected(typ))
+			err = p.fieldError(path, typ, p.preview(path, x), objectRejected(p.d, typ))
 		default:
-			if cause := scalarRejected(typ, x); cause != nil {
+			if cause := scalarRejected(p.d, typ, x); cause != nil {
 				preview := scalarString(x)
 				if n, ok := x.(json.Number); ok {
 					preview = numberPreview(typ, n)
@@ -244,12 +245,12 @@ func (p *docParser) fieldError(path, typ, preview string, cause *osError) *osErr
 // objectRejected is how a field mapper of type typ fails on an object:
 // the parser's complaint about the START_OBJECT token where it expected
 // a number, a boolean or text. The server adds the token's position.
-func objectRejected(typ string) *osError {
+func objectRejected(d *dialect, typ string) *osError {
 	switch {
 	case numericTypes[typ]:
-		return &osError{Type: "json_parse_exception", Reason: "Current token (START_OBJECT) not numeric, can not use numeric value accessors"}
+		return d.notNumeric("START_OBJECT")
 	case typ == "boolean":
-		return &osError{Type: "json_parse_exception", Reason: "Current token (START_OBJECT) not of boolean type"}
+		return d.notBoolean("START_OBJECT")
 	}
 	return &osError{Type: "illegal_state_exception", Reason: "Can't get text on a START_OBJECT"}
 }

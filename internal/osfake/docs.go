@@ -350,7 +350,7 @@ func (s *Server) handleUpdateDoc(w http.ResponseWriter, q *request) {
 	o := newOp(opUpdate)
 	o.index, o.id, o.hasID = q.vars["index"], q.vars["id"], true
 	var err *osError
-	if o.upd, err = parseUpdateBody(q.body); err != nil {
+	if o.upd, err = parseUpdateBody(s.dialect, q.body); err != nil {
 		writeError(w, err)
 		return
 	}

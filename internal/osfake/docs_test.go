@@ -353,30 +353,39 @@ func TestBodiesThatAreNotObjects(t *testing.T) {
 // naming the number as written), text in the field mapper; the preview
 // shows a non-integer as the double the parser read. An unmapped integer
 // too big for a long is mapped as a long all the same, and rejected.
-func TestNumericRangeChecks(t *testing.T) {
-	tg := newTarget(t)
+func TestNumericRangeChecks(t *testing.T) { eachLine(t, testNumericRangeChecks) }
+
+func testNumericRangeChecks(t *testing.T, tg *target) {
 	name := tg.name("ranges")
 	tg.mustDo(200, "PUT", "/"+name, `{"settings":{"number_of_replicas":0},"mappings":{"properties":{
 		"l":{"type":"long"},"i":{"type":"integer"},"s":{"type":"short"},"b":{"type":"byte"},
 		"d":{"type":"double"},"f":{"type":"float"},"h":{"type":"half_float"}}}}`)
-	const long = "long (-9223372036854775808 - 9223372036854775807)"
-	const int = "int (-2147483648 - 2147483647)"
+	// The parser names the Java type it reads the number as: 3.x in
+	// backticks and a short with its range, and it wraps its exception in
+	// another of its kind.
+	long := byLine(tg, "long (-9223372036854775808 - 9223372036854775807)", "`long` (-9223372036854775808 - 9223372036854775807)")
+	int := byLine(tg, "int (-2147483648 - 2147483647)", "`int` (-2147483648 - 2147483647)")
+	short := byLine(tg, "Java short", "`short` (-32768 - 32767)")
+	overflow := func(n, of string) string {
+		cause := "input_coercion_exception: Numeric value (" + n + ") out of range of " + of
+		return byLine(tg, cause, cause+" / "+cause)
+	}
 	cases := []struct{ doc, field, typ, preview, cause string }{
-		{`{"big":12345678901234567890}`, "big", "long", "12345678901234567890", "input_coercion_exception: Numeric value (12345678901234567890) out of range of " + long},
-		{`{"x":{"y":-9223372036854775809}}`, "x.y", "long", "-9223372036854775809", "input_coercion_exception: Numeric value (-9223372036854775809) out of range of " + long},
-		{`{"l":9223372036854775808}`, "l", "long", "9223372036854775808", "input_coercion_exception: Numeric value (9223372036854775808) out of range of " + long},
-		{`{"l":[1,12345678901234567890]}`, "l", "long", "12345678901234567890", "input_coercion_exception: Numeric value (12345678901234567890) out of range of " + long},
+		{`{"big":12345678901234567890}`, "big", "long", "12345678901234567890", overflow("12345678901234567890", long)},
+		{`{"x":{"y":-9223372036854775809}}`, "x.y", "long", "-9223372036854775809", overflow("-9223372036854775809", long)},
+		{`{"l":9223372036854775808}`, "l", "long", "9223372036854775808", overflow("9223372036854775808", long)},
+		{`{"l":[1,12345678901234567890]}`, "l", "long", "12345678901234567890", overflow("12345678901234567890", long)},
 		{`{"l":"9223372036854775808"}`, "l", "long", "9223372036854775808", "illegal_argument_exception: Value [9223372036854775808] is out of range for a long"},
-		{`{"l":1e19}`, "l", "long", "1.0E19", "input_coercion_exception: Numeric value (1e19) out of range of " + long},
-		{`{"l":9.3e18}`, "l", "long", "9.3E18", "input_coercion_exception: Numeric value (9.3e18) out of range of " + long},
+		{`{"l":1e19}`, "l", "long", "1.0E19", overflow("1e19", long)},
+		{`{"l":9.3e18}`, "l", "long", "9.3E18", overflow("9.3e18", long)},
 		{`{"l":"1e19"}`, "l", "long", "1e19", "illegal_argument_exception: Value [1e19] is out of range for a long"},
-		{`{"i":2147483648}`, "i", "integer", "2147483648", "input_coercion_exception: Numeric value (2147483648) out of range of " + int},
+		{`{"i":2147483648}`, "i", "integer", "2147483648", overflow("2147483648", int)},
 		{`{"i":"2147483648"}`, "i", "integer", "2147483648", "illegal_argument_exception: Value [2147483648] is out of range for an integer"},
-		{`{"i":2147483647.5}`, "i", "integer", "2.1474836475E9", "input_coercion_exception: Numeric value (2147483647.5) out of range of " + int},
-		{`{"i":-2147483648.5}`, "i", "integer", "-2.1474836485E9", "input_coercion_exception: Numeric value (-2147483648.5) out of range of " + int},
-		{`{"i":1e10}`, "i", "integer", "1.0E10", "input_coercion_exception: Numeric value (1e10) out of range of " + int},
-		{`{"s":32768}`, "s", "short", "32768", "input_coercion_exception: Numeric value (32768) out of range of Java short"},
-		{`{"s":40000.5}`, "s", "short", "40000.5", "input_coercion_exception: Numeric value (40000.5) out of range of Java short"},
+		{`{"i":2147483647.5}`, "i", "integer", "2.1474836475E9", overflow("2147483647.5", int)},
+		{`{"i":-2147483648.5}`, "i", "integer", "-2.1474836485E9", overflow("-2147483648.5", int)},
+		{`{"i":1e10}`, "i", "integer", "1.0E10", overflow("1e10", int)},
+		{`{"s":32768}`, "s", "short", "32768", overflow("32768", short)},
+		{`{"s":40000.5}`, "s", "short", "40000.5", overflow("40000.5", short)},
 		{`{"s":"40000"}`, "s", "short", "40000", "illegal_argument_exception: Value [40000] is out of range for a short"},
 		{`{"b":128}`, "b", "byte", "128", "illegal_argument_exception: Value [128] is out of range for a byte"},
 		{`{"b":-129}`, "b", "byte", "-129", "illegal_argument_exception: Value [-129] is out of range for a byte"},
@@ -392,10 +401,7 @@ func TestNumericRangeChecks(t *testing.T) {
 	for _, tc := range cases {
 		status, out := tg.do("PUT", "/"+name+"/_doc/1", tc.doc)
 		want := "failed to parse field [" + tc.field + "] of type [" + tc.typ + "] in document with id '1'. Preview of field's value: '" + tc.preview + "'"
-		cause := str(dig(out, "error", "caused_by", "type")) + ": " + str(dig(out, "error", "caused_by", "reason"))
-		if i := strings.Index(cause, "\n at [Source"); i > 0 {
-			cause = cause[:i] // the server adds the number's position
-		}
+		cause := errorChain(dig(out, "error", "caused_by")) // without the number's position, which the server adds
 		if status != 400 || firstRootCause(out) != "mapper_parsing_exception: "+want || cause != tg.failureOf(name, tc.cause) {
 			t.Errorf("PUT %s = %d %v\nwant 400 %s\ncaused by %s", tc.doc, status, out, want, tc.cause)
 		}

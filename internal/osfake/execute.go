@@ -48,12 +48,13 @@ type searchResult struct {
 }
 
 type searchResponse struct {
-	PitID    string         `json:"pit_id,omitempty"`
-	Took     int64          `json:"took"`
-	TimedOut bool           `json:"timed_out"`
-	Shards   shardsJSON     `json:"_shards"`
-	Hits     hitsJSON       `json:"hits"`
-	Aggs     map[string]any `json:"aggregations,omitempty"`
+	PitID           string         `json:"pit_id,omitempty"`
+	Took            int64          `json:"took"`
+	TimedOut        bool           `json:"timed_out"`
+	TerminatedEarly bool           `json:"terminated_early,omitempty"`
+	Shards          shardsJSON     `json:"_shards"`
+	Hits            hitsJSON       `json:"hits"`
+	Aggs            map[string]any `json:"aggregations,omitempty"`
 }
 
 type hitsJSON struct {
@@ -72,6 +73,21 @@ type hitJSON struct {
 	Routing     string          `json:"_routing,omitempty"`
 	Source      json.RawMessage `json:"_source,omitempty"`
 	Sort        []any           `json:"sort,omitempty"`
+}
+
+// anyShardHoldsDocuments reports whether a shard the search ran on
+// holds a searchable document: on 3.x a search of size 0 with
+// aggregations stops collecting early on every shard that has a segment,
+// and says so. (A shard whose documents were all deleted keeps its
+// segments on the server, and reports it there; the emulator keeps no
+// segments.)
+func (res *searchResult) anyShardHoldsDocuments() bool {
+	for pos, r := range res.reads {
+		if res.bound[pos].err == nil && len(r.docs) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // resultWindow is the index's index.max_result_window: the largest
@@ -248,6 +264,7 @@ func (s *Server) execSearch(reads []shardRead, req *searchRequest) (*searchRespo
 		resp.Aggs = runAggs(req.aggs, res)
 	}
 	if req.size == 0 {
+		resp.TerminatedEarly = s.dialect.sizeZeroAggsTerminateEarly && len(req.aggs) > 0 && res.anyShardHoldsDocuments()
 		return resp, nil
 	}
 	hits := res.hits

@@ -17,7 +17,7 @@ import (
 const geohashAlphabet = "0123456789bcdefghjkmnpqrstuvwxyz"
 
 // geoPointRejected returns why a geo_point field rejects a value, or nil.
-func geoPointRejected(field string, v any) *osError {
+func geoPointRejected(d *dialect, field string, v any) *osError {
 	arr, ok := v.([]any)
 	if !ok {
 		if v == nil {
@@ -33,9 +33,9 @@ func geoPointRejected(field string, v any) *osError {
 		// [lon, lat] or [lon, lat, z], then any further points.
 		lon := jsonFloat(arr[0].(json.Number))
 		if len(arr) == 1 {
-			return notNumeric("END_ARRAY")
+			return d.notNumeric("END_ARRAY")
 		}
-		lat, err := geoArrayNumber(arr[1])
+		lat, err := geoArrayNumber(d, arr[1])
 		if err != nil {
 			return err
 		}
@@ -65,13 +65,9 @@ func jsonFloat(n json.Number) float64 {
 	return f
 }
 
-func notNumeric(token string) *osError {
-	return &osError{Type: "json_parse_exception", Reason: "Current token (" + token + ") not numeric, can not use numeric value accessors"}
-}
-
 // geoArrayNumber reads the second value of a [lon, lat] array as the
 // parser's doubleValue does: a number, or a string that parses as one.
-func geoArrayNumber(v any) (float64, *osError) {
+func geoArrayNumber(d *dialect, v any) (float64, *osError) {
 	switch x := v.(type) {
 	case json.Number:
 		return jsonFloat(x), nil
@@ -82,7 +78,7 @@ func geoArrayNumber(v any) (float64, *osError) {
 		}
 		return f, nil
 	}
-	return 0, notNumeric(xValueToken(v))
+	return 0, d.notNumeric(xValueToken(v))
 }
 
 // geoOneRejected checks one point of a field (an element of an array of

@@ -29,6 +29,7 @@ const (
 
 // index is one index: its settings, mapping, shards and aliases.
 type index struct {
+	dialect *dialect // the server's: how its parsers name their failures
 	name    string
 	uuid    string
 	created time.Time
@@ -146,7 +147,8 @@ func (s *Server) createIndex(name string, body map[string]any, wait activeShardC
 	now := s.now()
 	s.uuidSeq++
 	ix := &index{
-		name: name, uuid: fmt.Sprintf("osfake%016x", s.uuidSeq), created: now,
+		dialect: s.dialect,
+		name:    name, uuid: fmt.Sprintf("osfake%016x", s.uuidSeq), created: now,
 		numShards: defaultNumberOfShards, replicas: defaultNumberOfReplicas,
 		refreshIntv: defaultRefreshInterval, gcDeletes: defaultGCDeletes,
 		settings: map[string]string{}, aliases: map[string]*aliasMeta{}, lastRefresh: now,
@@ -171,7 +173,7 @@ func (s *Server) createIndex(name string, body map[string]any, wait activeShardC
 	ix.settings["index.uuid"] = ix.uuid
 	ix.settings["index.provided_name"] = name
 	ix.settings["index.creation_date"] = strconv.FormatInt(now.UnixMilli(), 10)
-	ix.settings["index.version.created"] = "136408127"
+	ix.settings["index.version.created"] = s.dialect.versionID()
 	if m, ok := body["mappings"]; ok {
 		mm, ok := m.(map[string]any)
 		if !ok {

@@ -2,21 +2,45 @@ package osfake
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/opensearch-project/opensearch-go/v4/opensearchapi"
 )
 
-func TestRootAndClientWorkUnchanged(t *testing.T) {
-	tg := newTarget(t)
-	resp, err := tg.client.Info(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.Version.Distribution != "opensearch" || !strings.HasPrefix(resp.Version.Number, "2.") && tg.fake != nil {
-		t.Errorf("Info() = %+v, want an OpenSearch 2.x version object", resp.Version)
-	}
+// GET / reports the version and what goes with its line: the Lucene
+// release and the oldest versions the node talks to and reads indices of.
+// An index records the version that created it, as the server's version
+// id: major, minor, patch and the release build 99 in pairs of decimal
+// digits, with OpenSearch's bit 2^27 set.
+func TestRootReportsTheVersion(t *testing.T) {
+	eachLine(t, func(t *testing.T, tg *target) {
+		resp, err := tg.client.Info(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := resp.Version
+		if v.Distribution != "opensearch" || v.Number != tg.version {
+			t.Errorf("Info() = %+v, want OpenSearch %s", v, tg.version)
+		}
+		lucene := byLine(tg, "9.12.", "10.5.")
+		if wire, index := byLine(tg, "7.10.0", "2.19.0"), byLine(tg, "7.0.0", "2.0.0"); !strings.HasPrefix(v.LuceneVersion, lucene) ||
+			v.MinimumWireCompatibilityVersion != wire || v.MinimumIndexCompatibilityVersion != index {
+			t.Errorf("Info() = %+v, want Lucene %sx, wire compatibility from %s, index compatibility from %s", v, lucene, wire, index)
+		}
+		var major, minor, patch int
+		if _, err := fmt.Sscanf(v.Number, "%d.%d.%d", &major, &minor, &patch); err != nil {
+			t.Fatalf("version %q: %v", v.Number, err)
+		}
+		name := tg.name("created")
+		tg.mustDo(200, "PUT", "/"+name, `{"settings":{"number_of_replicas":0}}`)
+		want := strconv.Itoa(1<<27 + major*1_000_000 + minor*10_000 + patch*100 + 99)
+		if got := str(dig(tg.mustDo(200, "GET", "/"+name+"/_settings", ""), name, "settings", "index", "version", "created")); got != want {
+			t.Errorf("index.version.created = %s, want %s", got, want)
+		}
+	})
 }
 
 func TestCreateIndexSettingsAndDefaults(t *testing.T) {

@@ -24,6 +24,24 @@ func errorChain(e any) string {
 	return strings.Join(parts, " / ")
 }
 
+// parserComplaints are the JSON parser's failures to read a number or a
+// boolean from a token, as error chains: 2.19's parser raises
+// json_parse_exception; 3.x's says "cannot" where 2.19's says "can not",
+// and wraps an input_coercion_exception in another.
+func parserComplaints(tg *target) (notNumeric, notBoolean func(token string) string) {
+	notNumeric = func(token string) string {
+		return byLine(tg, "json_parse_exception: Current token ("+token+") not numeric, can not use numeric value accessors",
+			"input_coercion_exception: Current token ("+token+") not numeric, cannot use numeric value accessors"+
+				" / input_coercion_exception: Current token ("+token+") not numeric, cannot use numeric value accessors")
+	}
+	notBoolean = func(token string) string {
+		return byLine(tg, "json_parse_exception: Current token ("+token+") not of boolean type",
+			"input_coercion_exception: Current token ("+token+") not of boolean type"+
+				" / input_coercion_exception: Current token ("+token+") not of boolean type")
+	}
+	return notNumeric, notBoolean
+}
+
 // writeBoth writes doc as document id of index twice, by PUT _doc and as
 // the only item of a _bulk, and returns the status and error chain ("" on
 // success) of each.
@@ -76,7 +94,10 @@ func (tg *target) mappingProps(index string) map[string]any {
 // and geo_points that do not parse or are out of range. A single index
 // and a bulk item fail alike; the mapping is left as it was.
 func TestMappedFieldsRejectValuesOfTheWrongKind(t *testing.T) {
-	tg := newTarget(t)
+	eachLine(t, testMappedFieldsRejectValuesOfTheWrongKind)
+}
+
+func testMappedFieldsRejectValuesOfTheWrongKind(t *testing.T, tg *target) {
 	name := tg.name("typed")
 	tg.mustDo(200, "PUT", "/"+name, `{"settings":{"number_of_replicas":0},"mappings":{"properties":{
 		"k":{"type":"keyword"},"o":{"properties":{"x":{"type":"keyword"}}},"i":{"type":"integer"},"b":{"type":"byte"},
@@ -86,11 +107,9 @@ func TestMappedFieldsRejectValuesOfTheWrongKind(t *testing.T) {
 	field := func(f, typ, preview string) string {
 		return "400 mapper_parsing_exception: failed to parse field [" + f + "] of type [" + typ + "] in document with id '1'. Preview of field's value: '" + preview + "'"
 	}
-	const (
-		noText   = " / illegal_state_exception: Can't get text on a START_OBJECT"
-		noNumber = " / json_parse_exception: Current token (START_OBJECT) not numeric, can not use numeric value accessors"
-		noBool   = " / json_parse_exception: Current token (START_OBJECT) not of boolean type"
-	)
+	notNumeric, notBoolean := parserComplaints(tg)
+	const noText = " / illegal_state_exception: Can't get text on a START_OBJECT"
+	noNumber, noBool := " / "+notNumeric("START_OBJECT"), " / "+notBoolean("START_OBJECT")
 	concrete := func(o, f string) string {
 		return "400 mapper_parsing_exception: object mapping for [" + o + "] tried to parse field [" + f + "] as object, but found a concrete value"
 	}
@@ -124,26 +143,26 @@ func TestMappedFieldsRejectValuesOfTheWrongKind(t *testing.T) {
 		{`{"i":{"a":1}}`, field("i", "integer", "{a=1}") + noNumber},
 		{`{"i":[{"a":1}]}`, field("i", "integer", "{a=1}") + noNumber},
 		{`{"i":"abc"}`, field("i", "integer", "abc") + ` / number_format_exception: For input string: "abc"`},
-		{`{"i":true}`, field("i", "integer", "true") + " / json_parse_exception: Current token (VALUE_TRUE) not numeric, can not use numeric value accessors"},
+		{`{"i":true}`, field("i", "integer", "true") + " / " + notNumeric("VALUE_TRUE")},
 		{`{"b":{"a":1}}`, field("b", "byte", "{a=1}") + noNumber},
 		{`{"b":"x"}`, field("b", "byte", "x") + ` / number_format_exception: For input string: "x"`},
-		{`{"b":true}`, field("b", "byte", "true") + " / json_parse_exception: Current token (VALUE_TRUE) not numeric, can not use numeric value accessors"},
+		{`{"b":true}`, field("b", "byte", "true") + " / " + notNumeric("VALUE_TRUE")},
 		{`{"s":"x"}`, field("s", "short", "x") + ` / number_format_exception: For input string: "x"`},
 		{`{"f":{"a":1}}`, field("f", "float", "{a=1}") + noNumber},
 		{`{"f":[{"a":1}]}`, field("f", "float", "{a=1}") + noNumber},
 		{`{"f":"x"}`, field("f", "float", "x") + ` / number_format_exception: For input string: "x"`},
-		{`{"f":true}`, field("f", "float", "true") + " / json_parse_exception: Current token (VALUE_TRUE) not numeric, can not use numeric value accessors"},
+		{`{"f":true}`, field("f", "float", "true") + " / " + notNumeric("VALUE_TRUE")},
 		{`{"h":"x"}`, field("h", "half_float", "x") + ` / number_format_exception: For input string: "x"`},
 		{`{"db":{"a":1}}`, field("db", "double", "{a=1}") + noNumber},
 		{`{"l":{"a":1}}`, field("l", "long", "{a=1}") + noNumber},
 		// A long's parser rethrows the NumberFormatException as an
 		// IllegalArgumentException.
 		{`{"l":"x"}`, field("l", "long", "x") + ` / illegal_argument_exception: For input string: "x"`},
-		{`{"l":false}`, field("l", "long", "false") + " / json_parse_exception: Current token (VALUE_FALSE) not numeric, can not use numeric value accessors"},
+		{`{"l":false}`, field("l", "long", "false") + " / " + notNumeric("VALUE_FALSE")},
 		{`{"bo":{"a":1}}`, field("bo", "boolean", "{a=1}") + noBool},
 		{`{"bo":[{"a":1}]}`, field("bo", "boolean", "{a=1}") + noBool},
-		{`{"bo":1}`, field("bo", "boolean", "1") + " / json_parse_exception: Current token (VALUE_NUMBER_INT) not of boolean type"},
-		{`{"bo":1.5}`, field("bo", "boolean", "1.5") + " / json_parse_exception: Current token (VALUE_NUMBER_FLOAT) not of boolean type"},
+		{`{"bo":1}`, field("bo", "boolean", "1") + " / " + notBoolean("VALUE_NUMBER_INT")},
+		{`{"bo":1.5}`, field("bo", "boolean", "1.5") + " / " + notBoolean("VALUE_NUMBER_FLOAT")},
 		{`{"bo":"yes"}`, field("bo", "boolean", "yes") + " / illegal_argument_exception: Failed to parse value [yes] as only [true] or [false] are allowed."},
 		{`{"g":{"a":1}}`, geo("parse_exception: field must be either [lon|lat], [type|coordinates], or [geohash]")},
 		{`{"g":[{"a":1}]}`, geo("parse_exception: field must be either [lon|lat], [type|coordinates], or [geohash]")},
@@ -177,9 +196,9 @@ func TestMappedFieldsRejectValuesOfTheWrongKind(t *testing.T) {
 		{`{"g":"1,2,3,4"}`, geo("parse_exception: failed to parse [1,2,3,4], expected 2 or 3 coordinates but found: [4]")},
 		{`{"g":"100,1"}`, geo("illegal_argument_exception: illegal latitude value [100.0] for g")},
 		{`{"g":"NaN,1"}`, geo("illegal_argument_exception: invalid latitude NaN; must be between -90.0 and 90.0")},
-		{`{"g":[1]}`, geo("json_parse_exception: Current token (END_ARRAY) not numeric, can not use numeric value accessors")},
-		{`{"g":[1,true]}`, geo("json_parse_exception: Current token (VALUE_TRUE) not numeric, can not use numeric value accessors")},
-		{`{"g":[1,null]}`, geo("json_parse_exception: Current token (VALUE_NULL) not numeric, can not use numeric value accessors")},
+		{`{"g":[1]}`, geo(notNumeric("END_ARRAY"))},
+		{`{"g":[1,true]}`, geo(notNumeric("VALUE_TRUE"))},
+		{`{"g":[1,null]}`, geo(notNumeric("VALUE_NULL"))},
 		{`{"g":[1,"a"]}`, geo(`number_format_exception: For input string: "a"`)},
 		{`{"g":[1,"NaN"]}`, geo("illegal_argument_exception: invalid latitude NaN; must be between -90.0 and 90.0")},
 		{`{"g":[1,2,"x"]}`, geo("parse_exception: field type does not accept > 3 dimensions")},
@@ -267,8 +286,9 @@ func TestNumbersAreCoerced(t *testing.T) {
 // The order of that message follows the server's merge: the mappers
 // sorted by path, the second of the first path merged into the first,
 // later repeats merged the other way round.
-func TestDynamicMappingConflicts(t *testing.T) {
-	tg := newTarget(t)
+func TestDynamicMappingConflicts(t *testing.T) { eachLine(t, testDynamicMappingConflicts) }
+
+func testDynamicMappingConflicts(t *testing.T, tg *target) {
 	name := tg.name("dynamic")
 	tg.mustDo(200, "PUT", "/"+name, `{"settings":{"number_of_replicas":0}}`)
 	field := func(f, typ, preview string) string {
@@ -277,6 +297,7 @@ func TestDynamicMappingConflicts(t *testing.T) {
 	concrete := func(o, f string) string {
 		return "400 mapper_parsing_exception: object mapping for [" + o + "] tried to parse field [" + f + "] as object, but found a concrete value"
 	}
+	notNumeric, _ := parserComplaints(tg)
 	changed := func(f, from, to string) string {
 		return "400 illegal_argument_exception: mapper [" + f + "] cannot be changed from type [" + from + "] to [" + to + "]"
 	}
@@ -289,10 +310,10 @@ func TestDynamicMappingConflicts(t *testing.T) {
 		{`{"obj":"s"}`, concrete("obj", "obj")},
 		{`{"obj":["s"]}`, concrete("obj", "null")},
 		{`{"eo":"x"}`, concrete("eo", "eo")},
-		{`{"n":{"a":1}}`, field("n", "long", "{a=1}") + " / json_parse_exception: Current token (START_OBJECT) not numeric, can not use numeric value accessors"},
+		{`{"n":{"a":1}}`, field("n", "long", "{a=1}") + " / " + notNumeric("START_OBJECT")},
 		{`{"p":{"q":"x"}}`, concrete("p.q", "q")},
 		{`{"p.q":"x"}`, concrete("p.q", "p.q")},
-		{`{"p":{"q":{"r":{"s":1}}}}`, field("p.q.r", "long", "{s=1}") + " / json_parse_exception: Current token (START_OBJECT) not numeric, can not use numeric value accessors"},
+		{`{"p":{"q":{"r":{"s":1}}}}`, field("p.q.r", "long", "{s=1}") + " / " + notNumeric("START_OBJECT")},
 		{`{"relation.keyword":"x"}`, "400 mapper_parsing_exception: Could not dynamically add mapping for field [relation.keyword]. Existing mapping for [relation] must be of type object but found [text]."},
 		{`{"n.d":1}`, "400 mapper_parsing_exception: Could not dynamically add mapping for field [n.d]. Existing mapping for [n] must be of type object but found [long]."},
 		{`{"mix":[1,"a"]}`, changed("mix", "long", "text")},

@@ -17,20 +17,16 @@ import (
 // source; the emulator's leave it out.
 
 // integerRange is each integer type's bounds, the name the mapper's
-// message gives it and Jackson's overflow message for a number.
+// message gives it and the Java type the JSON parser reads it as.
 var integerRange = map[string]struct {
 	min, max int64
 	article  string
-	jackson  string
+	javaType string
 }{
-	"long":    {math.MinInt64, math.MaxInt64, "a long", "long (-9223372036854775808 - 9223372036854775807)"},
-	"integer": {math.MinInt32, math.MaxInt32, "an integer", "int (-2147483648 - 2147483647)"},
-	"short":   {math.MinInt16, math.MaxInt16, "a short", "Java short"},
+	"long":    {math.MinInt64, math.MaxInt64, "a long", "long"},
+	"integer": {math.MinInt32, math.MaxInt32, "an integer", "int"},
+	"short":   {math.MinInt16, math.MaxInt16, "a short", "short"},
 	"byte":    {math.MinInt8, math.MaxInt8, "a byte", ""},
-}
-
-func inputCoercion(n json.Number, of string) *osError {
-	return &osError{Status: 400, Type: "input_coercion_exception", Reason: "Numeric value (" + n.String() + ") out of range of " + of}
 }
 
 func outOfRange(value, article string) *osError {
@@ -38,7 +34,7 @@ func outOfRange(value, article string) *osError {
 }
 
 // numberRejected checks a JSON number against typ.
-func numberRejected(typ string, n json.Number) *osError {
+func numberRejected(d *dialect, typ string, n json.Number) *osError {
 	if r, ok := integerRange[typ]; ok {
 		// Jackson reads a byte as an int, which the mapper then checks.
 		jacksonType, bounds := typ, r
@@ -49,7 +45,7 @@ func numberRejected(typ string, n json.Number) *osError {
 		if isIntegerLiteral(n) {
 			b, _ := new(big.Int).SetString(n.String(), 10)
 			if b == nil || b.Cmp(big.NewInt(bounds.min)) < 0 || b.Cmp(big.NewInt(bounds.max)) > 0 {
-				return inputCoercion(n, integerRange[jacksonType].jackson)
+				return d.numberOutOfRange(n, integerRange[jacksonType].javaType)
 			}
 			v = b.Int64()
 		} else {
@@ -57,7 +53,7 @@ func numberRejected(typ string, n json.Number) *osError {
 			// within them is truncated.
 			f, _ := strconv.ParseFloat(n.String(), 64)
 			if f < float64(bounds.min) || f > float64(bounds.max) || math.IsNaN(f) {
-				return inputCoercion(n, integerRange[jacksonType].jackson)
+				return d.numberOutOfRange(n, integerRange[jacksonType].javaType)
 			}
 			v = int64(math.Max(math.Min(math.Trunc(f), math.MaxInt64), math.MinInt64))
 		}

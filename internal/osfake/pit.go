@@ -22,8 +22,9 @@ import (
 // (search.keep_alive_interval, 1m), so a real PIT may outlive its
 // keep-alive by up to that long; the emulator drops it exactly on time.
 //
-// OpenSearch 2.x adds no implicit tiebreaker to a PIT search: callers sort
-// on a unique field themselves (the _shard_doc sort arrived in 3.3).
+// OpenSearch adds no implicit tiebreaker to a PIT search, 3.9 as 2.19:
+// callers sort on a unique field themselves (the _shard_doc sort, which
+// 3.3 brought, is asked for, not added).
 
 const (
 	// maxPITKeepAlive is point_in_time.max_keep_alive's default.

@@ -33,6 +33,8 @@ var javaExceptions = map[string]bool{
 	"json_parse_exception":                true,
 	"json_e_o_f_exception":                true,
 	"input_coercion_exception":            true,
+	"unexpected_end_of_input_exception":   true,
+	"stream_read_exception":               true,
 	"not_x_content_exception":             true,
 	"x_content_parse_exception":           true,
 	"rejected_execution_exception":        true,

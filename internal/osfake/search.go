@@ -403,6 +403,9 @@ func (s *Server) handleSearchShards(w http.ResponseWriter, q *request) {
 			cp := map[string]any{"index": r.ix.name, "shard": r.shard, "primary": c == 0,
 				"state": "STARTED", "relocating_node": nil,
 				"allocation_id": map[string]any{"id": fmt.Sprintf("%s-%d-%d", r.ix.uuid, r.shard, c)}}
+			if s.dialect.searchOnly {
+				cp["searchOnly"] = false
+			}
 			if c < nodes {
 				n := (r.shard + c) % nodes
 				id := fmt.Sprintf("osfake-node-%d", n)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -926,6 +927,76 @@ func TestCompositeAfterConversion(t *testing.T) {
 	if status != 400 || firstRootCause(out) != "x_content_parse_exception: [terms] unknown field [format]" ||
 		!strings.HasSuffix(str(dig(out, "error", "reason")), "[composite] failed to parse field [sources]") {
 		t.Errorf("composite terms with a format = %d %v, want 400 [terms] unknown field [format]", status, out)
+	}
+}
+
+// On 3.x a search of size 0 with aggregations stops collecting on each
+// shard that holds documents and says so (terminated_early: true),
+// whether or not its query matches; 2.19 does not. A search with hits,
+// one without aggregations and one of shards without documents say
+// nothing on either line.
+func TestSizeZeroAggregationsTerminateEarly(t *testing.T) {
+	eachLine(t, testSizeZeroAggregationsTerminateEarly)
+}
+
+func testSizeZeroAggregationsTerminateEarly(t *testing.T, tg *target) {
+	name := seedIndex(tg, "early", fmt.Sprintf(cellMapping, 2), cellDocs(10, 3)...)
+	one := seedIndex(tg, "early-one", fmt.Sprintf(cellMapping, 4), cellDocs(1, 1)...)
+	const terms = `"aggs":{"c":{"terms":{"field":"geo_cell"}}}`
+	type search struct {
+		index, params, body string
+		early               bool
+	}
+	cases := []search{
+		{name, "", `{"size":0,` + terms + `}`, byLine(tg, false, true)},
+		{name, "", `{"size":0,"query":{"term":{"geo_cell":"none"}},` + terms + `}`, byLine(tg, false, true)},
+		{name, "", `{"size":0,"aggs":{"c":{"composite":{"sources":[{"cell":{"terms":{"field":"geo_cell"}}}]}}}}`, byLine(tg, false, true)},
+		{name, "", `{"size":0,"track_total_hits":false,` + terms + `}`, byLine(tg, false, true)},
+		{name, "?size=0", `{` + terms + `}`, byLine(tg, false, true)},
+		{name, "", `{"size":0}`, false},
+		{name, "", `{"size":1,` + terms + `}`, false},
+		{one, "", `{"size":0,` + terms + `}`, byLine(tg, false, true)},
+	}
+	// Each shard of the index of one document alone: only the shard that
+	// holds it says so.
+	for shard := range 4 {
+		pref := fmt.Sprintf("?preference=_shards:%d", shard)
+		holds := str(tg.mustDo(200, "GET", "/"+one+"/_count"+pref, "")["count"]) != "0"
+		cases = append(cases, search{one, pref, `{"size":0,` + terms + `}`, holds && byLine(tg, false, true)})
+	}
+	for _, tc := range cases {
+		out := tg.mustDo(200, "POST", "/"+tc.index+"/_search"+tc.params, tc.body)
+		if got, has := out["terminated_early"]; tc.early && got != true || !tc.early && has {
+			t.Errorf("POST %s/_search%s %s: terminated_early = %v, want %v", tc.index, tc.params, tc.body, got, tc.early)
+		}
+	}
+}
+
+// _search_shards describes each copy of a shard as the cluster state's
+// shard routing does; 3.x's has a searchOnly flag (search replicas,
+// which neither the emulator nor these tests have).
+func TestSearchShardsCopyFields(t *testing.T) { eachLine(t, testSearchShardsCopyFields) }
+
+func testSearchShardsCopyFields(t *testing.T, tg *target) {
+	name := tg.name("copies")
+	tg.mustDo(200, "PUT", "/"+name, `{"settings":{"number_of_shards":2,"number_of_replicas":0}}`)
+	tg.settled(name)
+	out := tg.mustDo(200, "GET", "/"+name+"/_search_shards", "")
+	want := []string{"allocation_id", "index", "node", "primary", "relocating_node", "shard", "state"}
+	if byLine(tg, false, true) {
+		want = append(want, "searchOnly")
+		sort.Strings(want)
+	}
+	for _, group := range dig(out, "shards").([]any) {
+		c, _ := dig(group, 0).(map[string]any)
+		keys := make([]string, 0, len(c))
+		for k := range c {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		if !slices.Equal(keys, want) || c["searchOnly"] != nil && c["searchOnly"] != false {
+			t.Errorf("_search_shards copy = %v, want the fields %v (searchOnly false)", c, want)
+		}
 	}
 }
 

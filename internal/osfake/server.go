@@ -14,11 +14,12 @@ import (
 	"time"
 )
 
-// Version is the OpenSearch version the emulator reports.
-const Version = "2.19.1"
-
 // Options configure a Server. The zero value is usable.
 type Options struct {
+	// Version is the OpenSearch version the emulator reports and answers
+	// as: a 2.19.x or a 3.9.x version (dialect.go says what differs).
+	// Default DefaultVersion.
+	Version string
 	// Clock returns the current time; it drives refresh intervals, delete
 	// tombstone expiry (index.gc_deletes) and point-in-time expiry.
 	// Default time.Now. Tests inject a *ManualClock's Now.
@@ -27,13 +28,24 @@ type Options struct {
 	ClusterName string
 }
 
-// Server is an in-memory OpenSearch 2.x emulator. It is an http.Handler
+// Validate reports what in the options New cannot use.
+func (o Options) Validate() error {
+	if o.Version == "" {
+		return nil
+	}
+	_, err := dialectOf(o.Version)
+	return err
+}
+
+// Server is an in-memory OpenSearch emulator. It is an http.Handler
 // and safe for concurrent use. One mutex guards all state: requests are
 // serialised, which keeps every operation atomic the way a single-node
 // cluster applies one cluster-state update at a time. Injected latency is
 // slept outside the lock.
 type Server struct {
-	opts Options
+	opts    Options
+	dialect *dialect // the answers of the line of opts.Version
+	badOpts error    // what Validate says of opts; every request fails with it
 
 	mu      sync.Mutex
 	indices map[string]*index
@@ -43,7 +55,10 @@ type Server struct {
 	rng     *rand.Rand // for ids and uuids; deterministic
 }
 
-// New returns an empty emulator.
+// New returns an empty emulator. Options that Validate rejects leave it
+// answering every request with HTTP 500 and Validate's error, so that a
+// test that asks for a version the emulator does not know fails at its
+// first request rather than test another.
 func New(opts Options) *Server {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
@@ -51,8 +66,17 @@ func New(opts Options) *Server {
 	if opts.ClusterName == "" {
 		opts.ClusterName = "osfake"
 	}
+	if opts.Version == "" {
+		opts.Version = DefaultVersion
+	}
+	d, err := dialectOf(opts.Version)
+	if err != nil {
+		d, _ = dialectOf(DefaultVersion)
+	}
 	return &Server{
 		opts:    opts,
+		dialect: d,
+		badOpts: err,
 		indices: make(map[string]*index),
 		pits:    make(map[string]*pit),
 		rng:     rand.New(rand.NewPCG(1, 2)),
@@ -198,6 +222,10 @@ func init() {
 
 // ServeHTTP dispatches a REST request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
+	if s.badOpts != nil {
+		writeError(w, &osError{Status: 500, Type: "osfake_invalid_options", Reason: s.badOpts.Error()})
+		return
+	}
 	segs := splitPath(hr.URL.EscapedPath())
 	q := &request{r: hr, method: hr.Method, path: segs, query: make(map[string]string)}
 	for k, v := range hr.URL.Query() {
@@ -330,14 +358,14 @@ func (s *Server) handleRoot(w http.ResponseWriter, q *request) {
 		"cluster_uuid": "osfake-cluster-uuid",
 		"version": map[string]any{
 			"distribution":                        "opensearch",
-			"number":                              Version,
+			"number":                              s.dialect.version,
 			"build_type":                          "tar",
 			"build_hash":                          "osfake",
 			"build_date":                          "2025-01-01T00:00:00.000000Z",
 			"build_snapshot":                      false,
-			"lucene_version":                      "9.12.1",
-			"minimum_wire_compatibility_version":  "7.10.0",
-			"minimum_index_compatibility_version": "7.0.0",
+			"lucene_version":                      s.dialect.lucene,
+			"minimum_wire_compatibility_version":  s.dialect.minWire,
+			"minimum_index_compatibility_version": s.dialect.minIndex,
 		},
 		"tagline": "The OpenSearch Project: https://opensearch.org/",
 	})

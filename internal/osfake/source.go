@@ -49,14 +49,14 @@ func isObject(raw []byte) bool {
 // keys go last. modified reports a change, compared by value when check
 // is set (detect_noop). The result is compact JSON in document order, as
 // the server re-serialises it.
-func mergeSource(old, changes []byte, check bool) ([]byte, bool, *osError) {
+func mergeSource(d *dialect, old, changes []byte, check bool) ([]byte, bool, *osError) {
 	out, modified, err := mergeObjects(old, changes, check)
 	if err != nil {
-		return nil, false, mapperParsing(jsonParseError(err))
+		return nil, false, mapperParsing(d.badJSON(err))
 	}
 	var b bytes.Buffer
 	if err := json.Compact(&b, out); err != nil {
-		return nil, false, mapperParsing(jsonParseError(err))
+		return nil, false, mapperParsing(d.badJSON(err))
 	}
 	return b.Bytes(), modified, nil
 }
@@ -138,7 +138,7 @@ func mapperParsing(cause *osError) *osError {
 // decodeSource decodes a document source once, numbers as json.Number,
 // the way DocumentParser reads it: it must be one JSON object with
 // nothing after it.
-func decodeSource(src []byte) (map[string]any, *osError) {
+func decodeSource(d *dialect, src []byte) (map[string]any, *osError) {
 	start := bytes.TrimLeft(src, " \t\r\n")
 	if len(start) == 0 || start[0] != '{' {
 		// The server tells JSON by its opening brace; anything else is
@@ -150,7 +150,7 @@ func decodeSource(src []byte) (map[string]any, *osError) {
 	dec.UseNumber()
 	var v any // decoding into an interface avoids reflection on the map
 	if err := dec.Decode(&v); err != nil {
-		return nil, mapperParsing(jsonParseError(err))
+		return nil, mapperParsing(d.badJSON(err))
 	}
 	fields, _ := v.(map[string]any)
 	tok, err := dec.Token()
@@ -158,7 +158,7 @@ func decodeSource(src []byte) (map[string]any, *osError) {
 	case err == io.EOF:
 		return fields, nil
 	case err != nil:
-		return nil, mapperParsing(jsonParseError(err))
+		return nil, mapperParsing(d.badJSON(err))
 	}
 	return nil, mapperParsing(&osError{Type: "illegal_argument_exception", Reason: "Malformed content, found extra data after parsing: " + xToken(tok)})
 }
@@ -230,7 +230,7 @@ var numericTypes = map[string]bool{"long": true, "integer": true, "short": true,
 // Numbers accept numeric strings (coerce is on by default) within their
 // range, integer types truncating fractions, and take "" for null;
 // booleans accept "true", "false" and "" but no number.
-func scalarRejected(typ string, v any) *osError {
+func scalarRejected(d *dialect, typ string, v any) *osError {
 	switch {
 	case numericTypes[typ]:
 		switch x := v.(type) {
@@ -240,9 +240,9 @@ func scalarRejected(typ string, v any) *osError {
 			}
 			return numericStringRejected(typ, x)
 		case json.Number:
-			return numberRejected(typ, x)
+			return numberRejected(d, typ, x)
 		case bool:
-			return notNumeric(xValueToken(x))
+			return d.notNumeric(xValueToken(x))
 		}
 	case typ == "boolean":
 		switch x := v.(type) {
@@ -255,7 +255,7 @@ func scalarRejected(typ string, v any) *osError {
 			if isIntegerLiteral(x) {
 				token = "VALUE_NUMBER_INT"
 			}
-			return &osError{Type: "json_parse_exception", Reason: "Current token (" + token + ") not of boolean type"}
+			return d.notBoolean(token)
 		}
 	}
 	return nil

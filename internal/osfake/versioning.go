@@ -292,7 +292,7 @@ func (ix *index) shardError(shardNum, status int, typ, reason string) *osError {
 // mapping updated before the version check, as on the primary, so a
 // conflicting write still adds its new fields to the mapping.
 func (ix *index) indexDoc(res *itemResult, shardNum int, o *op, id, routing string, src []byte, expected int64, autoID bool, now time.Time) *osError {
-	fields, err := decodeSource(src)
+	fields, err := decodeSource(ix.dialect, src)
 	if err != nil {
 		return err
 	}
@@ -367,7 +367,7 @@ func (ix *index) updateDoc(res *itemResult, shardNum int, o *op, id, routing str
 		create := newOp(opCreate)
 		return ix.indexDoc(res, shardNum, &create, id, routing, src, versionMatchDeleted, false, now)
 	}
-	merged, changed, err := mergeSource(d.source, u.doc, u.detectNoop)
+	merged, changed, err := mergeSource(ix.dialect, d.source, u.doc, u.detectNoop)
 	if err != nil {
 		return err
 	}

@@ -3,9 +3,7 @@ package osfake
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -68,10 +66,9 @@ func tokenText(tok json.Token) string {
 
 // tokenLong is parser.longValue(): numbers and numeric strings, decimals
 // truncated.
-func tokenLong(tok json.Token) (int64, *osError) {
+func tokenLong(d *dialect, tok json.Token) (int64, *osError) {
 	if b, ok := tok.(bool); ok {
-		return 0, &osError{Status: 400, Type: "json_parse_exception",
-			Reason: "Current token (" + xValueToken(b) + ") not numeric, can not use numeric value accessors"}
+		return 0, d.notNumeric(xValueToken(b))
 	}
 	return parseLong(tokenText(tok))
 }
@@ -94,17 +91,6 @@ func strictBool(s string) (bool, *osError) {
 		return false, nil
 	}
 	return false, illegalArgument("Failed to parse value [" + s + "] as only [true] or [false] are allowed.")
-}
-
-// jsonParseError is the exception Jackson raises for bad JSON: its
-// JsonEOFException for input that ends early (rendered
-// json_e_o_f_exception), JsonParseException otherwise. The reason is Go's
-// wording, not Jackson's.
-func jsonParseError(err error) *osError {
-	if errors.Is(err, io.ErrUnexpectedEOF) {
-		return &osError{Status: 400, Type: "json_e_o_f_exception", Reason: "Unexpected end-of-input: " + err.Error()}
-	}
-	return &osError{Status: 400, Type: "json_parse_exception", Reason: err.Error()}
 }
 
 func scalarString(v any) string {

@@ -1,7 +1,10 @@
-// Command osfake serves the in-process OpenSearch 2.x emulator of package
+// Command osfake serves the in-process OpenSearch emulator of package
 // osfake over HTTP, for trying the pipeline by hand and for demos:
 //
 //	go run ./internal/osfake/cmd/osfake -addr 127.0.0.1:9200
+//
+// It answers as OpenSearch 3.9.0 unless -version names another version
+// it knows (-version 2.19.6 for the 2.x line).
 //
 // It serves until SIGINT or SIGTERM, then shuts down gracefully. State is
 // in memory only. Exit status: 0 after a clean shutdown, 2 for bad flags,
@@ -62,6 +65,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 		"allow an address that is not loopback. The emulator is test machinery: it has no authentication,\n"+
 			"keeps everything in memory and accepts any request, so it must not be reachable from other machines")
 	clusterName := fs.String("cluster-name", "osfake", "cluster name reported by GET / and cluster health")
+	version := fs.String("version", osfake.DefaultVersion, "OpenSearch `version` to report and answer as: "+osfake.AcceptedVersions)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -74,6 +78,10 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	if err := checkAddr(*addr, *allowRemote); err != nil {
 		return usageError{err}
 	}
+	opts := osfake.Options{ClusterName: *clusterName, Version: *version}
+	if opts.Validate() != nil {
+		return usageError{fmt.Errorf("-version %q: the emulator answers as %s", *version, osfake.AcceptedVersions)}
+	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 
 	ln, err := net.Listen("tcp", *addr)
@@ -81,13 +89,13 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 		return fmt.Errorf("listen on %s: %w", *addr, err)
 	}
 	srv := &http.Server{
-		Handler:           osfake.New(osfake.Options{ClusterName: *clusterName}),
+		Handler:           osfake.New(opts),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	log.Info("osfake listening", "addr", ln.Addr().String(), "version", osfake.Version)
+	log.Info("osfake listening", "addr", ln.Addr().String(), "version", opts.Version)
 	if ready != nil {
 		ready(ln.Addr().String())
 	}

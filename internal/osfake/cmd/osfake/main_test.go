@@ -20,7 +20,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	addrs := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-cluster-name", "demo"}, &logs, func(a string) { addrs <- a })
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-cluster-name", "demo", "-version", "2.19.6"}, &logs, func(a string) { addrs <- a })
 	}()
 	var addr string
 	select {
@@ -36,8 +36,8 @@ func TestRunServesUntilCancelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	info, err := client.Info(ctx, nil)
-	if err != nil || info.ClusterName != "demo" || info.Version.Distribution != "opensearch" {
-		t.Fatalf("Info = %+v, %v, want cluster demo", info, err)
+	if err != nil || info.ClusterName != "demo" || info.Version.Distribution != "opensearch" || info.Version.Number != "2.19.6" {
+		t.Fatalf("Info = %+v, %v, want cluster demo at version 2.19.6", info, err)
 	}
 	if _, err := client.Indices.Create(ctx, opensearchapi.IndicesCreateReq{Index: "restaurants"}); err != nil {
 		t.Fatalf("Indices.Create = %v", err)
@@ -59,7 +59,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	if _, err := client.Info(context.Background(), nil); err == nil {
 		t.Error("Info after shutdown succeeded, want the listener closed")
 	}
-	for _, want := range []string{"osfake listening", "addr=" + addr, "osfake stopped"} {
+	for _, want := range []string{"osfake listening", "addr=" + addr, "version=2.19.6", "osfake stopped"} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("logs lack %q:\n%s", want, logs.String())
 		}
@@ -77,6 +77,8 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{"no port", []string{"-addr", "127.0.0.1"}, "missing port"},
 		{"unknown flag", []string{"-port", "9200"}, "flag provided but not defined"},
 		{"stray argument", []string{"serve"}, "unexpected arguments"},
+		{"unknown line", []string{"-version", "3.8.0"}, `-version "3.8.0": the emulator answers as 2.19.x or 3.9.x`},
+		{"not a version", []string{"-version", "3.9"}, `-version "3.9": the emulator answers as 2.19.x or 3.9.x`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
