@@ -363,14 +363,20 @@ func testParserFailuresInWrites(t *testing.T, tg *target) {
 		// mapper_parsing_exception.
 		wantRoot, _, _ := strings.Cut(tc.chain, ":")
 		wantRoot, _, _ = strings.Cut(wantRoot, " / ")
-		if status != 400 || got != tc.chain || root != wantRoot {
-			t.Errorf("%s: %s %s = %d %s (root %s), want 400 %s (root %s)", tc.name, tc.method, tc.path, status, got, root, tc.chain, wantRoot)
+		// A document the mapping refuses fails on the primary, which may
+		// be on another node; the request's own parse fails where it came.
+		want := tc.chain
+		if strings.HasPrefix(want, "mapper_parsing_exception") {
+			want = tg.failureOf(name, want)
+		}
+		if status != 400 || got != want || root != wantRoot {
+			t.Errorf("%s: %s %s = %d %s (root %s), want 400 %s (root %s)", tc.name, tc.method, tc.path, status, got, root, want, wantRoot)
 		}
 	}
 	// In a bulk, an update whose document the mapping refuses fails alone.
 	out := tg.mustDo(200, "POST", "/"+name+"/_bulk", `{"update":{"_id":"1"}}`+"\n"+`{"doc":{"l":true}}`+"\n")
 	if got, want := str(dig(out, "items", 0, "update", "status"))+" "+errorChain(dig(out, "items", 0, "update", "error")),
-		"400 "+field("l", "long", "true")+" / "+notNumeric("VALUE_TRUE"); got != want {
+		"400 "+tg.failureOf(name, field("l", "long", "true")+" / "+notNumeric("VALUE_TRUE")); got != want {
 		t.Errorf("bulk update of a long with true = %s, want %s", got, want)
 	}
 }

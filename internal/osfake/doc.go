@@ -167,8 +167,8 @@
 // Run them against a cluster of three with deploy/local/real.sh
 // (OPENSEARCH_NODES=3) as well as against a single node, and against a
 // node of each line (OPENSEARCH_VERSION=2.19.6 for the 2.x line). The
-// transport shapes of overTransport were checked on a 2.19 cluster; a
-// 3.x cluster of several nodes was not run.
+// transport shapes of overTransport were read off a cluster of three
+// nodes of each line.
 //
 // # Release lines
 //

@@ -318,31 +318,42 @@ func (tg *target) primaryElsewhere(index string) bool {
 // as errorChain writes it; a part may be a bare type) the way a node
 // reads a failure that another node sent it. An exception that is not
 // OpenSearch's own travels as the nearest class the transport protocol
-// knows (StreamOutput.writeException): Jackson's parse failures are
-// IOExceptions, so json_parse_exception, json_e_o_f_exception and
-// input_coercion_exception arrive as i_o_exception with the same
-// message; one it knows nothing of, such as not_x_content_exception,
-// arrives wrapped (NotSerializableExceptionWrapper), named as before and
-// with its name before its message. This is the shape a 2.19 cluster
-// gives; a 3.x cluster of several nodes, whose parser's exceptions are
-// named and wrapped otherwise (doc.go, Release lines), was not run.
+// knows (StreamOutput.writeException); one it knows nothing of arrives
+// wrapped (NotSerializableExceptionWrapper), named as before and with its
+// name before its message. The JSON parser's failures are IOExceptions on
+// 2.19, so json_parse_exception and its kind arrive as i_o_exception with
+// the same message. On 3.x the parser's failure comes as two (doc.go,
+// Release lines): the outer, an IOException, arrives as i_o_exception,
+// and its cause, which is not one, arrives wrapped. not_x_content_exception
+// arrives wrapped on both lines. Both shapes were read off a cluster of
+// three nodes of each line.
 func overTransport(chain string) string {
 	parts := strings.Split(chain, " / ")
+	parser := false // the part before was the parser's
 	for i, p := range parts {
 		typ, reason, hasReason := strings.Cut(p, ": ")
-		switch typ {
-		case "json_parse_exception", "json_e_o_f_exception", "input_coercion_exception":
-			typ = "i_o_exception"
-		case "not_x_content_exception":
+		switch {
+		case parserFailures[typ] && !parser:
+			typ, parser = "i_o_exception", true
+		case parserFailures[typ], typ == "not_x_content_exception":
 			if hasReason {
 				reason = typ + ": " + reason
 			}
+		default:
+			parser = false
 		}
 		if parts[i] = typ; hasReason {
 			parts[i] += ": " + reason
 		}
 	}
 	return strings.Join(parts, " / ")
+}
+
+// parserFailures are the types of the JSON parser's exceptions, of either
+// line.
+var parserFailures = map[string]bool{
+	"json_parse_exception": true, "json_e_o_f_exception": true, "input_coercion_exception": true,
+	"unexpected_end_of_input_exception": true, "stream_read_exception": true,
 }
 
 // failureOf is want as the test reads a write failure on index: as
