@@ -17,7 +17,8 @@
 # SEARCH_RESTAURANTS restaurants of ten dishes and SEARCH_SEARCHES searches
 # of each kind.
 #
-# Variables: VERSIONS ("3.9.0 2.19.6"), ROUNDS (3), EVENTS (1000000),
+# Variables: VERSIONS ("3.9.0 2.19.6"), STAGES ("ingest backfill search",
+# the stages to run, e.g. one again on engines kept up), ROUNDS (3), EVENTS (1000000),
 # BACKFILL_DOCS (200000), SEARCH_RESTAURANTS (100000), SEARCH_SEARCHES
 # (1000), OUT (where the logs and summary.txt go; .real-versions/out-TIME),
 # KEEP=1 leaves the engines up at the end. The engines of version number i
@@ -77,9 +78,10 @@ order() {
 	done
 }
 
-# field NAME FILE prints the last number of JSON field NAME in FILE, to
-# two decimals.
-field() { grep -o "\"$1\":[-0-9.e+]*" "$2" | tail -1 | cut -d: -f2 | xargs -r printf '%.2f'; }
+# field NAME FILE [FORMAT] prints the last number of JSON field NAME in
+# FILE, in FORMAT (%.2f).
+field() { grep -o "\"$1\":[-0-9.e+]*" "$2" | tail -1 | cut -d: -f2 | xargs -r printf "${3:-%.2f}"; }
+stage() { [[ " ${STAGES:-ingest backfill search} " == *" $1 "* ]]; }
 # metric NAME FILE prints the value of a benchmark's metric NAME in FILE.
 metric() { awk -v m="$1" '{for (i = 2; i <= NF; i++) if ($i == m) v = $(i - 1)} END {print v}' "$2"; }
 
@@ -94,15 +96,16 @@ log "$(date -u +%FT%TZ) commit $(git rev-parse --short HEAD)$(git diff --quiet H
 
 for ((r = 1; r <= rounds; r++)); do
 	for i in $(order "$r"); do
+		stage ingest || break
 		v=${versions[$i]}
 		f=$out/ingest-r$r-$v.txt
 		with_env "$i" bin/benchrun soak -events "$events" -src worktree \
 			-opensearch "http://127.0.0.1:$((22200 + 1000 * i))" -brokers "127.0.0.1:$((22092 + 1000 * i))" \
 			-real-dir "$base/$v" >"$f" 2>"$out/ingest-r$r-$v.log"
-		ev=$(field events "$f")
-		log "round $r ingest  $v: $(field whole_run_events_per_s "$f") events/s over $ev events, ingest CPU $(field ingest_cpu_seconds "$f") s, node CPU $(field opensearch_cpu_seconds "$f") s, docs $(field docs "$f")"
+		log "round $r ingest  $v: $(field whole_run_events_per_s "$f" %.0f) events/s over $(field events "$f" %.0f) events, ingest CPU $(field ingest_cpu_seconds "$f") s, node CPU $(field opensearch_cpu_seconds "$f") s, docs $(field docs "$f" %.0f)"
 	done
 	for i in $(order "$r"); do
+		stage backfill || break
 		v=${versions[$i]}
 		f=$out/backfill-r$r-$v.txt
 		(cd migrate && with_env "$i" "$out/migrate.test" -test.run '^$' -test.bench 'BackfillVsReindex/slices=4/backfill' \
@@ -111,6 +114,7 @@ for ((r = 1; r <= rounds; r++)); do
 	done
 done
 for i in $(order "$((rounds + 1))"); do
+	stage search || break
 	v=${versions[$i]}
 	f=$out/search-$v.txt
 	(cd search && with_env "$i" "$out/search.test" -test.run '^$' -test.bench RoutedVsAllShards -test.benchtime 1x \
