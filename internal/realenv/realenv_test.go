@@ -8,8 +8,17 @@ import (
 	"testing"
 )
 
+// keepLoaded restores, when t ends, everything load and the tests set:
+// under the tag the tests after t read what the run's variables say.
+func keepLoaded(t *testing.T) {
+	tg, u, b, d, c, r, v := tagged, openSearchURLs, kafkaBrokers, postgresDSN, connectURL, required, openSearchVer
+	t.Cleanup(func() {
+		tagged, openSearchURLs, kafkaBrokers, postgresDSN, connectURL, required, openSearchVer = tg, u, b, d, c, r, v
+	})
+}
+
 func TestLoad(t *testing.T) {
-	defer func(u, b []string) { openSearchURLs, kafkaBrokers = u, b }(openSearchURLs, kafkaBrokers)
+	keepLoaded(t)
 	openSearchURLs, kafkaBrokers = nil, nil
 	load(func(k string) string {
 		return map[string]string{OpenSearchURLVar: " http://127.0.0.1:9200/ ", KafkaBrokersVar: "127.0.0.1:9092, 127.0.0.1:9094,"}[k]
@@ -28,7 +37,7 @@ func TestLoad(t *testing.T) {
 // A cluster's every node and broker, comma-joined as real.sh env prints
 // them, reach the clients; the first node is OpenSearchURL.
 func TestLoadCluster(t *testing.T) {
-	defer func(u, b []string) { openSearchURLs, kafkaBrokers = u, b }(openSearchURLs, kafkaBrokers)
+	keepLoaded(t)
 	load(func(k string) string {
 		return map[string]string{
 			OpenSearchURLVar: "http://127.0.0.1:29200/, http://127.0.0.1:29201 ,,http://127.0.0.1:29202",
@@ -87,9 +96,7 @@ func cdc() (c *cdcT, dsn, connect string) {
 }
 
 func TestCDC(t *testing.T) {
-	defer func(tg bool, u, b []string, d, c string, r bool) {
-		tagged, openSearchURLs, kafkaBrokers, postgresDSN, connectURL, required = tg, u, b, d, c, r
-	}(tagged, openSearchURLs, kafkaBrokers, postgresDSN, connectURL, required)
+	keepLoaded(t)
 	base := map[string]string{OpenSearchURLVar: "http://127.0.0.1:9200", KafkaBrokersVar: "127.0.0.1:9092"}
 	for _, tc := range []struct {
 		name        string
@@ -132,7 +139,7 @@ func TestCDC(t *testing.T) {
 }
 
 func TestLoadMissingPanicsNamingBoth(t *testing.T) {
-	defer func(u, b []string) { openSearchURLs, kafkaBrokers = u, b }(openSearchURLs, kafkaBrokers)
+	keepLoaded(t)
 	defer func() {
 		msg, _ := recover().(string)
 		for _, w := range []string{OpenSearchURLVar, KafkaBrokersVar, "make real-up"} {
