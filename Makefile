@@ -176,6 +176,14 @@ bench-soak:
 bench-versions:
 	@deploy/local/versions.sh
 
+# The seed's whole index: the planning workload's shape (US restaurants,
+# about 85 dishes each) at each size of SIZES, loaded, changed while
+# searched, and resharded to 24 shards, on engines of its own
+# (deploy/local/seed.sh: SIZES, PHASES, LIVE_FOR, CHANGE_RATE, SEED_DIR;
+# resumable: run it again to continue).
+bench-seed:
+	@deploy/local/seed.sh
+
 bench-peer:
 	@$(GO) build -o $(BENCHRUN) ./internal/benchrun/cmd/benchrun
 	@$(BENCHRUN) peer -check -events '$(PEER_EVENTS)' -rounds '$(PEER_ROUNDS)' -src '$(BENCH_SRC)' $(BENCH_ARGS)

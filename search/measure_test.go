@@ -1,4 +1,4 @@
-package search
+package search_test
 
 import (
 	"context"
@@ -26,6 +26,7 @@ import (
 	"github.com/geoshard/geoshard/migrate"
 	"github.com/geoshard/geoshard/router"
 	"github.com/geoshard/geoshard/schema"
+	"github.com/geoshard/geoshard/search"
 )
 
 var (
@@ -83,7 +84,7 @@ func BenchmarkRoutedVsAllShards(b *testing.B) {
 	}
 	b.Logf("indexed %d documents (%d restaurants) in %v", docs, len(rests), time.Since(start).Round(time.Second))
 
-	c, err := Open(ctx, client, Config{Alias: alias})
+	c, err := search.Open(ctx, client, search.Config{Alias: alias})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func BenchmarkRoutedVsAllShards(b *testing.B) {
 		before := nodeCPU(b, admin)
 		for _, p := range work[from:to] {
 			t0 := time.Now()
-			res, err := c.Dishes(ctx, DishQuery{Area: Circle(p.lat, p.lng, p.radiusM), AllShards: allShards})
+			res, err := c.Dishes(ctx, search.DishQuery{Area: search.Circle(p.lat, p.lng, p.radiusM), AllShards: allShards})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -119,7 +120,7 @@ func BenchmarkRoutedVsAllShards(b *testing.B) {
 	for i := 0; i < min(50, n); i++ {
 		p := work[i]
 		for _, allShards := range []bool{false, true} {
-			if _, err := c.Dishes(ctx, DishQuery{Area: Circle(p.lat, p.lng, p.radiusM), AllShards: allShards}); err != nil {
+			if _, err := c.Dishes(ctx, search.DishQuery{Area: search.Circle(p.lat, p.lng, p.radiusM), AllShards: allShards}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -115,6 +115,20 @@ func (s *Search) do(ctx context.Context, method, path string, ok ...int) ([]byte
 	if err != nil {
 		return nil, err
 	}
+	return s.send(req, method, path, ok)
+}
+
+// doBody sends a JSON body and wants 200.
+func (s *Search) doBody(ctx context.Context, method, path, body string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, s.base+path, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return s.send(req, method, path, []int{http.StatusOK})
+}
+
+func (s *Search) send(req *http.Request, method, path string, ok []int) ([]byte, error) {
 	resp, err := s.hc.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("benchrun: %s %s: %w", method, path, err)

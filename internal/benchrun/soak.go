@@ -39,6 +39,23 @@ func Soak(ctx context.Context, cfg SoakConfig, out, log io.Writer) (*SoakResult,
 	if err := b.initIndex(ctx, index, alias); err != nil {
 		return nil, err
 	}
+	return b.soakIngest(ctx, cfg, soakInput{topics: topics, group: b.runID + "-ingest", index: index, alias: alias, start: start, end: end, produced: produced}, out)
+}
+
+// soakInput is what a soak's ingest reads and writes: the events between
+// start and end of topics, read in group, written to index under alias.
+type soakInput struct {
+	topics       eventTopics
+	group        string
+	index, alias string
+	start, end   Offsets
+	produced     time.Duration
+}
+
+// soakIngest starts ingest on a run whose events are in the topics and
+// follows it until every offset up to end is committed, then reports.
+func (b *bench) soakIngest(ctx context.Context, cfg SoakConfig, s soakInput, out io.Writer) (*SoakResult, error) {
+	topics, index, alias, start, end, produced := s.topics, s.index, s.alias, s.start, s.end, s.produced
 	before, err := b.search.IndexStats(ctx, index)
 	if err != nil {
 		return nil, err
@@ -47,7 +64,7 @@ func Soak(ctx context.Context, cfg SoakConfig, out, log io.Writer) (*SoakResult,
 	obs := &SoakObservations{Events: Events(start, end), WarmAt: Unknown, DoneAt: Unknown, OpenSearchCPU: Unknown, KafkaCPU: Unknown}
 	nodePID := b.enginePID("opensearch")
 	osCPU, kafkaCPU, mach := startCPU(nodePID), startCPU(b.enginePID("kafka")), startMachine()
-	run := &ingestRun{alias: alias, group: b.runID + "-ingest", topics: topics, pprof: cfg.HeapProfiles}
+	run := &ingestRun{alias: alias, group: s.group, topics: topics, pprof: cfg.HeapProfiles}
 	epoch := time.Now()
 	child, err := b.startIngest(run, "ingest.log", epoch)
 	if err != nil {

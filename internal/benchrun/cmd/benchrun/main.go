@@ -2,6 +2,7 @@
 //
 //	benchrun soak [flags]   one long ingest run: rates, refreshes, RSS, CPU, commit catch-up
 //	benchrun peer [flags]   ingest beside Benthos v4.27.0 on the same stream, in rounds
+//	benchrun seed [flags]   an index of the seed's shape loaded, changed, searched and resharded, in resumable phases
 //
 // It runs from the repository's top against a running OpenSearch node and
 // Kafka broker — `make bench-soak` and `make bench-peer` start a pair with
@@ -19,6 +20,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -32,7 +34,7 @@ func main() {
 	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 }
 
-const usage = `usage: benchrun soak|peer [flags]   (benchrun soak -h for the flags)`
+const usage = `usage: benchrun soak|peer|seed [flags]   (benchrun soak -h for the flags)`
 
 // usageError is a bad command line: exit 2.
 type usageError struct{ err error }
@@ -61,6 +63,28 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		check := fs.Bool("check", false, "check the flags and exit")
 		if err = parse(fs, help, args[1:], cfg.Validate); err == nil && !*check {
 			_, err = benchrun.Peer(ctx, cfg, stdout, stderr)
+		}
+	case "seed":
+		var cfg benchrun.SeedConfig
+		fs, help := commonFlags("seed", &cfg.Config, benchrun.DefaultSeedDocs, benchrun.DefaultSeedTimeout, getenv, stderr)
+		cfg.Partitions = benchrun.DefaultSeedPartitions
+		fs.Lookup("partitions").DefValue = strconv.Itoa(benchrun.DefaultSeedPartitions)
+		fs.Int64Var(&cfg.Docs, "docs", benchrun.DefaultSeedDocs, "documents of the world (restaurants with about 85 dishes each), 100 to 60,000,000")
+		fs.StringVar(&cfg.Dir, "dir", "", "the run's directory: state and reports; a run with the same -dir and -docs continues from its last finished phase (required)")
+		fs.Func("phases", "phases to run, comma-separated, of load,live,reshard (default all)", func(s string) error {
+			cfg.Phases = splitList(s)
+			return nil
+		})
+		cfg.Phases = benchrun.SeedPhases
+		fs.DurationVar(&cfg.LiveFor, "live-for", benchrun.DefaultSeedLiveFor, "how long the live phase produces changes")
+		fs.Float64Var(&cfg.ChangeRate, "change-rate", benchrun.DefaultSeedChangeRate, "changes a second in the live and reshard phases (a change is one message, or a restaurant's dishes and itself)")
+		fs.IntVar(&cfg.Searches, "searches", benchrun.DefaultSeedSearches, "searches of each kind (routed, every shard) in each quiet measurement")
+		fs.IntVar(&cfg.Sample, "sample", benchrun.DefaultSeedSample, "documents checked against the world after each phase")
+		fs.IntVar(&cfg.Shards, "shards", benchrun.DefaultSeedShards, "the reshard's target shard count")
+		fs.BoolVar(&cfg.Drop, "drop", false, "once every phase is done, delete the run's index, topics and group (the reports stay)")
+		check := fs.Bool("check", false, "check the flags and exit")
+		if err = parse(fs, help, args[1:], cfg.Validate); err == nil && !*check {
+			err = benchrun.Seed(ctx, cfg, stdout, stderr)
 		}
 	case "-h", "-help", "--help", "help":
 		fmt.Fprintln(stdout, usage)

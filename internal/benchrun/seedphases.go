@@ -1,0 +1,934 @@
+package benchrun
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/internal/datagen"
+	"github.com/geoshard/geoshard/schema"
+	"github.com/geoshard/geoshard/search"
+)
+
+// phaseReport is one phase's figures.
+type phaseReport struct {
+	Phase       string   `json:"phase"`
+	Docs        int64    `json:"docs"`
+	Commit      string   `json:"commit"`
+	Dirty       []string `json:"dirty,omitempty"`
+	WallSeconds float64  `json:"wall_seconds"`
+
+	// Load is the load phase's soak of ingest over the backlog.
+	Load *SoakResult `json:"load,omitempty"`
+	// Changes is the live or reshard phase's change traffic and ingest.
+	Changes *changeFigures `json:"changes,omitempty"`
+	// Steps are the reshard's steps, by name.
+	Steps map[string]toolRun `json:"steps,omitempty"`
+	// BackfillDocsPerSecond is the source's documents over the backfill
+	// step's wall time.
+	BackfillDocsPerSecond float64 `json:"backfill_docs_per_s,omitempty"`
+	// Searches are the search measurements of the phase.
+	Searches []searchFigures `json:"searches,omitempty"`
+	Disk     diskFigures     `json:"disk"`
+	Check    exactCheck      `json:"check"`
+}
+
+// changeFigures is the change traffic of a phase and what ingest spent on
+// it, from its warm to its catch-up.
+type changeFigures struct {
+	Changes        int64            `json:"changes"`
+	ByKind         map[string]int64 `json:"changes_by_kind"`
+	Messages       int64            `json:"messages"`
+	Seconds        float64          `json:"produce_seconds"`
+	MessagesPerSec float64          `json:"messages_per_s"`
+	WarmSeconds    float64          `json:"warm_seconds"`
+	CatchUpSeconds float64          `json:"catch_up_seconds"`
+	IngestCPUus    float64          `json:"ingest_cpu_us_per_event"`
+	NodeCPUus      float64          `json:"node_cpu_us_per_event"`
+	PeakRSS        int64            `json:"ingest_peak_rss_bytes"`
+	EndRSS         int64            `json:"ingest_end_rss_bytes"`
+	Directory      int64            `json:"directory_restaurants"`
+}
+
+// searchFigures is one routed-against-every-shard measurement.
+type searchFigures struct {
+	Name         string  `json:"name"`
+	MapShards    int     `json:"map_shards"`
+	Searches     int     `json:"searches_each"`
+	RoutedP50    float64 `json:"routed_p50_ms"`
+	RoutedP99    float64 `json:"routed_p99_ms"`
+	AllP50       float64 `json:"all_p50_ms"`
+	AllP99       float64 `json:"all_p99_ms"`
+	RoutedCPU    float64 `json:"routed_node_cpu_ms_per_search"`
+	AllCPU       float64 `json:"all_node_cpu_ms_per_search"`
+	RoutedShards float64 `json:"routed_shards_per_search"`
+	AllShards    float64 `json:"all_shards_per_search"`
+	CPURatio     float64 `json:"cpu_all_over_routed"`
+}
+
+// diskFigures are the sizes after a phase.
+type diskFigures struct {
+	IndexBytes      int64   `json:"index_store_bytes"`
+	Merges          int64   `json:"merges_total"`
+	MergeSeconds    float64 `json:"merges_seconds"`
+	MergedBytes     int64   `json:"merges_bytes"`
+	TopicBytes      int64   `json:"topic_bytes"`
+	NodeFreeBytes   int64   `json:"node_free_bytes"`
+	NodeTotalBytes  int64   `json:"node_total_bytes"`
+	IndexSegments   int64   `json:"index_segments"`
+	IndexDocsCount  int64   `json:"index_docs_count"`
+	IndexDocsDelete int64   `json:"index_docs_deleted"`
+}
+
+// exactCheck is the index held against the world.
+type exactCheck struct {
+	Count    int64    `json:"count"`
+	Want     int64    `json:"want"`
+	Sampled  int      `json:"sampled"`
+	Wrong    int      `json:"wrong"`
+	Examples []string `json:"examples,omitempty"`
+	OK       bool     `json:"ok"`
+}
+
+// ---- load
+
+func (r *seedRun) load(ctx context.Context) (*phaseReport, error) {
+	st, t := r.state, r.state.topics()
+	if !st.Produced {
+		_ = r.kafka.DeleteTopics(ctx, t.restaurants, t.dishes, t.dlq) // a run stopped while producing
+		if err := r.kafka.CreateTopics(ctx, r.cfg.Partitions, t.restaurants, t.dishes, t.dlq); err != nil {
+			return nil, err
+		}
+		p, err := r.newProducer()
+		if err != nil {
+			return nil, err
+		}
+		began := time.Now()
+		var n int64
+		err = r.world.Load(func(m datagen.Message) error {
+			n++
+			if n%5_000_000 == 0 {
+				r.logf("produced %d of the world's %d creations", n, r.world.Restaurants()+r.world.Dishes())
+			}
+			return p.send(ctx, m)
+		})
+		if err == nil {
+			err = p.flush(ctx)
+		}
+		p.cl.Close()
+		if err != nil {
+			return nil, fmt.Errorf("produce the world: %w", err)
+		}
+		if st.LoadEnd, err = r.kafka.EndOffsets(ctx, t.restaurants, t.dishes); err != nil {
+			return nil, err
+		}
+		r.logf("produced %d messages in %.0f s (%.0f/s, zstd)", n, time.Since(began).Seconds(), float64(n)/time.Since(began).Seconds())
+		st.Produced = true
+		if err := st.save(r.cfg.Dir); err != nil {
+			return nil, err
+		}
+	}
+	if st.Map == "" {
+		st.Map = filepath.Join(r.cfg.Dir, "map-18.json")
+		raw, err := os.ReadFile(filepath.Join(r.src, "testdata", "maps", "us-18.json"))
+		if err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(st.Map, raw, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := r.search.IndexStats(ctx, st.Index); err != nil {
+		if _, err := r.tool(ctx, "load-init.log", "reshard", "init", "--map", st.Map, "--index", st.Index,
+			"--alias", st.alias(), "--opensearch", r.cfg.OpenSearch); err != nil {
+			return nil, err
+		}
+	}
+	start, err := r.resumeFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Create(filepath.Join(r.cfg.Dir, "load-soak.txt"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	res, err := r.soakIngest(ctx, SoakConfig{Config: r.cfg.Config}, soakInput{
+		topics: t, group: st.group(), index: st.Index, alias: st.alias(), start: start, end: st.LoadEnd,
+	}, f)
+	if err != nil {
+		return nil, err
+	}
+	if !res.Completed {
+		return nil, fmt.Errorf("ingest did not finish the backlog: %s (%s)", res.Stopped, f.Name())
+	}
+	rep := &phaseReport{Load: res}
+	probes := r.probes()
+	s, err := r.measureSearch(ctx, "quiet, after the load", probes, r.cfg.Searches, nil)
+	if err != nil {
+		return nil, err
+	}
+	rep.Searches = append(rep.Searches, s)
+	return rep, nil
+}
+
+// resumeFrom is where the group stands in the event topics: its committed
+// offsets, and the topics' start where it has none.
+func (r *seedRun) resumeFrom(ctx context.Context) (Offsets, error) {
+	t := r.state.topics()
+	start, err := r.kafka.StartOffsets(ctx, t.restaurants, t.dishes)
+	if err != nil {
+		return nil, err
+	}
+	// A fresh broker creates its offsets topic on the first group
+	// request: the coordinator is unavailable for a few seconds.
+	var committed Offsets
+	for try := 0; ; try++ {
+		if committed, err = r.kafka.Committed(ctx, r.state.group()); err == nil {
+			break
+		}
+		if try == 60 || !strings.Contains(err.Error(), "COORDINATOR") {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	for topic, ps := range start {
+		for p := range ps {
+			if off, ok := committed.Get(topic, p); ok {
+				start.Set(topic, p, off)
+			}
+		}
+	}
+	return start, nil
+}
+
+// ---- live
+
+func (r *seedRun) live(ctx context.Context) (*phaseReport, error) {
+	probes := r.probes()
+	ing, err := r.startIngestAndWarm(ctx, "live")
+	if err != nil {
+		return nil, err
+	}
+	defer ing.stop()
+	ch := r.startChanges(ctx, r.cfg.LiveFor)
+	s, err := r.measureSearch(ctx, "during the changes", probes, 0, ch.finished)
+	if err != nil {
+		ch.cancel()
+		<-ch.done
+		return nil, err
+	}
+	rep := &phaseReport{Searches: []searchFigures{s}}
+	<-ch.done
+	if ch.err != nil {
+		return nil, ch.err
+	}
+	if rep.Changes, err = r.catchUp(ctx, ing, ch); err != nil {
+		return nil, err
+	}
+	if s, err = r.measureSearch(ctx, "quiet, after the changes", probes, r.cfg.Searches, nil); err != nil {
+		return nil, err
+	}
+	rep.Searches = append(rep.Searches, s)
+	return rep, nil
+}
+
+// ingestRunning is ingest started for a phase.
+type ingestRunning struct {
+	child   *Child
+	warm    time.Duration
+	epoch   time.Time
+	node    cpuMeter
+	stopped func()
+}
+
+func (i *ingestRunning) stop() {
+	if i.stopped != nil {
+		i.stopped()
+		i.stopped = nil
+	}
+}
+
+// startIngestAndWarm starts ingest on the run's group and waits until its
+// directory is warm.
+func (r *seedRun) startIngestAndWarm(ctx context.Context, phase string) (*ingestRunning, error) {
+	st := r.state
+	run := &ingestRun{alias: st.alias(), group: st.group(), topics: st.topics()}
+	epoch := time.Now()
+	child, err := r.startIngest(run, phase+"-ingest.log", epoch)
+	if err != nil {
+		return nil, err
+	}
+	sctx, stopSampling := context.WithCancel(ctx)
+	go child.SampleEvery(sctx, time.Second)
+	ing := &ingestRunning{child: child, epoch: epoch, stopped: func() {
+		stopSampling()
+		if _, err := child.Stop(stopGrace); err != nil {
+			r.logf("stop ingest: %v", err)
+		}
+	}}
+	for child.WarmAt() < 0 {
+		if child.Exited() {
+			ing.stop()
+			return nil, fmt.Errorf("ingest exited before its directory was warm: %s (log %s)", child.ExitStatus(), filepath.Join(r.work, phase+"-ingest.log"))
+		}
+		select {
+		case <-ctx.Done():
+			ing.stop()
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	ing.warm = child.WarmAt()
+	ing.node = startCPU(r.enginePID("opensearch"))
+	r.logf("%s: ingest warm in %.1f s", phase, ing.warm.Seconds())
+	return ing, nil
+}
+
+// changeRun is the change producer of a phase.
+type changeRun struct {
+	cancel   context.CancelFunc
+	done     chan struct{}
+	err      error
+	began    time.Time
+	took     time.Duration
+	changes  int64
+	messages int64
+	byKind   map[string]int64
+}
+
+func (c *changeRun) finished() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// startChanges produces batches of changes at the configured rate for
+// up to d (or until cancelled), counting each acknowledged batch in the
+// state. Only its goroutine touches the world until done closes.
+func (r *seedRun) startChanges(ctx context.Context, d time.Duration) *changeRun {
+	cctx, cancel := context.WithCancel(ctx)
+	c := &changeRun{cancel: cancel, done: make(chan struct{}), began: time.Now(), byKind: map[string]int64{}}
+	go func() {
+		defer close(c.done)
+		defer cancel()
+		p, err := r.newProducer()
+		if err != nil {
+			c.err = err
+			return
+		}
+		defer p.cl.Close()
+		every := time.Duration(float64(seedBatch) / r.cfg.ChangeRate * float64(time.Second))
+		next := time.Now()
+		for time.Since(c.began) < d {
+			select {
+			case <-cctx.Done():
+				c.took = time.Since(c.began)
+				return
+			case <-time.After(time.Until(next)):
+			}
+			next = next.Add(every)
+			counts, err := r.world.Changes(r.state.Batches, seedBatch, r.mix, func(m datagen.Message) error { return p.send(cctx, m) })
+			if err == nil {
+				err = p.flush(cctx)
+			}
+			if err != nil {
+				if cctx.Err() == nil {
+					c.err = fmt.Errorf("produce changes: %w", err)
+				}
+				// The batch may be half-sent: the world has it whole, so
+				// the state must count it (a resumed run rebuilds it and
+				// sends it again; what was sent twice is a replay).
+				r.state.Batches++
+				_ = r.state.save(r.cfg.Dir)
+				c.took = time.Since(c.began)
+				return
+			}
+			r.state.Batches++
+			if err := r.state.save(r.cfg.Dir); err != nil {
+				c.err = err
+				return
+			}
+			c.changes += seedBatch
+			c.messages += counts.Messages
+			for k, v := range counts.ByKind {
+				c.byKind[k] += v
+			}
+		}
+		c.took = time.Since(c.began)
+	}()
+	return c
+}
+
+// catchUp waits until ingest has committed every change, then stops it
+// and reports the change traffic's figures.
+func (r *seedRun) catchUp(ctx context.Context, ing *ingestRunning, ch *changeRun) (*changeFigures, error) {
+	t := r.state.topics()
+	end, err := r.kafka.EndOffsets(ctx, t.restaurants, t.dishes)
+	if err != nil {
+		return nil, err
+	}
+	stopAt := time.Now()
+	for {
+		committed, err := r.kafka.Committed(ctx, r.state.group())
+		if err != nil {
+			return nil, err
+		}
+		if Compare(end, end, committed).Complete() {
+			break
+		}
+		if ing.child.Exited() {
+			return nil, fmt.Errorf("ingest exited: %s", ing.child.ExitStatus())
+		}
+		if time.Since(stopAt) > r.cfg.Stall {
+			return nil, fmt.Errorf("ingest did not commit the changes within %s", r.cfg.Stall)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(r.cfg.Poll):
+		}
+	}
+	f := &changeFigures{
+		Changes: ch.changes, ByKind: ch.byKind, Messages: ch.messages, Seconds: ch.took.Seconds(),
+		WarmSeconds: ing.warm.Seconds(), CatchUpSeconds: time.Since(stopAt).Seconds(),
+	}
+	if ch.took > 0 {
+		f.MessagesPerSec = float64(ch.messages) / ch.took.Seconds()
+	}
+	node := ing.node.since()
+	_, _ = ing.child.Sample()
+	samples := ing.child.Samples()
+	ing.stop()
+	var warmCPU time.Duration
+	for _, s := range samples {
+		if s.T <= ing.warm {
+			warmCPU = s.CPU
+		}
+		if s.T >= ing.warm {
+			f.PeakRSS = max(f.PeakRSS, s.Mem.RSS)
+		}
+	}
+	if n := len(samples); n > 0 && ch.messages > 0 {
+		last := samples[n-1]
+		f.EndRSS = last.Mem.RSS
+		f.IngestCPUus = float64((last.CPU - warmCPU).Microseconds()) / float64(ch.messages)
+	}
+	if node >= 0 && ch.messages > 0 {
+		f.NodeCPUus = float64(node.Microseconds()) / float64(ch.messages)
+	}
+	return f, nil
+}
+
+// ---- reshard
+
+func (r *seedRun) reshard(ctx context.Context) (*phaseReport, error) {
+	st := r.state
+	probes := r.probes()
+	ing, err := r.startIngestAndWarm(ctx, "reshard")
+	if err != nil {
+		return nil, err
+	}
+	defer ing.stop()
+	osFlags := []string{"--opensearch", r.cfg.OpenSearch}
+	alias := []string{"--alias", st.alias()}
+	target := filepath.Join(r.cfg.Dir, fmt.Sprintf("map-%d.json", r.cfg.Shards))
+	rep := &phaseReport{Steps: map[string]toolRun{}}
+	step := func(name string, args ...string) error {
+		tr, err := r.tool(ctx, "reshard-steps.log", "reshard", append(append([]string{name}, args...), osFlags...)...)
+		rep.Steps[name] = tr
+		r.logf("reshard %s: %.1f s, CPU %.1f s, peak RSS %s", name, tr.Wall, tr.CPU, MB(tr.PeakRSS))
+		return err
+	}
+	source, err := r.search.IndexStats(ctx, st.Index)
+	if err != nil {
+		return nil, err
+	}
+	marker := filepath.Join(r.cfg.Dir, "reshard.started")
+	_, statErr := os.Stat(marker)
+	resumed := statErr == nil
+	if !resumed {
+		if err := step("plan", "--from-index", st.alias(), "--shards", strconv.Itoa(r.cfg.Shards), "--out", target); err != nil {
+			return nil, err
+		}
+	}
+	ch := r.startChanges(ctx, 24*time.Hour)
+	stopChanges := func() error {
+		ch.cancel()
+		<-ch.done
+		return ch.err
+	}
+	if resumed {
+		err = step("run", append([]string{"--map", target, "--ids"}, alias...)...)
+	} else {
+		if err = writeFile(marker, ""); err == nil {
+			err = step("create", append([]string{"--map", target}, alias...)...)
+		}
+		for _, s := range []string{"dual-writes", "backfill"} {
+			if err == nil {
+				err = step(s, alias...)
+			}
+		}
+		if err == nil {
+			err = step("verify", append([]string{"--ids"}, alias...)...)
+		}
+		if err == nil {
+			err = step("cutover", alias...)
+		}
+	}
+	if err != nil {
+		_ = stopChanges()
+		return nil, err
+	}
+	if b, ok := rep.Steps["backfill"]; ok && b.Wall > 0 {
+		rep.BackfillDocsPerSecond = float64(source.Docs) / b.Wall
+	}
+	if err := stopChanges(); err != nil {
+		return nil, err
+	}
+	if rep.Changes, err = r.catchUp(ctx, ing, ch); err != nil {
+		return nil, err
+	}
+	// Complete needs no ingest: every instance stopped, there is none to
+	// acknowledge.
+	if err := step("complete", alias...); err != nil {
+		return nil, err
+	}
+	old := st.Index
+	if st.Index, err = r.aliasIndex(ctx, st.alias()); err != nil {
+		return nil, err
+	}
+	st.Map = target
+	if err := st.save(r.cfg.Dir); err != nil {
+		return nil, err
+	}
+	if old != st.Index {
+		if err := r.search.DeleteIndex(ctx, old); err != nil {
+			r.logf("delete the old index %s: %v", old, err)
+		}
+	}
+	s, err := r.measureSearch(ctx, fmt.Sprintf("quiet, on the %d-shard map", r.cfg.Shards), probes, r.cfg.Searches, nil)
+	if err != nil {
+		return nil, err
+	}
+	rep.Searches = append(rep.Searches, s)
+	return rep, nil
+}
+
+func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o644) }
+
+// aliasIndex is the index an alias points to.
+func (r *seedRun) aliasIndex(ctx context.Context, alias string) (string, error) {
+	body, err := r.search.do(ctx, http.MethodGet, "/_alias/"+url.PathEscape(alias), http.StatusOK)
+	if err != nil {
+		return "", err
+	}
+	var v map[string]json.RawMessage
+	if err := json.Unmarshal(body, &v); err != nil {
+		return "", err
+	}
+	if len(v) != 1 {
+		return "", fmt.Errorf("alias %s names %d indexes", alias, len(v))
+	}
+	for k := range v {
+		return k, nil
+	}
+	return "", nil
+}
+
+// ---- searches
+
+// probe is one dish search: around a restaurant, 5 to 50 miles.
+type probe struct{ lat, lng, radiusM float64 }
+
+// probes draws the searches of the phases around live restaurants, placed
+// like the restaurants (so like the population).
+func (r *seedRun) probes() []probe {
+	rng := rand.New(rand.NewPCG(7, 11))
+	n := max(r.cfg.Searches, 1000) * 4
+	out := make([]probe, 0, n)
+	for len(out) < n {
+		loc := r.world.RestaurantLocation(rng.IntN(r.world.Restaurants()))
+		out = append(out, probe{loc.Lat, loc.Lon, (5 + 45*rng.Float64()) * 1609.344})
+	}
+	return out
+}
+
+// measureSearch runs dish searches routed and of every shard, alternately
+// in blocks, n of each, or (n 0) until stop reports true; the node's CPU
+// is read from /proc around each block.
+func (r *seedRun) measureSearch(ctx context.Context, name string, probes []probe, n int, stop func() bool) (searchFigures, error) {
+	client, err := bulk.NewClient(bulk.ClientConfig{Addresses: []string{r.cfg.OpenSearch}, RequestTimeout: 2 * time.Minute})
+	if err != nil {
+		return searchFigures{}, err
+	}
+	c, err := search.Open(ctx, client, search.Config{Alias: r.state.alias()})
+	if err != nil {
+		return searchFigures{}, err
+	}
+	pid := r.enginePID("opensearch")
+	if pid == 0 {
+		return searchFigures{}, errors.New("no node PID under -real-dir: the node's CPU cannot be read")
+	}
+	type side struct {
+		lat    []time.Duration
+		cpu    time.Duration
+		shards int
+	}
+	var routed, every side
+	i := 0
+	runBlock := func(s *side, from int, all bool) error {
+		before, _ := ReadCPU(pid)
+		for k := range searchBlock {
+			p := probes[(from+k)%len(probes)]
+			t0 := time.Now()
+			res, err := c.Dishes(ctx, search.DishQuery{Area: search.Circle(p.lat, p.lng, p.radiusM), AllShards: all})
+			if err != nil {
+				return err
+			}
+			s.lat = append(s.lat, time.Since(t0))
+			s.shards += len(res.Shards)
+		}
+		after, _ := ReadCPU(pid)
+		s.cpu += after - before
+		return nil
+	}
+	for k := range searchBlock { // warm both paths' caches
+		p := probes[k]
+		for _, all := range []bool{false, true} {
+			if _, err := c.Dishes(ctx, search.DishQuery{Area: search.Circle(p.lat, p.lng, p.radiusM), AllShards: all}); err != nil {
+				return searchFigures{}, err
+			}
+		}
+	}
+	for {
+		if n > 0 && len(routed.lat) >= n {
+			break
+		}
+		if n == 0 && len(routed.lat) > 0 && stop() {
+			break
+		}
+		if err := runBlock(&routed, i, false); err != nil {
+			return searchFigures{}, err
+		}
+		if err := runBlock(&every, i, true); err != nil {
+			return searchFigures{}, err
+		}
+		i += searchBlock
+	}
+	m, err := readMap(r.state.Map)
+	if err != nil {
+		return searchFigures{}, err
+	}
+	k := float64(len(routed.lat))
+	f := searchFigures{
+		Name: name, MapShards: m.NumShards(), Searches: len(routed.lat),
+		RoutedP50: pct(routed.lat, 0.5), RoutedP99: pct(routed.lat, 0.99), AllP50: pct(every.lat, 0.5), AllP99: pct(every.lat, 0.99),
+		RoutedCPU: float64(routed.cpu.Microseconds()) / 1000 / k, AllCPU: float64(every.cpu.Microseconds()) / 1000 / k,
+		RoutedShards: float64(routed.shards) / k, AllShards: float64(every.shards) / k,
+	}
+	if routed.cpu > 0 {
+		f.CPURatio = float64(every.cpu) / float64(routed.cpu)
+	}
+	r.logf("search %s: routed p50 %.1f ms, %.2f ms node CPU, %.1f shards; every shard p50 %.1f ms, %.2f ms CPU; CPU every/routed %.2f",
+		name, f.RoutedP50, f.RoutedCPU, f.RoutedShards, f.AllP50, f.AllCPU, f.CPURatio)
+	return f, nil
+}
+
+func pct(d []time.Duration, p float64) float64 {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return float64(s[min(len(s)-1, int(p*float64(len(s))))].Microseconds()) / 1000
+}
+
+// ---- after a phase
+
+// finish checks the index against the world, reads the sizes and saves
+// and prints the report.
+func (r *seedRun) finish(ctx context.Context, rep *phaseReport) error {
+	var err error
+	if rep.Check, err = r.checkExact(ctx, rep.Phase); err != nil {
+		return err
+	}
+	rep.Disk = r.disk(ctx)
+	raw, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(r.cfg.Dir, rep.Phase+".json"), raw, 0o644); err != nil {
+		return err
+	}
+	var sb strings.Builder
+	writeSeedPhase(&sb, rep)
+	if err := os.WriteFile(filepath.Join(r.cfg.Dir, rep.Phase+".txt"), []byte(sb.String()), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprint(r.out, sb.String())
+	if !rep.Check.OK {
+		// The next phases still run (their figures stand on their own);
+		// Seed fails at the end.
+		r.inexact = append(r.inexact, fmt.Sprintf("phase %s: %d of %d sampled documents wrong, %d documents where %d live (%s)",
+			rep.Phase, rep.Check.Wrong, rep.Check.Sampled, rep.Check.Count, rep.Check.Want, strings.Join(rep.Check.Examples, "; ")))
+	}
+	return nil
+}
+
+// checkExact compares the index with the world: the document count in
+// full (waited for until it stops changing: dishes that came before their
+// restaurant are written once it is there), then a sample of documents,
+// each found exactly once, live ones at their version under their
+// routing, deleted ones nowhere.
+func (r *seedRun) checkExact(ctx context.Context, phase string) (exactCheck, error) {
+	rs, ds := r.world.LiveDocs()
+	c := exactCheck{Want: rs + ds}
+	alias := r.state.alias()
+	var last int64 = -1
+	lastChange := time.Now()
+	for {
+		if err := r.search.Refresh(ctx, alias); err != nil {
+			return c, err
+		}
+		n, err := r.count(ctx, alias)
+		if err != nil {
+			return c, err
+		}
+		c.Count = n
+		if n != last {
+			last, lastChange = n, time.Now()
+		}
+		if n == c.Want || time.Since(lastChange) > 30*time.Second {
+			break
+		}
+		time.Sleep(2 * time.Second)
+	}
+	m, err := readMap(r.state.Map)
+	if err != nil {
+		return c, err
+	}
+	docs := r.world.Sample(sampleRNG(phase), r.cfg.Sample)
+	c.Sampled = len(docs)
+	wrong := func(format string, args ...any) {
+		c.Wrong++
+		if len(c.Examples) < 10 {
+			c.Examples = append(c.Examples, fmt.Sprintf(format, args...))
+		}
+	}
+	for from := 0; from < len(docs); from += 1000 {
+		part := docs[from:min(from+1000, len(docs))]
+		ids := make([]string, len(part))
+		for i, d := range part {
+			ids[i] = schema.RestaurantID(d.ID)
+			if d.Dish {
+				ids[i] = schema.DishID(d.ID)
+			}
+		}
+		hits, err := r.idHits(ctx, alias, ids)
+		if err != nil {
+			return c, err
+		}
+		for i, d := range part {
+			got := hits[ids[i]]
+			switch {
+			case !d.Live && len(got) > 0:
+				wrong("%s: deleted, found %d times", ids[i], len(got))
+			case !d.Live:
+			case len(got) != 1:
+				wrong("%s: live at version %d, found %d times", ids[i], d.Version, len(got))
+			default:
+				shard, err := m.Locate(d.Location.Lat, d.Location.Lon)
+				if err != nil {
+					return c, err
+				}
+				h := got[0]
+				if h.Version != d.Version || h.Routing != m.Shard(shard).Routing || (d.Dish && h.Source.RestaurantID != d.Restaurant) {
+					wrong("%s: version %d, routing %q, restaurant %q; want %d, %q, %q", ids[i], h.Version, h.Routing, h.Source.RestaurantID, d.Version, m.Shard(shard).Routing, d.Restaurant)
+				}
+			}
+		}
+	}
+	c.OK = c.Wrong == 0 && c.Count == c.Want
+	return c, nil
+}
+
+type idHit struct {
+	ID      string `json:"_id"`
+	Version int64  `json:"_version"`
+	Routing string `json:"_routing"`
+	Source  struct {
+		RestaurantID string `json:"restaurant_id"`
+	} `json:"_source"`
+}
+
+// idHits finds every copy of ids in the alias's index.
+func (r *seedRun) idHits(ctx context.Context, alias string, ids []string) (map[string][]idHit, error) {
+	q, err := json.Marshal(map[string]any{
+		"size": 2 * len(ids), "version": true, "_source": []string{schema.FieldRestaurantID},
+		"query": map[string]any{"ids": map[string]any{"values": ids}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	body, err := r.search.doBody(ctx, http.MethodPost, "/"+url.PathEscape(alias)+"/_search", string(q))
+	if err != nil {
+		return nil, err
+	}
+	var v struct {
+		Hits struct {
+			Hits []idHit `json:"hits"`
+		} `json:"hits"`
+	}
+	if err := json.Unmarshal(body, &v); err != nil {
+		return nil, err
+	}
+	out := map[string][]idHit{}
+	for _, h := range v.Hits.Hits {
+		out[h.ID] = append(out[h.ID], h)
+	}
+	return out, nil
+}
+
+func (r *seedRun) count(ctx context.Context, alias string) (int64, error) {
+	body, err := r.search.do(ctx, http.MethodGet, "/"+url.PathEscape(alias)+"/_count", http.StatusOK)
+	if err != nil {
+		return 0, err
+	}
+	var v struct {
+		Count int64 `json:"count"`
+	}
+	err = json.Unmarshal(body, &v)
+	return v.Count, err
+}
+
+// disk reads the index's store and merges, the node's disk and the run's
+// topics' size on the broker's disk.
+func (r *seedRun) disk(ctx context.Context) diskFigures {
+	var d diskFigures
+	if body, err := r.search.do(ctx, http.MethodGet, "/"+url.PathEscape(r.state.Index)+"/_stats/store,merge,docs,segments", http.StatusOK); err == nil {
+		var v struct {
+			All struct {
+				Total struct {
+					Store struct {
+						Size int64 `json:"size_in_bytes"`
+					} `json:"store"`
+					Merges struct {
+						Total     int64 `json:"total"`
+						TimeMS    int64 `json:"total_time_in_millis"`
+						SizeBytes int64 `json:"total_size_in_bytes"`
+					} `json:"merges"`
+					Docs struct {
+						Count   int64 `json:"count"`
+						Deleted int64 `json:"deleted"`
+					} `json:"docs"`
+					Segments struct {
+						Count int64 `json:"count"`
+					} `json:"segments"`
+				} `json:"total"`
+			} `json:"_all"`
+		}
+		if json.Unmarshal(body, &v) == nil {
+			t := v.All.Total
+			d.IndexBytes, d.Merges, d.MergeSeconds, d.MergedBytes = t.Store.Size, t.Merges.Total, float64(t.Merges.TimeMS)/1000, t.Merges.SizeBytes
+			d.IndexDocsCount, d.IndexDocsDelete, d.IndexSegments = t.Docs.Count, t.Docs.Deleted, t.Segments.Count
+		}
+	} else {
+		r.logf("index stats: %v", err)
+	}
+	if body, err := r.search.do(ctx, http.MethodGet, "/_nodes/stats/fs", http.StatusOK); err == nil {
+		var v struct {
+			Nodes map[string]struct {
+				FS struct {
+					Total struct {
+						Total     int64 `json:"total_in_bytes"`
+						Available int64 `json:"available_in_bytes"`
+					} `json:"total"`
+				} `json:"fs"`
+			} `json:"nodes"`
+		}
+		if json.Unmarshal(body, &v) == nil {
+			for _, n := range v.Nodes {
+				d.NodeFreeBytes += n.FS.Total.Available
+				d.NodeTotalBytes += n.FS.Total.Total
+			}
+		}
+	}
+	dirs, _ := filepath.Glob(filepath.Join(r.cfg.RealDir, "kafka", "data", r.state.Name+".*"))
+	for _, dir := range dirs {
+		_ = filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
+			// Blocks, not sizes: a segment's index files are preallocated
+			// sparse files of 10 MB.
+			if st, ok := fi.Sys().(*syscall.Stat_t); err == nil && !fi.IsDir() && ok {
+				d.TopicBytes += st.Blocks * 512
+			}
+			return nil
+		})
+	}
+	return d
+}
+
+// writeSeedPhase prints a phase's report for a reader.
+func writeSeedPhase(w *strings.Builder, r *phaseReport) {
+	fmt.Fprintf(w, "seed %s, phase %s: %.0f s (commit %s)\n", docsLabel(r.Docs), r.Phase, r.WallSeconds, short(r.Commit))
+	if l := r.Load; l != nil {
+		fmt.Fprintf(w, "  load: %s events in %.0f s: %s events/s whole run; by tenth %s\n", Commas(l.Events), l.DoneSeconds, perSec(l.WholeRate), tenths(l.Segments))
+		fmt.Fprintf(w, "        ingest CPU %.1f µs/event, node %.1f µs/event; directory warm %.1f s; RSS peak %s, end %s\n",
+			1e6*l.IngestCPU/float64(max(l.Events, 1)), 1e6*l.OpenSearchCPU/float64(max(l.Events, 1)), l.WarmSeconds, MB(l.PeakHWM), MB(l.EndRSS))
+	}
+	if c := r.Changes; c != nil {
+		fmt.Fprintf(w, "  changes: %s changes, %s messages in %.0f s (%.0f messages/s); ingest warm %.1f s, caught up %.1f s after the last\n",
+			Commas(c.Changes), Commas(c.Messages), c.Seconds, c.MessagesPerSec, c.WarmSeconds, c.CatchUpSeconds)
+		fmt.Fprintf(w, "        ingest CPU %.1f µs/event, node %.1f µs/event (searches included); RSS peak %s, end %s; by kind %v\n",
+			c.IngestCPUus, c.NodeCPUus, MB(c.PeakRSS), MB(c.EndRSS), c.ByKind)
+	}
+	for _, name := range []string{"plan", "create", "dual-writes", "backfill", "verify", "cutover", "run", "complete"} {
+		if s, ok := r.Steps[name]; ok {
+			fmt.Fprintf(w, "  reshard %-11s %7.1f s, CPU %6.1f s, peak RSS %s\n", name, s.Wall, s.CPU, MB(s.PeakRSS))
+		}
+	}
+	if r.BackfillDocsPerSecond > 0 {
+		fmt.Fprintf(w, "  backfill: %.0f docs/s\n", r.BackfillDocsPerSecond)
+	}
+	for _, s := range r.Searches {
+		fmt.Fprintf(w, "  search %s (%d shards, %d each): routed p50 %.1f p99 %.1f ms, %.2f ms node CPU, %.2f shards; every shard p50 %.1f p99 %.1f ms, %.2f ms CPU; CPU every/routed %.2f×\n",
+			s.Name, s.MapShards, s.Searches, s.RoutedP50, s.RoutedP99, s.RoutedCPU, s.RoutedShards, s.AllP50, s.AllP99, s.AllCPU, s.CPURatio)
+	}
+	d := r.Disk
+	fmt.Fprintf(w, "  disk: index %s (%d segments, %s docs, %s deleted), topics %s, node free %s of %s; merges %d (%.0f s, %s)\n",
+		MB(d.IndexBytes), d.IndexSegments, Commas(d.IndexDocsCount), Commas(d.IndexDocsDelete), MB(d.TopicBytes), MB(d.NodeFreeBytes), MB(d.NodeTotalBytes), d.Merges, d.MergeSeconds, MB(d.MergedBytes))
+	verdict := "exact"
+	if !r.Check.OK {
+		verdict = "WRONG"
+	}
+	fmt.Fprintf(w, "  check: %s documents, want %s; %d sampled, %d wrong: %s\n", Commas(r.Check.Count), Commas(r.Check.Want), r.Check.Sampled, r.Check.Wrong, verdict)
+}
+
+func tenths(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.FormatFloat(x, 'f', 0, 64)
+	}
+	return strings.Join(parts, " ")
+}
+
+func short(commit string) string { return commit[:min(len(commit), 10)] }
