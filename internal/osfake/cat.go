@@ -394,7 +394,7 @@ func (s *Server) handleCatShards(w http.ResponseWriter, q *request) {
 					}
 					node := (sh.num + c) % nodes
 					t.add(ix.name, int64(sh.num), prirep, "STARTED", docs, store, "127.0.0.1",
-						fmt.Sprintf("osfake-node-%d", node), nodeName(node), nil)
+						nodeID(node), nodeName(node), nil)
 				}
 			}
 		}

@@ -58,6 +58,8 @@
 //	GET|HEAD /                                  Options.Version (3.9.0 or 2.19.x), distribution opensearch,
 //	                                            the line's lucene_version and compatibility versions
 //	GET  /_cluster/health[/{index}]             level, wait_for_status, wait_for_active_shards, wait_for_nodes, timeout
+//	GET  /_cluster/settings                     include_defaults (the disk allocation settings only), flat_settings
+//	GET  /_nodes/stats/fs                       each pretend node's roles and fs.total, from Options.Disk
 //	GET  /_cat/indices[/{index}]                format=json or text, v, h, s, bytes
 //	GET  /_cat/shards[/{index}]
 //	GET  /_cat/aliases[/{name}]
@@ -245,6 +247,15 @@
 //     primaries initialize (TestClusterHealthMissingIndexIsRed accepts
 //     either from a real node). Node names (osfake-0…2), ids and IPs
 //     (127.0.0.1) are synthetic.
+//   - Disks are figures, not files (disk.go): each pretend node reports
+//     Options.Disk's (DefaultNodeDisk unless set: 1 TiB, 900 GiB
+//     available), which writes never use up, and no watermark is enforced.
+//     _nodes/stats/fs gives fs.total only, without the per-path data
+//     entries and io_stats; GET /_cluster/settings has no persistent or
+//     transient setting (PUT is not served) and, with include_defaults,
+//     lists the disk allocation settings where a node lists some 900
+//     (TestNodesStatsFSShape and TestClusterSettingsDiskShape hold both to
+//     the shapes a real node answers; TestDiskOptions pins the figures).
 //   - One mutex serialises all requests, so every request is atomic; on a
 //     real cluster, concurrent requests interleave per shard.
 //   - Periodic refresh is lazy: it happens when state is read after

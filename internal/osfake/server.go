@@ -26,15 +26,20 @@ type Options struct {
 	Clock func() time.Time
 	// ClusterName is reported by GET / and cluster health. Default "osfake".
 	ClusterName string
+	// Disk is what the data nodes report of their disks
+	// (_nodes/stats/fs) and the disk watermarks (_cluster/settings).
+	// Default: DefaultNodeDisk on every node, OpenSearch's watermarks.
+	Disk Disk
 }
 
 // Validate reports what in the options New cannot use.
 func (o Options) Validate() error {
-	if o.Version == "" {
-		return nil
+	if o.Version != "" {
+		if _, err := dialectOf(o.Version); err != nil {
+			return err
+		}
 	}
-	_, err := dialectOf(o.Version)
-	return err
+	return o.Disk.validate()
 }
 
 // Server is an in-memory OpenSearch emulator. It is an http.Handler
@@ -72,6 +77,9 @@ func New(opts Options) *Server {
 	d, err := dialectOf(opts.Version)
 	if err != nil {
 		d, _ = dialectOf(DefaultVersion)
+	}
+	if err == nil {
+		err = opts.Disk.validate()
 	}
 	return &Server{
 		opts:    opts,
@@ -172,6 +180,8 @@ func init() {
 		r("GET HEAD", "/", (*Server).handleRoot),
 		r("GET", "/_cluster/health", (*Server).handleClusterHealth),
 		r("GET", "/_cluster/health/{index}", (*Server).handleClusterHealth),
+		r("GET", "/_cluster/settings", (*Server).handleGetClusterSettings),
+		r("GET", "/_nodes/stats/fs", (*Server).handleNodesStatsFS),
 		r("GET", "/_cat/indices", (*Server).handleCatIndices),
 		r("GET", "/_cat/indices/{index}", (*Server).handleCatIndices),
 		r("GET", "/_cat/shards", (*Server).handleCatShards),

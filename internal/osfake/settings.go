@@ -172,15 +172,21 @@ func (ix *index) applySettings(set map[string]*string, creating bool) *osError {
 // settingsJSON renders settings nested ({"index":{"number_of_shards":"1"}})
 // or flat, all values strings, as the server does.
 func (ix *index) settingsJSON(flat bool) map[string]any {
+	return settingsObject(ix.settings, flat)
+}
+
+// settingsObject renders flat settings as an answer gives them: as they
+// are with flat_settings, else nested at each dot.
+func settingsObject(set map[string]string, flat bool) map[string]any {
 	if flat {
 		out := map[string]any{}
-		for k, v := range ix.settings {
+		for k, v := range set {
 			out[k] = v
 		}
 		return out
 	}
 	root := map[string]any{}
-	for k, v := range ix.settings {
+	for k, v := range set {
 		parts := strings.Split(k, ".")
 		m := root
 		for _, p := range parts[:len(parts)-1] {
