@@ -28,6 +28,11 @@ type CreateConfig struct {
 	// Replicas is the target's number_of_replicas after loading (set at
 	// cutover). Default: the source's.
 	Replicas *int
+	// SkipDiskCheck creates the target without checking that the data
+	// nodes have room for it (see EstimateDisk). Default false: a target
+	// that does not fit is refused with a *DiskError before anything is
+	// recorded or created.
+	SkipDiskCheck bool
 }
 
 // DefaultGCDeletes keeps delete tombstones for an hour: far longer than a
@@ -57,7 +62,9 @@ const (
 // no replicas and no refresh while loading) and raises index.gc_deletes
 // on both indexes, remembering the old values to restore them at the
 // end. Run again, it finishes what a killed run left. It refuses while
-// another migration of the alias is not finished.
+// another migration of the alias is not finished, and, unless
+// cfg.SkipDiskCheck, when the data nodes have not the room the target
+// will take (ErrNoDisk).
 func (m *Migrator) Create(ctx context.Context, cfg CreateConfig) (*schema.Migration, error) {
 	ctx = m.withStep(ctx, StepCreate)
 	if cfg.Map == nil {
@@ -90,6 +97,9 @@ func (m *Migrator) Create(ctx context.Context, cfg CreateConfig) (*schema.Migrat
 		}
 		mig, err := m.newMigration(ctx, prev, cfg)
 		if err != nil {
+			return nil, err
+		}
+		if err := m.checkDisk(ctx, mig, cfg); err != nil {
 			return nil, err
 		}
 		rec, err := m.store.Insert(ctx, prev, mig)
@@ -185,11 +195,9 @@ func (m *Migrator) newMigration(ctx context.Context, prev *record, cfg CreateCon
 	if err != nil {
 		return nil, fmt.Errorf("migrate: create: settings of %s: %w", source, err)
 	}
-	replicas := defaultReplicas
-	if v, ok := set["index.number_of_replicas"]; ok {
-		if replicas, err = strconv.Atoi(v); err != nil {
-			return nil, fmt.Errorf("migrate: create: %s: number_of_replicas %q", source, v)
-		}
+	replicas, err := replicasOf(source, set)
+	if err != nil {
+		return nil, fmt.Errorf("migrate: create: %w", err)
 	}
 	if cfg.Replicas != nil {
 		replicas = *cfg.Replicas

@@ -59,6 +59,12 @@
 //
 // # Safety
 //
+//   - Create refuses, before it records anything, a target index the data
+//     nodes have no room for: the source's primary store size times its
+//     copies, with DiskHeadroom, against each node's available disk less
+//     what the high watermark keeps free (disk.go: EstimateDisk, a pure
+//     function; diskread.go reads its figures). CreateConfig.SkipDiskCheck
+//     overrides it.
 //   - Ingest writes both indexes from dual_writes to cut_over (and in
 //     rolled_back); the job goes on only when every live ingest instance
 //     says so in its heartbeat.

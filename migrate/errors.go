@@ -34,6 +34,9 @@ var (
 	// ErrRetryBudget: a request to OpenSearch kept failing transiently
 	// (no answer, 429, 5xx) for longer than Config.RetryBudget.
 	ErrRetryBudget = errors.New("transient failures outlasted the retry budget")
+	// ErrNoDisk: the data nodes have not the room the target index needs
+	// (a *DiskError says how much, and where).
+	ErrNoDisk = errors.New("not enough disk for the target index")
 )
 
 // errNoDocID reports a document that cannot be scanned.
@@ -109,3 +112,17 @@ func (e *StepError) Error() string {
 }
 
 func (e *StepError) Unwrap() error { return e.Err }
+
+// DiskError is create's refusal of a target index that does not fit on
+// the data nodes: the estimate, with its arithmetic. It wraps ErrNoDisk.
+type DiskError struct {
+	Target   string
+	Estimate DiskEstimate
+}
+
+func (e *DiskError) Error() string {
+	return fmt.Sprintf("migrate: create: not enough disk for %s: %s. %s. Free disk on the data nodes, or add data nodes, and create again",
+		e.Target, e.Estimate.Verdict, strings.Join(e.Estimate.Explain(), "; "))
+}
+
+func (e *DiskError) Unwrap() error { return ErrNoDisk }
