@@ -150,9 +150,9 @@ type DiskEstimate struct {
 	// LargestShare is the largest shard's share of the documents (1/Shards
 	// when the map gives no loads); LargestShardBytes one copy of it, with
 	// headroom, which must fit on one node.
-	LargestShare      float64 `json:"largest_shard_share"`
-	LargestShardBytes int64   `json:"largest_shard_bytes"`
-	Settings          DiskSettings
+	LargestShare      float64      `json:"largest_shard_share"`
+	LargestShardBytes int64        `json:"largest_shard_bytes"`
+	Settings          DiskSettings `json:"settings"`
 	// Nodes, most usable room first.
 	Nodes       []NodeRoom `json:"nodes"`
 	UsableBytes int64      `json:"usable_bytes"`

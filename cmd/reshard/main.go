@@ -11,7 +11,7 @@
 // OpenSearch) and taking --alias (GEOSHARD_ALIAS, default menu) and
 // --opensearch (GEOSHARD_OPENSEARCH):
 //
-//	reshard create      --map new.json [--target menu-v2] [--gc-deletes 1h]
+//	reshard create      --map new.json [--target menu-v2] [--gc-deletes 1h] [--skip-disk-check]
 //	reshard dual-writes [--ack-timeout 2m] [--live-window 30s]
 //	reshard backfill    [--slices N] [--max-docs-per-second R] [--page 1000] [--restart]
 //	reshard verify      [--ids] [--attempts 5] [--json]

@@ -52,6 +52,7 @@ func addMigrationFlags(fs *flag.FlagSet) *migrationFlags {
 type newIndexFlags struct {
 	fs                  *flag.FlagSet
 	mapPath, target, gc *string
+	skipDisk            *bool
 	m                   *router.Map
 }
 
@@ -61,6 +62,8 @@ func addNewIndexFlags(fs *flag.FlagSet) *newIndexFlags {
 		mapPath: fs.String("map", "", "the new map `file` (required)"),
 		target:  fs.String("target", "", "name of the new index; default <alias>-v<N>, N the next free"),
 		gc:      fs.String("gc-deletes", migrate.DefaultGCDeletes, "index.gc_deletes on both indexes while the migration runs"),
+		skipDisk: fs.Bool("skip-disk-check", false, "create the new index even if the data nodes seem short of disk for it (at your own risk: "+
+			"a node past its high watermark moves shards away, past flood_stage its indices turn read-only)"),
 	}
 }
 
@@ -87,7 +90,16 @@ func (f *newIndexFlags) readMap() (err error) {
 }
 
 func (f *newIndexFlags) config() migrate.CreateConfig {
-	return migrate.CreateConfig{Map: f.m, Target: *f.target, GCDeletes: *f.gc}
+	return migrate.CreateConfig{Map: f.m, Target: *f.target, GCDeletes: *f.gc, SkipDiskCheck: *f.skipDisk}
+}
+
+// diskAdvice adds to create's refusal for want of disk the flag that
+// overrides it.
+func diskAdvice(err error) error {
+	if errors.Is(err, migrate.ErrNoDisk) {
+		return fmt.Errorf("%w; or, at your own risk, run again with --skip-disk-check", err)
+	}
+	return err
 }
 
 // session is an opened migration: the Migrator, a context cancelled by
@@ -210,7 +222,7 @@ func checkAck(a *migrate.AckConfig) error {
 }
 
 func runCreate(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("create", "--map new.json [--target menu-v2] [--gc-deletes 1h] [--replicas N] [--alias menu] [--opensearch URLs] [--json]", stdout)
+	fs := newFlags("create", "--map new.json [--target menu-v2] [--gc-deletes 1h] [--replicas N] [--skip-disk-check] [--alias menu] [--opensearch URLs] [--json]", stdout)
 	nf := addNewIndexFlags(fs)
 	replicas := fs.Int("replicas", -1, "replicas of the new index after cutover; -1: the source's")
 	asJSON := fs.Bool("json", false, "print the migration as JSON")
@@ -232,7 +244,7 @@ func runCreate(args []string, stdout, stderr io.Writer) error {
 	}
 	mig, err := s.m.Create(s.ctx, cfg)
 	if err != nil {
-		return err
+		return diskAdvice(err)
 	}
 	if *asJSON {
 		return writeJSON(stdout, mig)

@@ -225,7 +225,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if err != nil {
-		return err
+		return diskAdvice(err)
 	}
 	_, err = fmt.Fprintf(stdout, "migration %s: phase %s; alias %s\nnext: check the searches, then reshard complete --alias %s (the point of no return), or reshard rollback --alias %s\n",
 		mig.ID, mig.Phase, mig.Alias, mig.Alias, mig.Alias)

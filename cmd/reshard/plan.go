@@ -86,14 +86,19 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	}
 	var loads []router.CellLoad
 	var live *router.Map
+	var lc *liveCluster // --from-index's cluster
+	var index string    // --from-index's write index
 	source := *loadsPath
 	var err error
 	if *fromIndex != "" {
 		if err := cf.Resolve(); err != nil {
 			return cli.UsageError{Err: err}
 		}
-		var index string
-		if live, index, loads, err = liveLoads(cf, &cc, *fromIndex, stderr); err != nil {
+		if lc, err = openLive(cf, &cc, stderr); err != nil {
+			return err
+		}
+		defer lc.stop()
+		if live, index, loads, err = migrate.LiveLoads(lc.ctx, lc.admin, *fromIndex); err != nil {
 			return err
 		}
 		levelSet := false
@@ -153,6 +158,7 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	}
 	chosen := rep.Plans[0].Map
 	var verdict *migrate.Verdict
+	var disk *diskReport
 	if live != nil {
 		d := migrate.DiffMaps(live, chosen, loads)
 		rep.Diff = &d
@@ -161,6 +167,16 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		verdict = &v
+		// As create would see it: a copy of the write index, with its
+		// replicas. A cluster that will not tell (no monitor privilege)
+		// leaves the plan without a verdict on disk; create refuses then.
+		disk = &diskReport{Index: index}
+		e, err := migrate.EstimateDiskFor(lc.ctx, lc.admin, index, -1, chosen)
+		if err != nil {
+			disk.Error = err.Error()
+		} else {
+			disk.Estimate = &e
+		}
 	}
 	if *out != "" {
 		b, _ := chosen.MarshalJSON()
@@ -170,30 +186,34 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	}
 	if *asJSON {
 		if verdict != nil {
-			return writeJSON(stdout, withVerdict{rep.jsonForm(), verdict})
+			return writeJSON(stdout, withMembers{rep.jsonForm(), []member{{"verdict", verdict}, {"disk", disk}}})
 		}
 		return writeJSON(stdout, rep.jsonForm())
 	}
 	rep.writeText(stdout)
 	if verdict != nil {
+		// The verdict last: the report's conclusion, as the runbook says.
+		writeDisk(stdout, disk)
 		writeVerdict(stdout, verdict, workDesc)
 	}
 	return nil
 }
 
-// withVerdict is the JSON report with a "verdict" member after the
-// report's own.
-type withVerdict struct {
-	report  any
-	verdict *migrate.Verdict
+// member is one member of a JSON object, by name.
+type member struct {
+	name  string
+	value any
 }
 
-func (w withVerdict) MarshalJSON() ([]byte, error) {
+// withMembers is the JSON report with more members after the report's
+// own, in order.
+type withMembers struct {
+	report  any
+	members []member
+}
+
+func (w withMembers) MarshalJSON() ([]byte, error) {
 	b, err := json.Marshal(w.report)
-	if err != nil {
-		return nil, err
-	}
-	v, err := json.Marshal(w.verdict)
 	if err != nil {
 		return nil, err
 	}
@@ -201,9 +221,39 @@ func (w withVerdict) MarshalJSON() ([]byte, error) {
 	if len(b) < 2 || b[len(b)-1] != '}' {
 		return nil, fmt.Errorf("plan report: not a JSON object")
 	}
-	b = append(b[:len(b)-1], `,"verdict":`...)
-	b = append(b, v...)
+	b = b[:len(b)-1]
+	for _, m := range w.members {
+		v, err := json.Marshal(m.value)
+		if err != nil {
+			return nil, err
+		}
+		name, _ := json.Marshal(m.name)
+		b = append(append(append(append(b, ','), name...), ':'), v...)
+	}
 	return append(b, '}'), nil
+}
+
+// diskReport is the disk estimate of plan --from-index: the target as
+// create would make it, a copy of Index under the chosen map, against
+// the data nodes' room; or why there is none.
+type diskReport struct {
+	Index    string                `json:"source_index"`
+	Estimate *migrate.DiskEstimate `json:"estimate,omitempty"`
+	Error    string                `json:"error,omitempty"`
+}
+
+// writeDisk prints the disk estimate of --from-index and its verdict
+// line, "fits: …" or "does not fit: …".
+func writeDisk(w io.Writer, d *diskReport) {
+	fmt.Fprintf(w, "\ndisk: the new index, a copy of %s, on the data nodes (reshard create checks the same):\n", d.Index)
+	if d.Estimate == nil {
+		fmt.Fprintf(w, "  not estimated: %s\n", d.Error)
+		return
+	}
+	for _, line := range d.Estimate.Explain() {
+		fmt.Fprintf(w, "  %s\n", line)
+	}
+	fmt.Fprintln(w, d.Estimate.Verdict)
 }
 
 // writeVerdict ends the report of --from-index: the live map and the new
@@ -233,16 +283,24 @@ func other(s router.Strategy) router.Strategy {
 	return router.Greedy
 }
 
-// liveLoads reads the map and the document load per cell of a live alias.
-func liveLoads(cf *cli.ClientFlags, cc *bulk.ClientConfig, alias string, stderr io.Writer) (*router.Map, string, []router.CellLoad, error) {
+// liveCluster is plan's connection to the cluster of --from-index: a
+// context cancelled by SIGINT or SIGTERM, and the admin calls.
+type liveCluster struct {
+	ctx   context.Context
+	stop  func()
+	admin *bulk.Admin
+}
+
+// openLive connects to the cluster of --from-index.
+func openLive(cf *cli.ClientFlags, cc *bulk.ClientConfig, stderr io.Writer) (*liveCluster, error) {
 	client, err := bulk.NewClient(*cc)
 	if err != nil {
-		return nil, "", nil, cli.UsageError{Err: err}
+		return nil, cli.UsageError{Err: err}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	if err := cf.CheckEngine(ctx, client, warnings(stderr)); err != nil {
-		return nil, "", nil, err
+		stop()
+		return nil, err
 	}
-	return migrate.LiveLoads(ctx, bulk.NewAdmin(client), alias)
+	return &liveCluster{ctx: ctx, stop: stop, admin: bulk.NewAdmin(client)}, nil
 }
