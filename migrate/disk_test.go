@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/geoshard/geoshard/internal/osfake"
+	"github.com/geoshard/geoshard/internal/realenv"
 )
 
 const (
@@ -329,11 +330,11 @@ func TestEstimateDiskForCluster(t *testing.T) {
 // Create refuses a target that does not fit before it records or creates
 // anything, and creates it with SkipDiskCheck.
 func TestCreateRefusesWithoutDisk(t *testing.T) {
-	full := osfake.NodeDisk{TotalBytes: 100 * gib, AvailableBytes: 10 * gib} // at its 90% high watermark
-	e := newEnvWith(t, 40, osfake.Options{Disk: osfake.Disk{Nodes: []osfake.NodeDisk{full, full, full}}})
-	if e.srv == nil {
+	if realenv.Enabled() {
 		t.Skip("needs the emulator's disk figures")
 	}
+	full := osfake.NodeDisk{TotalBytes: 100 * gib, AvailableBytes: 10 * gib} // at its 90% high watermark
+	e := newEnvWith(t, 40, osfake.Options{Disk: osfake.Disk{Nodes: []osfake.NodeDisk{full, full, full}}})
 	ctx := context.Background()
 	_, err := e.m.Create(ctx, CreateConfig{Map: e.dst})
 	var de *DiskError

@@ -121,8 +121,12 @@ type DiskError struct {
 }
 
 func (e *DiskError) Error() string {
+	lines := e.Estimate.Explain()
+	for i, l := range lines {
+		lines[i] = strings.TrimSpace(l) // the nodes' lines are indented under "usable"
+	}
 	return fmt.Sprintf("migrate: create: not enough disk for %s: %s. %s. Free disk on the data nodes, or add data nodes, and create again",
-		e.Target, e.Estimate.Verdict, strings.Join(e.Estimate.Explain(), "; "))
+		e.Target, e.Estimate.Verdict, strings.Join(lines, "; "))
 }
 
 func (e *DiskError) Unwrap() error { return ErrNoDisk }
