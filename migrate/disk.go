@@ -100,7 +100,13 @@ type DiskSettings struct {
 	Enabled bool `json:"threshold_enabled"`
 	// High is the watermark past which a node's shards are moved away and
 	// no shard is allocated to it; FloodStage the one past which its
-	// indices are made read-only. The check keeps High free.
+	// indices are made read-only. The check keeps High free. (On a single
+	// data node OpenSearch allocates past High unless
+	// watermark.enable_for_single_data_node, but FloodStage still blocks
+	// writes: High is then the margin before it. The low watermark is not
+	// weighed: it stops replicas, which cutover adds, from going to a node
+	// past it, so a target that leaves a node between low and high can
+	// keep the cutover from turning green; the runbook says so.)
 	High       Watermark `json:"high"`
 	FloodStage Watermark `json:"flood_stage"`
 }
