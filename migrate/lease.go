@@ -161,17 +161,20 @@ func (l *leaser) lost(h lease, cur schema.SliceState) error {
 	return &LeaseLostError{Slice: h.Slice, Worker: h.Owner, Owner: cur.Owner, Claim: cur.Claim}
 }
 
-// holder checks, inside a change, that x still has slice h.Slice under h.
+// holder checks, inside a change, that x still has slice h.Slice under h,
+// in phase backfilling. The lease is checked first: once another worker
+// has finished the slice (and perhaps the backfill, moving the phase on),
+// the holder has lost it, which only ends its slice.
 func (l *leaser) holder(x *schema.Migration, h lease) (*schema.SliceState, error) {
-	if t := rule(StepBackfill); x.Phase != t.running {
-		return nil, t.refuse(l.alias, x.Phase, true)
-	}
 	if h.Slice >= len(x.Backfill) {
 		return nil, fmt.Errorf("migrate: backfill: the migration has %d slices, not %d", len(x.Backfill), h.Slice+1)
 	}
 	cur := &x.Backfill[h.Slice]
 	if !h.holds(*cur) {
 		return nil, l.lost(h, *cur)
+	}
+	if t := rule(StepBackfill); x.Phase != t.running {
+		return nil, t.refuse(l.alias, x.Phase, true)
 	}
 	return cur, nil
 }
