@@ -37,7 +37,6 @@ var (
 	// ErrNoDisk: the data nodes have not the room the target index needs
 	// (a *DiskError says how much, and where).
 	ErrNoDisk = errors.New("not enough disk for the target index")
-
 	// ErrLeaseLost: a backfill worker's lease on a slice was taken over
 	// by another worker (it had expired) or forgotten by a restart; the
 	// worker stops copying the slice and writes nothing more of it.
