@@ -63,10 +63,11 @@ const (
 
 // Files in k8s/ that kustomization.yaml leaves out on purpose.
 var notInKustomization = map[string]string{
-	secretExample:                    "placeholder credentials: the real Secret is created out of band",
-	"reshard/job.yaml":               "a Job created once per reshard step with kubectl create -k deploy/k8s/reshard",
-	"monitoring/servicemonitor.yaml": "needs the prometheus-operator's CRDs: kubectl apply -k deploy/k8s/monitoring",
-	"monitoring/podmonitor.yaml":     "needs the prometheus-operator's CRDs: kubectl apply -k deploy/k8s/monitoring",
+	secretExample:                        "placeholder credentials: the real Secret is created out of band",
+	"reshard/job.yaml":                   "a Job created once per reshard step with kubectl create -k deploy/k8s/reshard",
+	"reshard/backfill/backfill-job.yaml": "the backfill's workers, created once per backfill with kubectl create -k deploy/k8s/reshard/backfill",
+	"monitoring/servicemonitor.yaml":     "needs the prometheus-operator's CRDs: kubectl apply -k deploy/k8s/monitoring",
+	"monitoring/podmonitor.yaml":         "needs the prometheus-operator's CRDs: kubectl apply -k deploy/k8s/monitoring",
 }
 
 // The keys of the credentials Secret, as the Deployment reads them.
@@ -253,6 +254,9 @@ type envVar struct {
 			Name string `yaml:"name"`
 			Key  string `yaml:"key"`
 		} `yaml:"secretKeyRef"`
+		FieldRef *struct {
+			FieldPath string `yaml:"fieldPath"`
+		} `yaml:"fieldRef"`
 	} `yaml:"valueFrom"`
 }
 
@@ -329,7 +333,10 @@ type deployment struct {
 
 type job struct {
 	Spec struct {
-		Template podTemplate `yaml:"template"`
+		CompletionMode string      `yaml:"completionMode"`
+		Completions    *int        `yaml:"completions"`
+		Parallelism    *int        `yaml:"parallelism"`
+		Template       podTemplate `yaml:"template"`
 	} `yaml:"spec"`
 }
 
@@ -813,6 +820,59 @@ func TestReshardJob(t *testing.T) {
 	for _, w := range []string{"resumable", "idempotent"} {
 		if !bytes.Contains(text, []byte(w)) {
 			t.Errorf("reshard/job.yaml does not say the steps are %s", w)
+		}
+	}
+}
+
+// The backfill's workers: an Indexed Job of N pods, each a `reshard
+// backfill` named by its pod in the slices' leases, that never restarts
+// the copy, and that neither kubectl apply -k deploy/k8s nor the run Job's
+// kustomization creates.
+func TestReshardBackfillJob(t *testing.T) {
+	const file = "reshard/backfill/backfill-job.yaml"
+	all := manifests(t)
+	if len(all[file]) != 1 || all[file][0].Kind != "Job" {
+		t.Fatalf("%s: want one Job, have %d objects", file, len(all[file]))
+	}
+	var j job
+	all[file][0].doc.decode(t, &j)
+	s := j.Spec
+	if s.CompletionMode != "Indexed" || s.Completions == nil || s.Parallelism == nil || *s.Completions < 2 || *s.Parallelism != *s.Completions {
+		t.Errorf("%s: completionMode %q, completions %v, parallelism %v; want Indexed with parallelism = completions >= 2", file, s.CompletionMode, s.Completions, s.Parallelism)
+	}
+	spec := s.Template.Spec
+	if spec.RestartPolicy != "Never" && spec.RestartPolicy != "OnFailure" {
+		t.Errorf("%s: restartPolicy %q", file, spec.RestartPolicy)
+	}
+	if len(spec.Containers) != 1 {
+		t.Fatalf("%s: want one container", file)
+	}
+	c := spec.Containers[0]
+	if len(c.Args) == 0 || c.Args[0] != "backfill" || slices.Contains(c.Args, "--restart") || !slices.Contains(c.Args, "--slices") || !slices.Contains(c.Args, "--metrics-addr") {
+		t.Errorf("%s: args %v; want reshard backfill --slices N --metrics-addr, never --restart", file, c.Args)
+	}
+	named := false
+	for _, e := range c.Env {
+		if e.Name == "GEOSHARD_WORKER_ID" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name" {
+			named = true
+		}
+	}
+	if !named {
+		t.Errorf("%s: want GEOSHARD_WORKER_ID from the pod's metadata.name (each worker's name in the leases)", file)
+	}
+	checkSecurity(t, "backfill Job", spec)
+	checkResources(t, "backfill Job", c)
+	k := readKustomization(t, k8sDir+"/reshard/backfill/kustomization.yaml")
+	if !slices.Equal(k.Resources, []string{"backfill-job.yaml"}) || !slices.Contains(k.Components, "../../images") {
+		t.Errorf("reshard/backfill/kustomization.yaml: resources %v, components %v; want the Job alone, with the images component", k.Resources, k.Components)
+	}
+	if r := readKustomization(t, k8sDir+"/reshard/kustomization.yaml").Resources; slices.ContainsFunc(r, func(s string) bool { return strings.Contains(s, "backfill") }) {
+		t.Errorf("reshard/kustomization.yaml resources %v: the run Job's kustomization must not create the backfill's workers", r)
+	}
+	text := string(mustRead(t, k8sDir+"/"+file))
+	for _, w := range []string{"create -k deploy/k8s/reshard/backfill", "reshard verify", "lease", "RUNBOOK.md"} {
+		if !strings.Contains(text, w) {
+			t.Errorf("%s: the header does not say %q", file, w)
 		}
 	}
 }
@@ -1663,13 +1723,13 @@ func TestImageTagsComeFromOnePlace(t *testing.T) {
 	if tags["geoshard/ingest"] == "" || tags["geoshard/ingest"] != tags["geoshard/reshard"] || tags["geoshard/ingest"] == "latest" {
 		t.Errorf("images component tags %v: want one released tag for geoshard/ingest and geoshard/reshard", tags)
 	}
-	for file, want := range map[string]string{"kustomization.yaml": "images", "reshard/kustomization.yaml": "../images"} {
+	for file, want := range map[string]string{"kustomization.yaml": "images", "reshard/kustomization.yaml": "../images", "reshard/backfill/kustomization.yaml": "../../images"} {
 		if k := readKustomization(t, k8sDir+"/"+file); !slices.Contains(k.Components, want) {
 			t.Errorf("%s components %v: want %s", file, k.Components, want)
 		}
 	}
 	all := manifests(t)
-	for file, image := range map[string]string{"deployment.yaml": "geoshard/ingest", "reshard/job.yaml": "geoshard/reshard"} {
+	for file, image := range map[string]string{"deployment.yaml": "geoshard/ingest", "reshard/job.yaml": "geoshard/reshard", "reshard/backfill/backfill-job.yaml": "geoshard/reshard"} {
 		text := string(mustRead(t, k8sDir+"/"+file))
 		if !strings.Contains(text, "image: "+image+"\n") {
 			t.Errorf("%s: want the image %s without a tag (the component sets it)", file, image)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -43,6 +44,13 @@ import (
 // after each page, only once every write of the page is acknowledged: a
 // killed job re-reads at most the pages that were in flight, and copies
 // them again harmlessly (stale).
+//
+// A process copies Slices slices at a time, each copier claiming a slice
+// by its lease in the stored state (lease.go), exactly as Slices separate
+// processes would: so several processes (the pods of an Indexed Job) can
+// share one backfill, each taking over the slices of any that dies. A
+// process returns once every slice is done, waiting meanwhile for the
+// slices that others hold.
 
 // Searcher reads documents and counts; *bulk.Admin is one.
 type Searcher interface {
@@ -55,8 +63,9 @@ var _ Searcher = (*bulk.Admin)(nil)
 
 // BackfillConfig configures Backfill.
 type BackfillConfig struct {
-	// Slices is how many source shards are copied at once. Default, and
-	// maximum, the number of source shards (one slice per shard).
+	// Slices is how many source shards this process copies at once.
+	// Default, and maximum, the number of source shards (one slice per
+	// shard). Workers sharing the backfill each copy Slices at once.
 	Slices int
 	// Page is the number of documents read, written and checkpointed at a
 	// time, 1 to 10,000. Default 1,000.
@@ -79,6 +88,16 @@ type BackfillConfig struct {
 	Progress func(BackfillProgress)
 	// ProgressInterval defaults to 2s.
 	ProgressInterval time.Duration
+	// Worker names this process in the slices' leases (and in reshard
+	// status). Default DefaultWorker(): the host name and the process id.
+	// Two live processes must not share a name.
+	Worker string
+	// Lease is how long a slice's lease lasts unless renewed: how long
+	// the slices of a killed worker wait before another worker takes them
+	// over. The holder renews it with every checkpoint, and every Lease/3
+	// while a page takes longer. MinLease to MaxLease; default
+	// DefaultLease (30s).
+	Lease time.Duration
 }
 
 // Defaults and bounds of BackfillConfig.
@@ -86,6 +105,7 @@ const (
 	DefaultPage             = 1000
 	MaxPage                 = 10000
 	DefaultProgressInterval = 2 * time.Second
+	maxWorker               = 253
 )
 
 // withDefaults fills every zero field with its default. The default of
@@ -100,6 +120,12 @@ func (c BackfillConfig) withDefaults(sourceShards int) BackfillConfig {
 	}
 	if c.ProgressInterval <= 0 {
 		c.ProgressInterval = DefaultProgressInterval
+	}
+	if c.Worker == "" {
+		c.Worker = DefaultWorker()
+	}
+	if c.Lease == 0 {
+		c.Lease = DefaultLease
 	}
 	w := &c.Bulk
 	if w.FlushItems == 0 {
@@ -125,6 +151,12 @@ func (c BackfillConfig) Validate() error {
 	}
 	if c.MaxDocsPerSecond < 0 {
 		p = append(p, fmt.Sprintf("max docs per second %v: must not be negative", c.MaxDocsPerSecond))
+	}
+	if c.Lease != 0 && (c.Lease < MinLease || c.Lease > MaxLease) {
+		p = append(p, fmt.Sprintf("lease %v: want %v to %v", c.Lease, MinLease, MaxLease))
+	}
+	if len(c.Worker) > maxWorker {
+		p = append(p, fmt.Sprintf("worker %.20q…: want at most %d bytes", c.Worker, maxWorker))
 	}
 	if len(p) > 0 {
 		return fmt.Errorf("migrate: backfill config: %s", joinProblems(p))
@@ -277,6 +309,17 @@ func (m *Migrator) Backfill(ctx context.Context, cfg BackfillConfig) (*BackfillR
 		if !startable(x.Phase) {
 			return t.refuse(m.cfg.Alias, x.Phase, true)
 		}
+		if cfg.Restart {
+			// Forgetting the checkpoints under a live worker would have it
+			// go on from its own, behind the restart's back.
+			now := m.cfg.Now()
+			for _, s := range x.Backfill {
+				if s.Leased(now) {
+					return fmt.Errorf("migrate: backfill: restart: worker %s holds slice %d until %s; stop every other backfill worker first, and wait for its leases to expire",
+						s.Owner, s.Slice, s.LeaseUntil.UTC().Format(time.RFC3339))
+				}
+			}
+		}
 		x.Phase = t.running
 		if len(x.Backfill) != srcMap.NumShards() || cfg.Restart {
 			x.Backfill = make([]schema.SliceState, srcMap.NumShards())
@@ -292,19 +335,33 @@ func (m *Migrator) Backfill(ctx context.Context, cfg BackfillConfig) (*BackfillR
 	mig = &rec.Migration
 	m.met.setPhase(mig.Phase)
 
-	b := &backfill{m: m, cfg: cfg, mig: mig, tgtMap: tgtMap, searcher: m.searcher(), start: time.Now()}
+	b := &backfill{m: m, cfg: cfg, mig: mig, tgtMap: tgtMap, searcher: m.searcher(), start: time.Now(),
+		leases:  &leaser{store: m.store, alias: m.cfg.Alias, worker: cfg.Worker, ttl: cfg.Lease, now: m.cfg.Now},
+		holding: map[int]bool{}}
+	b.observe(rec)
 	if err := b.prepare(ctx); err != nil {
 		return nil, err
 	}
-	runErr := b.run(ctx)
-	rep := b.report()
-	if runErr != nil {
-		return rep, runErr
+	if runErr := b.run(ctx); runErr != nil {
+		return b.report(), runErr
 	}
-	rec, err = m.store.setPhase(ctx, StepBackfill, t.to, t.running)
+	// Every slice is done. The worker that sees it first moves the phase;
+	// the others find it moved (on, perhaps, by a verification since).
+	rec, err = m.store.Update(ctx, func(x *schema.Migration) error {
+		switch {
+		case x.Phase == t.running:
+			x.Phase = t.to
+			return nil
+		case t.accepts(x.Phase) && !t.starts(x.Phase):
+			return errUnchanged
+		}
+		return t.refuse(m.cfg.Alias, x.Phase, true)
+	})
 	if err != nil {
-		return rep, err
+		return b.report(), err
 	}
+	b.observe(rec)
+	rep := b.report()
 	m.met.setPhase(rec.Migration.Phase)
 	m.log.Info("backfill finished", "step", StepBackfill, "checkpointed", rep.Totals.Checkpointed, "copied", rep.Totals.Copied, "stale", rep.Totals.Stale,
 		"run_read", rep.Read, "run_copied", rep.Copied, "run_stale", rep.Stale, "elapsed", rep.Elapsed.Round(time.Millisecond))
@@ -337,14 +394,67 @@ type backfill struct {
 	bucket   *tokenBucket
 	start    time.Time
 	total    int64
+	leases   *leaser
 
 	read, copied, stale atomic.Int64
 
-	mu     sync.Mutex
-	slices []schema.SliceState // latest checkpoints, by slice
+	mu sync.Mutex
+	// slices are the checkpoints of every worker, as of the latest
+	// migration document this run wrote or read: its primary term and
+	// seqNo.
+	slices      []schema.SliceState
+	term, seqNo int64
+	// holding are the slices this process's copiers hold.
+	holding map[int]bool
 	// startDocs were checkpointed before this run: the rate is of the
 	// documents checkpointed since.
 	startDocs int64
+}
+
+// observe takes the slices of rec, unless the run has seen a later
+// version of the document already (copiers write concurrently).
+func (b *backfill) observe(rec *record) {
+	if rec == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if rec.PrimaryTerm < b.term || rec.PrimaryTerm == b.term && rec.SeqNo < b.seqNo {
+		return
+	}
+	b.term, b.seqNo = rec.PrimaryTerm, rec.SeqNo
+	b.slices = append([]schema.SliceState(nil), rec.Migration.Backfill...)
+}
+
+// held reports whether a copier of this process holds slice i.
+func (b *backfill) held(i int) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.holding[i]
+}
+
+func (b *backfill) setHeld(i int, on bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if on {
+		b.holding[i] = true
+	} else {
+		delete(b.holding, i)
+	}
+}
+
+// othersHold reports the owners of the unfinished slices of rec that this
+// process does not hold: none when it holds all that are left.
+func (b *backfill) othersHold(rec *record) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var owners []string
+	for i, s := range rec.Migration.Backfill {
+		if !s.Done && !b.holding[i] && !slices.Contains(owners, s.Owner) {
+			owners = append(owners, s.Owner)
+		}
+	}
+	return owners
 }
 
 // prepare counts the source and refreshes it, so that the scan sees every
@@ -353,8 +463,7 @@ func (b *backfill) prepare(ctx context.Context) error {
 	if b.bucket = newTokenBucket(b.cfg.MaxDocsPerSecond, float64(b.cfg.Page)); b.bucket != nil {
 		b.bucket.now, b.bucket.sleep = b.m.clock.Now, b.m.clock.Sleep
 	}
-	b.slices = append([]schema.SliceState(nil), b.mig.Backfill...)
-	b.startDocs = sliceDocs(b.slices)
+	b.startDocs = sliceDocs(b.mig.Backfill)
 	src := b.mig.Source.Index
 	if err := retryRead(ctx, "refresh "+src, func() error { return b.searcher.Refresh(ctx, src) }); err != nil {
 		return fmt.Errorf("migrate: backfill: refresh %s: %w", src, err)
@@ -371,74 +480,59 @@ func (b *backfill) prepare(ctx context.Context) error {
 	return nil
 }
 
-// run copies every slice that is not done, cfg.Slices at a time. The
+// run starts cfg.Slices copiers and returns once every slice is done. The
 // first failure stops the others (each at a checkpoint).
 func (b *backfill) run(ctx context.Context) error {
-	todo := make(chan schema.SliceState, len(b.slices))
-	for _, s := range b.slices {
-		if !s.Done {
-			todo <- s
-		}
-	}
-	close(todo)
 	b.m.log.Info("backfill started", "step", StepBackfill, "source", b.mig.Source.Index, "index", b.mig.Target.Index,
-		"slices", len(b.slices), "parallel", b.cfg.Slices, "docs", b.total, "page", b.cfg.Page)
+		"slices", len(b.mig.Backfill), "parallel", b.cfg.Slices, "docs", b.total, "page", b.cfg.Page,
+		"worker", b.cfg.Worker, "lease", b.cfg.Lease)
 
 	stopProgress := b.startProgress()
 	defer stopProgress()
 
 	g, gctx := errgroup.WithContext(ctx)
 	for range b.cfg.Slices {
-		g.Go(func() error {
-			for s := range todo {
-				if err := b.copySlice(gctx, s); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		g.Go(func() error { return b.copier(gctx) })
 	}
 	return g.Wait()
 }
 
-// checkpointTimeout bounds a checkpoint's write once begun.
-const checkpointTimeout = 30 * time.Second
-
-// checkpoint stores a slice's progress. It refuses if the migration has
-// left phase backfilling meanwhile (another operator cancelled it).
-//
-// A checkpoint once begun is finished even when ctx ends: a write the
-// client abandons may still be applied by the server later, after the
-// job has returned and another has read the migration, so that two jobs
-// would disagree about where the slice stands. Finishing it (within
-// checkpointTimeout) means that when the job returns, the stored
-// checkpoints are the ones it reports.
-func (b *backfill) checkpoint(ctx context.Context, st schema.SliceState) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), checkpointTimeout)
-	defer cancel()
-	_, err := b.m.store.Update(ctx, func(x *schema.Migration) error {
-		if t := rule(StepBackfill); x.Phase != t.running {
-			return t.refuse(b.m.cfg.Alias, x.Phase, true)
+// copier claims a slice, copies it, and claims the next, until every
+// slice is done. When none can be claimed and other workers hold some, it
+// waits for them (re-reading the state every Config.PollInterval), ready
+// to take over any whose lease expires; when this process's other
+// copiers hold all that are left, it is done; each of them claims again
+// when its slice ends.
+func (b *backfill) copier(ctx context.Context) error {
+	waiting := false
+	for {
+		c, err := b.leases.claim(ctx, b.held)
+		if err != nil {
+			return err
 		}
-		if st.Slice >= len(x.Backfill) {
-			return fmt.Errorf("migrate: backfill: the migration has %d slices, not %d", len(x.Backfill), st.Slice+1)
+		b.observe(c.rec)
+		if c.ok {
+			waiting = false
+			if err := b.copyLeased(ctx, c); err != nil && !isLeaseLost(err) {
+				return err
+			}
+			continue
 		}
-		cur := x.Backfill[st.Slice]
-		// Two jobs on one slice: keep the one further ahead (both copied
-		// everything up to their own checkpoint).
-		if cur.Done || (cur.After > st.After && !st.Done) {
-			return errUnchanged
+		if c.done {
+			return nil
 		}
-		x.Backfill[st.Slice] = st
-		return nil
-	})
-	if err != nil {
-		return err
+		owners := b.othersHold(c.rec)
+		if len(owners) == 0 {
+			return nil
+		}
+		if !waiting {
+			b.m.log.Info("waiting for slices other workers hold", "step", StepBackfill, "worker", b.cfg.Worker, "owners", owners)
+			waiting = true
+		}
+		if err := b.m.clock.Sleep(ctx, b.m.cfg.PollInterval); err != nil {
+			return err
+		}
 	}
-	b.mu.Lock()
-	b.slices[st.Slice] = st
-	b.mu.Unlock()
-	return nil
 }
 
 // report summarises the run.

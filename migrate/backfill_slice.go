@@ -3,6 +3,7 @@ package migrate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -25,10 +26,137 @@ type page struct {
 	err  error
 }
 
-// copySlice copies one source shard from its checkpoint to its end. A
-// reader goroutine fetches the next page while the current one is
-// written, so reading and writing overlap by one page.
-func (b *backfill) copySlice(ctx context.Context, st schema.SliceState) error {
+// held is a lease a copier holds while it copies the slice.
+type held struct {
+	lease
+	mu sync.Mutex
+	// renewed is when the last write that pushed the lease out began
+	// (the process's own monotonic time).
+	renewed time.Time
+}
+
+func (h *held) touch(at time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if at.After(h.renewed) {
+		h.renewed = at
+	}
+}
+
+func (h *held) since() time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return time.Since(h.renewed)
+}
+
+// copyLeased copies the slice c claimed, under its lease: renewed while
+// the copy runs, given up the moment another claim replaces it. It
+// returns an error wrapping ErrLeaseLost when that happens, after which
+// the copier writes nothing more of the slice. A copy that stops (ctx
+// ended) or fails releases the lease, so that another worker takes the
+// slice over at once; only a killed process leaves its leases to expire.
+func (b *backfill) copyLeased(ctx context.Context, c *claimed) error {
+	h := &held{lease: c.lease, renewed: time.Now()}
+	b.setHeld(h.Slice, true)
+	defer b.setHeld(h.Slice, false)
+	if c.from != "" {
+		b.m.met.takeovers.Inc()
+		b.m.log.Info("slice taken over", "step", StepBackfill, "slice", h.Slice, "worker", h.Owner, "from", c.from,
+			"claim", h.Claim, "after", c.state.After, "docs", c.state.Docs)
+	} else {
+		b.m.log.Debug("slice claimed", "step", StepBackfill, "slice", h.Slice, "worker", h.Owner, "claim", h.Claim, "after", c.state.After)
+	}
+
+	sctx, stop := context.WithCancelCause(ctx)
+	var renewer sync.WaitGroup
+	renewer.Add(1)
+	go func() {
+		defer renewer.Done()
+		b.keepLease(sctx, stop, h)
+	}()
+	err := b.copySlice(sctx, c.state, h)
+	stop(nil)
+	renewer.Wait()
+	// The renewer's reason to stop the copy, if it stopped it first.
+	if cause := context.Cause(sctx); ctx.Err() == nil && !errors.Is(cause, context.Canceled) {
+		err = cause
+	}
+	switch {
+	case err == nil:
+		return nil // the last checkpoint released the lease
+	case isLeaseLost(err):
+		b.m.log.Warn("slice lease lost: the slice is left to its new holder", "step", StepBackfill, "slice", h.Slice, "worker", h.Owner, "error", err)
+		return err
+	}
+	if ctx.Err() == nil || !b.m.abandon {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), checkpointTimeout)
+		if rerr := b.leases.release(rctx, h.lease); rerr != nil {
+			b.m.log.Warn("slice lease not released: another worker takes the slice over once it expires", "step", StepBackfill,
+				"slice", h.Slice, "worker", h.Owner, "error", rerr)
+		}
+		cancel()
+	}
+	return err
+}
+
+// keepLease renews h whenever a third of the lease has passed without a
+// checkpoint (which renews it too), until ctx ends. A renewal refused
+// because the lease is lost, or failed for good, stops the copy (stop,
+// with the error).
+func (b *backfill) keepLease(ctx context.Context, stop context.CancelCauseFunc, h *held) {
+	every := b.cfg.Lease / 3
+	for {
+		if wait := every - h.since(); wait > 0 {
+			if sleep(ctx, wait) != nil {
+				return
+			}
+			continue
+		}
+		at := time.Now()
+		rec, err := b.leases.renew(ctx, h.lease)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			stop(err)
+			return
+		}
+		h.touch(at)
+		b.observe(rec)
+	}
+}
+
+// checkpointTimeout bounds a checkpoint's write once begun.
+const checkpointTimeout = 30 * time.Second
+
+// checkpoint stores a slice's progress under its lease, and renews the
+// lease. It refuses if the lease is lost (ErrLeaseLost), or if the
+// migration has left phase backfilling meanwhile (another operator
+// cancelled it).
+//
+// A checkpoint once begun is finished even when ctx ends: a write the
+// client abandons may still be applied by the server later, after the
+// job has returned and another has read the migration, so that two jobs
+// would disagree about where the slice stands. Finishing it (within
+// checkpointTimeout) means that when the job returns, the stored
+// checkpoints are the ones it reports.
+func (b *backfill) checkpoint(ctx context.Context, h *held, st schema.SliceState) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), checkpointTimeout)
+	defer cancel()
+	at := time.Now()
+	rec, err := b.leases.checkpoint(ctx, h.lease, st)
+	if err != nil {
+		return err
+	}
+	h.touch(at)
+	b.observe(rec)
+	return nil
+}
+
+// copySlice copies one source shard from its checkpoint to its end,
+// checkpointing under h. A reader goroutine fetches the next page while
+// the current one is written, so reading and writing overlap by one page.
+func (b *backfill) copySlice(ctx context.Context, st schema.SliceState, h *held) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var readers sync.WaitGroup
 	defer func() {
@@ -94,7 +222,7 @@ func (b *backfill) copySlice(ctx context.Context, st schema.SliceState) error {
 		next.After, next.Docs, next.Done = p.after, st.Docs+int64(n), p.last
 		copied, stale := sc.copied.Load(), sc.stale.Load()
 		next.Copied, next.Stale = st.Copied+copied-lastCopied, st.Stale+stale-lastStale
-		if err := b.checkpoint(ctx, next); err != nil {
+		if err := b.checkpoint(ctx, h, next); err != nil {
 			return fail(err)
 		}
 		st, lastCopied, lastStale = next, copied, stale

@@ -72,6 +72,11 @@
 //     document's own version, so a live write always wins, and gc_deletes
 //     is raised on both indexes so that a delete's tombstone outlives any
 //     copy in flight. Checkpoints move only behind acknowledged writes.
+//   - Backfill workers (processes, or one process's copiers) share the
+//     slices by leases in the stored state (lease.go): a slice's
+//     checkpoint is written only by the holder of its current claim, and
+//     never moves back; a dead worker's slice is taken over from its
+//     checkpoint once its lease expires.
 //   - The verification reports a missing, extra or duplicated id only
 //     once real-time reads find it before and after every live ingest
 //     instance has finished the changes it had in flight when the id was

@@ -37,6 +37,10 @@ var (
 	// ErrNoDisk: the data nodes have not the room the target index needs
 	// (a *DiskError says how much, and where).
 	ErrNoDisk = errors.New("not enough disk for the target index")
+	// ErrLeaseLost: a backfill worker's lease on a slice was taken over
+	// by another worker (it had expired) or forgotten by a restart; the
+	// worker stops copying the slice and writes nothing more of it.
+	ErrLeaseLost = errors.New("the slice's lease is held by another claim")
 )
 
 // errNoDocID reports a document that cannot be scanned.
@@ -130,3 +134,25 @@ func (e *DiskError) Error() string {
 }
 
 func (e *DiskError) Unwrap() error { return ErrNoDisk }
+
+// LeaseLostError is a write under a slice's lease refused because the
+// stored slice no longer carries the worker's claim. It wraps
+// ErrLeaseLost.
+type LeaseLostError struct {
+	Slice int
+	// Worker is the worker that lost the lease; Owner and Claim, the
+	// slice's holder and claim number as stored (Owner empty: released).
+	Worker string
+	Owner  string
+	Claim  int64
+}
+
+func (e *LeaseLostError) Error() string {
+	by := "no worker holds it now (another finished it, or a restart forgot the checkpoints)"
+	if e.Owner != "" {
+		by = fmt.Sprintf("claimed by %s (claim %d)", e.Owner, e.Claim)
+	}
+	return fmt.Sprintf("migrate: backfill slice %d: worker %s lost its lease: %s", e.Slice, e.Worker, by)
+}
+
+func (e *LeaseLostError) Unwrap() error { return ErrLeaseLost }

@@ -19,6 +19,9 @@ type metrics struct {
 	phase *prometheus.GaugeVec
 	// docs counts documents the backfill copied (acknowledged writes).
 	docs prometheus.Counter
+	// takeovers counts the slices the backfill claimed from a worker
+	// whose lease had expired.
+	takeovers prometheus.Counter
 	// suspectsSeen counts the verification's suspects by result:
 	// confirmed, or resolved (in flight).
 	suspectsSeen *prometheus.CounterVec
@@ -33,6 +36,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		docs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "geoshard_backfill_docs_total",
 			Help: "Documents the reshard backfill copied to the target index (writes acknowledged, stale included).",
+		}),
+		takeovers: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "geoshard_backfill_takeovers_total",
+			Help: "Backfill slices this worker claimed from another worker whose lease had expired (it died or froze); each resumes from the slice's checkpoint.",
 		}),
 		suspectsSeen: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "geoshard_verify_suspects_total",
@@ -58,6 +65,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			return nil, err
 		}
 		if m.docs, err = existing[prometheus.Counter](are); err != nil {
+			return nil, err
+		}
+	}
+	if err := reg.Register(m.takeovers); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			return nil, err
+		}
+		if m.takeovers, err = existing[prometheus.Counter](are); err != nil {
 			return nil, err
 		}
 	}

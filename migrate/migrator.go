@@ -25,8 +25,9 @@ type Config struct {
 	Alias string
 	// Logger receives the steps' progress. Default: discard.
 	Logger *slog.Logger
-	// Registerer registers geoshard_migration_phase and
-	// geoshard_backfill_docs_total. Optional.
+	// Registerer registers geoshard_migration_phase,
+	// geoshard_backfill_docs_total and geoshard_backfill_takeovers_total.
+	// Optional.
 	Registerer prometheus.Registerer
 	// Now is the clock of timestamps and of heartbeat liveness. Default
 	// time.Now.
@@ -101,6 +102,9 @@ type Migrator struct {
 	// clock is what the job's waits run on: wallClock, or in tests a
 	// clock they move.
 	clock clock
+	// abandon, set by tests, makes a backfill stopped by its context
+	// leave its leases as they are, as a killed process does.
+	abandon bool
 }
 
 // clock is the time of the job's waits: the waits for ingest instances

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"sync"
 	"time"
@@ -46,6 +47,10 @@ type stateStore struct {
 	mu       sync.Mutex
 	ensured  bool
 	ensureMu sync.Mutex
+
+	// beforePut, if set, runs in every Update between the change and its
+	// write: tests hold two writers there to make them race.
+	beforePut func()
 }
 
 func newStore(admin *bulk.Admin, alias string, now func() time.Time) *stateStore {
@@ -208,9 +213,28 @@ func sameMigration(stored, m *schema.Migration) bool {
 // returned as is), or errUnchanged to write nothing. The new record is
 // returned.
 func (s *stateStore) Update(ctx context.Context, change func(m *schema.Migration) error) (*record, error) {
+	return s.update(ctx, maxConflicts, change)
+}
+
+// UpdateContended is Update for the changes several backfill workers make
+// to the one document all the time (claims, checkpoints, renewals): a
+// conflict is their normal lot, not a second operator, so it is
+// re-applied after a short random pause until ctx ends, never given up
+// after maxConflicts.
+func (s *stateStore) UpdateContended(ctx context.Context, change func(m *schema.Migration) error) (*record, error) {
+	return s.update(ctx, 0, change)
+}
+
+// maxContendedPause bounds the random pause between two attempts of a
+// contended change.
+const maxContendedPause = 100 * time.Millisecond
+
+// update is Update with at most attempts attempts, or with no bound
+// (attempts 0) and a pause between them.
+func (s *stateStore) update(ctx context.Context, attempts int, change func(m *schema.Migration) error) (*record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for range maxConflicts {
+	for n := 1; attempts == 0 || n <= attempts; n++ {
 		rec, err := s.Load(ctx)
 		if err != nil {
 			return nil, err
@@ -222,8 +246,19 @@ func (s *stateStore) Update(ctx context.Context, change func(m *schema.Migration
 			return nil, err
 		}
 		m.Updated = s.now().UTC()
+		if s.beforePut != nil {
+			s.beforePut()
+		}
 		next, err := s.put(ctx, rec, m)
 		if bulk.IsConflict(err) {
+			if attempts == 0 {
+				// Spread the contenders out: the pause grows with the
+				// conflicts met, up to maxContendedPause.
+				d := time.Duration(rand.Int64N(int64(min(time.Duration(n)*5*time.Millisecond, maxContendedPause)) + 1))
+				if err := sleep(ctx, d); err != nil {
+					return nil, err
+				}
+			}
 			continue
 		}
 		if err != nil {
@@ -231,7 +266,7 @@ func (s *stateStore) Update(ctx context.Context, change func(m *schema.Migration
 		}
 		return next, nil
 	}
-	return nil, fmt.Errorf("migrate: alias %q: %w (%d attempts)", s.alias, ErrConflict, maxConflicts)
+	return nil, fmt.Errorf("migrate: alias %q: %w (%d attempts)", s.alias, ErrConflict, attempts)
 }
 
 // cloneMigration deep-copies the slices a change may modify.

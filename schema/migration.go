@@ -163,6 +163,24 @@ type SliceState struct {
 	// checkpointed only by jobs that count them (older ones did not).
 	Copied int64 `json:"copied,omitempty"`
 	Stale  int64 `json:"stale,omitempty"`
+	// Owner is the backfill worker that holds the slice's lease, and
+	// LeaseUntil when the lease expires unless renewed; Owner is empty
+	// when no worker holds the slice (never claimed, released, or done).
+	// Only the holder writes the slice's checkpoint; an unfinished slice
+	// whose lease is empty or expired may be claimed by any worker, which
+	// resumes it from After.
+	Owner      string    `json:"owner,omitempty"`
+	LeaseUntil time.Time `json:"lease_until,omitzero"`
+	// Claim counts the claims of the slice: every claim raises it by one,
+	// so a holder tells its own claim from a later one, even one made by
+	// a worker under the same name (a restarted pod). It stays when the
+	// lease is released.
+	Claim int64 `json:"claim,omitempty"`
+}
+
+// Leased reports whether a worker holds the slice's lease at now.
+func (s SliceState) Leased(now time.Time) bool {
+	return s.Owner != "" && now.Before(s.LeaseUntil)
 }
 
 // ShardReport is one target shard's line of a verification.

@@ -50,10 +50,13 @@ var helps = map[string]cli.Help{
 	},
 	"backfill": {
 		About: "Backfill (migration step 3) copies the old index into the new one, one slice per source\n" +
-			"shard, checkpointing each page: run it again to resume where it stopped.",
+			"shard, checkpointing each page: run it again to resume where it stopped. Several processes\n" +
+			"may share the copy: each claims slices by a lease in the migration's state, takes over the\n" +
+			"slices of one that dies once its lease expires, and returns when every slice is done.",
 		Examples: []string{
 			"reshard backfill --alias menu",
 			"reshard backfill --alias menu --max-docs-per-second 5000   # spare a busy cluster",
+			"reshard backfill --alias menu --slices 6 --worker-id backfill-0   # one of several workers sharing the copy",
 		},
 		After: "Words of the report, the log and reshard status: checkpointed, a document whose write is\n" +
 			"acknowledged and recorded in its slice's checkpoint; copied, written to the new index;\n" +

@@ -13,7 +13,7 @@
 //
 //	reshard create      --map new.json [--target menu-v2] [--gc-deletes 1h] [--skip-disk-check]
 //	reshard dual-writes [--ack-timeout 2m] [--live-window 30s]
-//	reshard backfill    [--slices N] [--max-docs-per-second R] [--page 1000] [--restart]
+//	reshard backfill    [--slices N] [--max-docs-per-second R] [--page 1000] [--worker-id NAME] [--lease 30s] [--restart]
 //	reshard verify      [--ids] [--attempts 5] [--json]
 //	reshard repair      [--dry-run]     (after verify --ids: copies, deletes, superseded copies of duplicates)
 //	reshard cutover     [--dry-run]

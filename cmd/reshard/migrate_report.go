@@ -241,9 +241,11 @@ func writeStatus(w io.Writer, st *migrate.Status) error {
 	if t := st.Backfill; t != nil {
 		fmt.Fprintf(w, "backfill: %s; %d of %d slices done\n", checkpointed(*t), t.SlicesDone, t.Slices)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  slice\tsource shard\tcheckpointed\tafter\tdone")
+		fmt.Fprintln(tw, "  slice\tsource shard\tcheckpointed\tafter\tdone\towner\tlease")
+		at := now()
 		for _, s := range m.Backfill {
-			fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%s\n", s.Slice, s.SourceShard, cli.Commas(s.Docs), orDash(s.After), yesNo(s.Done))
+			fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%s\t%s\t%s\n", s.Slice, s.SourceShard, cli.Commas(s.Docs), orDash(s.After), yesNo(s.Done),
+				orDash(s.Owner), leaseState(s, at))
 		}
 		tw.Flush()
 		fmt.Fprintln(w, "  ("+backfillWords+")")
@@ -261,6 +263,18 @@ func writeStatus(w io.Writer, st *migrate.Status) error {
 		return err
 	}
 	return writeNext(w, st)
+}
+
+// leaseState says until when a slice's lease holds, or since when it has
+// expired (its owner died or froze; another worker takes it over).
+func leaseState(s schema.SliceState, at time.Time) string {
+	switch {
+	case s.Owner == "":
+		return "-"
+	case s.Leased(at):
+		return "until " + s.LeaseUntil.UTC().Format(time.RFC3339)
+	}
+	return "expired " + s.LeaseUntil.UTC().Format(time.RFC3339)
 }
 
 // backfillWords defines the words of a backfill's figures, as its

@@ -4,7 +4,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/geoshard/geoshard/internal/cli"
 	"github.com/geoshard/geoshard/migrate"
@@ -17,6 +19,8 @@ func backfillFlags(fs *flag.FlagSet) *migrate.BackfillConfig {
 	fs.IntVar(&c.Slices, "slices", 0, "source shards copied at once; 0: all of them (one slice per source shard; more is refused)")
 	fs.IntVar(&c.Page, "page", migrate.DefaultPage, "documents per page: read, written and checkpointed together (1 to 10000)")
 	fs.Float64Var(&c.MaxDocsPerSecond, "max-docs-per-second", 0, "limit the copy to this many documents per second, all slices together; 0: no limit")
+	fs.StringVar(&c.Worker, "worker-id", "", "this process's `name` in the slices' leases, which reshard status shows; empty: host name and process id. Workers sharing a backfill need distinct names; in a Kubernetes Job, the pod's (GEOSHARD_WORKER_ID)")
+	fs.DurationVar(&c.Lease, "lease", migrate.DefaultLease, "how long a slice's lease lasts unless renewed: the slices of a worker that dies are taken over by another after this long (1s to 1h)")
 	return c
 }
 
@@ -30,6 +34,12 @@ func checkBackfill(c *migrate.BackfillConfig) error {
 	}
 	if c.MaxDocsPerSecond < 0 {
 		p.add("--max-docs-per-second %v: want 0 (no limit) or more", c.MaxDocsPerSecond)
+	}
+	if c.Lease < migrate.MinLease || c.Lease > migrate.MaxLease {
+		p.add("--lease %v: want 1s to 1h (a few times longer than a page takes to copy)", c.Lease)
+	}
+	if len(c.Worker) > 253 || strings.ContainsFunc(c.Worker, unicode.IsSpace) {
+		p.add("--worker-id %q: want a name of at most 253 bytes without spaces, e.g. the pod's", c.Worker)
 	}
 	return p.err()
 }
@@ -69,7 +79,7 @@ func checkVerify(c *migrate.VerifyConfig) error {
 }
 
 func runBackfill(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("backfill", "[--slices N] [--max-docs-per-second R] [--page 1000] [--restart] [--alias menu] [--opensearch URLs] [--json]", stdout)
+	fs := newFlags("backfill", "[--slices N] [--max-docs-per-second R] [--page 1000] [--worker-id NAME] [--lease 30s] [--restart] [--alias menu] [--opensearch URLs] [--json]", stdout)
 	cfg := backfillFlags(fs)
 	restart := fs.Bool("restart", false, "forget the checkpoints and copy everything again (after a verification found documents missing)")
 	ack := ackFlags(fs)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/migrate"
 	"github.com/geoshard/geoshard/schema"
 )
 
@@ -86,5 +87,35 @@ func TestStatusInstancesAndBackfillGolden(t *testing.T) {
 	}
 	if in := st.Instances[2]; in.Live || in.Condition != "not heard from for 312s (stopped, or cannot reach OpenSearch)" {
 		t.Errorf("status --json ingest-2 = %+v, want not heard from for 312s", in)
+	}
+}
+
+// Status names each slice's owner and its lease: until when it holds, or
+// since when it has expired (the owner died; another worker takes the
+// slice over).
+func TestStatusShowsLeases(t *testing.T) {
+	fixClock(t)
+	at := now()
+	m := &schema.Migration{Alias: "menu", ID: "menu-v2@20260301T110000Z", Phase: schema.PhaseBackfilling, Updated: at,
+		Backfill: []schema.SliceState{
+			{Slice: 0, SourceShard: 0, Docs: 1000, After: "dish:r1-0", Owner: "geoshard-reshard-backfill-0-x7k2p", LeaseUntil: at.Add(25 * time.Second), Claim: 1},
+			{Slice: 1, SourceShard: 1, Docs: 2000, After: "dish:r9-2", Owner: "geoshard-reshard-backfill-1-q9d4m", LeaseUntil: at.Add(-12 * time.Second), Claim: 1},
+			{Slice: 2, SourceShard: 2, Docs: 3000, After: "restaurant:r7", Done: true, Claim: 2},
+			{Slice: 3, SourceShard: 3},
+		}}
+	tt := migrate.BackfillTotals{Checkpointed: 6000, Slices: 4, SlicesDone: 1}
+	var out strings.Builder
+	if err := writeStatus(&out, &migrate.Status{Alias: "menu", Migration: m, Backfill: &tt}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"  0      0             1,000         dish:r1-0      no    geoshard-reshard-backfill-0-x7k2p  until 2026-03-01T12:00:25Z\n",
+		"  1      1             2,000         dish:r9-2      no    geoshard-reshard-backfill-1-q9d4m  expired 2026-03-01T11:59:48Z\n",
+		"  2      2             3,000         restaurant:r7  yes   -                                  -\n",
+		"  3      3             0             -              no    -                                  -\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status:\n%s\nwant the line %q", out.String(), want)
+		}
 	}
 }
