@@ -76,6 +76,15 @@ type searchFigures struct {
 	RoutedShards float64 `json:"routed_shards_per_search"`
 	AllShards    float64 `json:"all_shards_per_search"`
 	CPURatio     float64 `json:"cpu_all_over_routed"`
+	// IdleCPU is the node's CPU per second of wall time with no search
+	// (refreshes, merges, the collector), read just before a quiet
+	// measurement; the Net figures take it off each side for its wall
+	// time.
+	IdleCPU       float64 `json:"idle_node_cpu_ms_per_s,omitempty"`
+	RoutedNetCPU  float64 `json:"routed_net_node_cpu_ms_per_search,omitempty"`
+	AllNetCPU     float64 `json:"all_net_node_cpu_ms_per_search,omitempty"`
+	NetCPURatio   float64 `json:"net_cpu_all_over_routed,omitempty"`
+	MergesAwaited float64 `json:"merges_awaited_seconds,omitempty"`
 }
 
 // diskFigures are the sizes after a phase.
@@ -592,12 +601,15 @@ func (r *seedRun) measureSearch(ctx context.Context, name string, probes []probe
 	type side struct {
 		lat    []time.Duration
 		cpu    time.Duration
+		wall   time.Duration
 		shards int
 	}
 	var routed, every side
 	i := 0
 	runBlock := func(s *side, from int, all bool) error {
 		before, _ := ReadCPU(pid)
+		began := time.Now()
+		defer func() { s.wall += time.Since(began) }()
 		for k := range searchBlock {
 			p := probes[(from+k)%len(probes)]
 			t0 := time.Now()
@@ -611,6 +623,22 @@ func (r *seedRun) measureSearch(ctx context.Context, name string, probes []probe
 		after, _ := ReadCPU(pid)
 		s.cpu += after - before
 		return nil
+	}
+	var idle float64 // node CPU ms per s with no search
+	var merges time.Duration
+	if n > 0 {
+		if merges, err = r.awaitMerges(ctx); err != nil {
+			return searchFigures{}, err
+		}
+		before, _ := ReadCPU(pid)
+		began := time.Now()
+		select {
+		case <-ctx.Done():
+			return searchFigures{}, ctx.Err()
+		case <-time.After(10 * time.Second):
+		}
+		after, _ := ReadCPU(pid)
+		idle = float64((after - before).Microseconds()) / 1000 / time.Since(began).Seconds()
 	}
 	for k := range searchBlock { // warm both paths' caches
 		p := probes[k]
@@ -649,9 +677,51 @@ func (r *seedRun) measureSearch(ctx context.Context, name string, probes []probe
 	if routed.cpu > 0 {
 		f.CPURatio = float64(every.cpu) / float64(routed.cpu)
 	}
-	r.logf("search %s: routed p50 %.1f ms, %.2f ms node CPU, %.1f shards; every shard p50 %.1f ms, %.2f ms CPU; CPU every/routed %.2f",
-		name, f.RoutedP50, f.RoutedCPU, f.RoutedShards, f.AllP50, f.AllCPU, f.CPURatio)
+	if n > 0 {
+		f.IdleCPU, f.MergesAwaited = idle, merges.Seconds()
+		f.RoutedNetCPU = f.RoutedCPU - idle*routed.wall.Seconds()/k
+		f.AllNetCPU = f.AllCPU - idle*every.wall.Seconds()/k
+		if f.RoutedNetCPU > 0 {
+			f.NetCPURatio = f.AllNetCPU / f.RoutedNetCPU
+		}
+	}
+	r.logf("search %s: routed p50 %.1f ms, %.2f ms node CPU, %.1f shards; every shard p50 %.1f ms, %.2f ms CPU; CPU every/routed %.2f (net of the idle %.1f ms/s: %.2f)",
+		name, f.RoutedP50, f.RoutedCPU, f.RoutedShards, f.AllP50, f.AllCPU, f.CPURatio, f.IdleCPU, f.NetCPURatio)
 	return f, nil
+}
+
+// awaitMerges waits, up to ten minutes, until the alias's index runs no
+// merge, so that a quiet measurement is not a load's tail of merges.
+func (r *seedRun) awaitMerges(ctx context.Context) (time.Duration, error) {
+	began := time.Now()
+	for time.Since(began) < 10*time.Minute {
+		body, err := r.search.do(ctx, http.MethodGet, "/"+url.PathEscape(r.state.alias())+"/_stats/merge", http.StatusOK)
+		if err != nil {
+			return 0, err
+		}
+		var v struct {
+			All struct {
+				Total struct {
+					Merges struct {
+						Current int64 `json:"current"`
+					} `json:"merges"`
+				} `json:"total"`
+			} `json:"_all"`
+		}
+		if err := json.Unmarshal(body, &v); err != nil {
+			return 0, err
+		}
+		if v.All.Total.Merges.Current == 0 {
+			return time.Since(began), nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	r.logf("merges still running after 10 minutes; measuring anyway")
+	return time.Since(began), nil
 }
 
 func pct(d []time.Duration, p float64) float64 {
@@ -912,6 +982,10 @@ func writeSeedPhase(w *strings.Builder, r *phaseReport) {
 	for _, s := range r.Searches {
 		fmt.Fprintf(w, "  search %s (%d shards, %d each): routed p50 %.1f p99 %.1f ms, %.2f ms node CPU, %.2f shards; every shard p50 %.1f p99 %.1f ms, %.2f ms CPU; CPU every/routed %.2f×\n",
 			s.Name, s.MapShards, s.Searches, s.RoutedP50, s.RoutedP99, s.RoutedCPU, s.RoutedShards, s.AllP50, s.AllP99, s.AllCPU, s.CPURatio)
+		if s.IdleCPU > 0 || s.NetCPURatio > 0 {
+			fmt.Fprintf(w, "        idle node %.1f ms CPU/s (merges awaited %.0f s); net of it: routed %.2f, every shard %.2f ms CPU/search, %.2f×\n",
+				s.IdleCPU, s.MergesAwaited, s.RoutedNetCPU, s.AllNetCPU, s.NetCPURatio)
+		}
 	}
 	d := r.Disk
 	fmt.Fprintf(w, "  disk: index %s (%d segments, %s docs, %s deleted), topics %s, node free %s of %s; merges %d (%.0f s, %s)\n",
