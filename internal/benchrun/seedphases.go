@@ -184,12 +184,9 @@ func (r *seedRun) load(ctx context.Context) (*phaseReport, error) {
 		return nil, fmt.Errorf("ingest did not finish the backlog: %s (%s)", res.Stopped, f.Name())
 	}
 	rep := &phaseReport{Load: res}
-	probes := r.probes()
-	s, err := r.measureSearch(ctx, "quiet, after the load", probes, r.cfg.Searches, nil)
-	if err != nil {
+	if rep.Searches, err = r.quietSearches(ctx, "after the load", r.workloads()); err != nil {
 		return nil, err
 	}
-	rep.Searches = append(rep.Searches, s)
 	return rep, nil
 }
 
@@ -230,14 +227,14 @@ func (r *seedRun) resumeFrom(ctx context.Context) (Offsets, error) {
 // ---- live
 
 func (r *seedRun) live(ctx context.Context) (*phaseReport, error) {
-	probes := r.probes()
+	probes := r.workloads()
 	ing, err := r.startIngestAndWarm(ctx, "live")
 	if err != nil {
 		return nil, err
 	}
 	defer ing.stop()
 	ch := r.startChanges(ctx, r.cfg.LiveFor)
-	s, err := r.measureSearch(ctx, "during the changes", probes, 0, ch.finished)
+	s, err := r.measureSearch(ctx, searchKinds[0].name+", during the changes", probes[0], 0, ch.finished)
 	if err != nil {
 		ch.cancel()
 		<-ch.done
@@ -251,10 +248,11 @@ func (r *seedRun) live(ctx context.Context) (*phaseReport, error) {
 	if rep.Changes, err = r.catchUp(ctx, ing, ch); err != nil {
 		return nil, err
 	}
-	if s, err = r.measureSearch(ctx, "quiet, after the changes", probes, r.cfg.Searches, nil); err != nil {
+	quiet, err := r.quietSearches(ctx, "after the changes", probes)
+	if err != nil {
 		return nil, err
 	}
-	rep.Searches = append(rep.Searches, s)
+	rep.Searches = append(rep.Searches, quiet...)
 	return rep, nil
 }
 
@@ -452,7 +450,7 @@ func (r *seedRun) catchUp(ctx context.Context, ing *ingestRunning, ch *changeRun
 
 func (r *seedRun) reshard(ctx context.Context) (*phaseReport, error) {
 	st := r.state
-	probes := r.probes()
+	probes := r.workloads()
 	ing, err := r.startIngestAndWarm(ctx, "reshard")
 	if err != nil {
 		return nil, err
@@ -535,11 +533,9 @@ func (r *seedRun) reshard(ctx context.Context) (*phaseReport, error) {
 			r.logf("delete the old index %s: %v", old, err)
 		}
 	}
-	s, err := r.measureSearch(ctx, fmt.Sprintf("quiet, on the %d-shard map", r.cfg.Shards), probes, r.cfg.Searches, nil)
-	if err != nil {
+	if rep.Searches, err = r.quietSearches(ctx, fmt.Sprintf("on the %d-shard map", r.cfg.Shards), probes); err != nil {
 		return nil, err
 	}
-	rep.Searches = append(rep.Searches, s)
 	return rep, nil
 }
 
@@ -566,21 +562,57 @@ func (r *seedRun) aliasIndex(ctx context.Context, alias string) (string, error) 
 
 // ---- searches
 
-// probe is one dish search: around a restaurant, 5 to 50 miles.
+// probe is one dish search: a circle around a restaurant.
 type probe struct{ lat, lng, radiusM float64 }
 
-// probes draws the searches of the phases around live restaurants, placed
-// like the restaurants (so like the population).
-func (r *seedRun) probes() []probe {
-	rng := rand.New(rand.NewPCG(7, 11))
+// searchKinds are the quiet measurements' workloads: "near here" (1 to
+// 5 miles) and wide (5 to 50 miles), each around restaurants drawn at
+// random, so placed like the population.
+var searchKinds = []struct {
+	name     string
+	min, max float64 // miles
+}{{"near, 1-5 mi", 1, 5}, {"wide, 5-50 mi", 5, 50}}
+
+// probes draws searches of minMi to maxMi miles around the world's
+// restaurants. Only the goroutine that changes the world may call it
+// while changes run: draw before.
+func (r *seedRun) probes(minMi, maxMi float64) []probe {
+	rng := rand.New(rand.NewPCG(7, uint64(maxMi)))
 	n := max(r.cfg.Searches, 1000) * 4
 	out := make([]probe, 0, n)
 	for len(out) < n {
 		loc := r.world.RestaurantLocation(rng.IntN(r.world.Restaurants()))
-		out = append(out, probe{loc.Lat, loc.Lon, (5 + 45*rng.Float64()) * 1609.344})
+		out = append(out, probe{loc.Lat, loc.Lon, (minMi + (maxMi-minMi)*rng.Float64()) * 1609.344})
 	}
 	return out
 }
+
+// workloads draws the probes of every search kind.
+func (r *seedRun) workloads() [][]probe {
+	out := make([][]probe, len(searchKinds))
+	for i, k := range searchKinds {
+		out[i] = r.probes(k.min, k.max)
+	}
+	return out
+}
+
+// quietSearches measures every search kind on the quiet index.
+func (r *seedRun) quietSearches(ctx context.Context, when string, probes [][]probe) ([]searchFigures, error) {
+	var out []searchFigures
+	for i, k := range searchKinds {
+		s, err := r.measureSearch(ctx, k.name+", quiet, "+when, probes[i], r.cfg.Searches, nil)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// quietSearchBudget bounds one quiet measurement's searches: at the
+// largest sizes a wide search takes seconds, and n of each would take an
+// hour.
+const quietSearchBudget = 4 * time.Minute
 
 // measureSearch runs dish searches routed and of every shard, alternately
 // in blocks, n of each, or (n 0) until stop reports true; the node's CPU
@@ -648,8 +680,9 @@ func (r *seedRun) measureSearch(ctx context.Context, name string, probes []probe
 			}
 		}
 	}
+	began := time.Now()
 	for {
-		if n > 0 && len(routed.lat) >= n {
+		if n > 0 && (len(routed.lat) >= n || time.Since(began) > quietSearchBudget) {
 			break
 		}
 		if n == 0 && len(routed.lat) > 0 && stop() {

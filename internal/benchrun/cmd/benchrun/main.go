@@ -78,7 +78,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		cfg.Phases = benchrun.SeedPhases
 		fs.DurationVar(&cfg.LiveFor, "live-for", benchrun.DefaultSeedLiveFor, "how long the live phase produces changes")
 		fs.Float64Var(&cfg.ChangeRate, "change-rate", benchrun.DefaultSeedChangeRate, "changes a second in the live and reshard phases (a change is one message, or a restaurant's dishes and itself)")
-		fs.IntVar(&cfg.Searches, "searches", benchrun.DefaultSeedSearches, "searches of each kind (routed, every shard) in each quiet measurement")
+		fs.IntVar(&cfg.Searches, "searches", benchrun.DefaultSeedSearches, "searches of each kind (routed, every shard) in each quiet measurement of each workload (near, 1-5 mi; wide, 5-50 mi), or as many as 4 minutes take")
 		fs.IntVar(&cfg.Sample, "sample", benchrun.DefaultSeedSample, "documents checked against the world after each phase")
 		fs.IntVar(&cfg.Shards, "shards", benchrun.DefaultSeedShards, "the reshard's target shard count")
 		fs.BoolVar(&cfg.Drop, "drop", false, "once every phase is done, delete the run's index, topics and group (the reports stay)")
