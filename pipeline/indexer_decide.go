@@ -210,17 +210,18 @@ func (ix *indexer) cellChanged(from, to s2.CellID) bool {
 // created before the delete and never deleted (old, to take with the
 // restaurant) look the same: both were written while the directory held
 // the restaurant live at the same version, before its delete, and no
-// event of either follows. Two logs show it — R upserted, dish d
-// upserted, R deleted, R upserted again, by a source that relies on the
-// cascade; and R upserted, dish d upserted, R deleted, R upserted again,
-// dish n upserted, by a source that deletes its dishes itself — which
-// ingest may process as the same sequence (R, a dish, R's delete, R's
-// re-creation) with d and n the same id and version, where the dish must
-// die in the first and live in the second. Nothing ingest keeps tells
-// them apart: the dish's version and events are the same; the
-// restaurant's versions, the directory and the tombstones are the same;
-// nothing waits. Re-admitting at the re-creation what the cascade took
-// would bring back the first log's dish even in the source's own order.
+// event of either follows. Two logs show it: R upserted, dish d
+// upserted, R deleted, R upserted again (a source that relies on the
+// cascade: d must end deleted); and R upserted, R deleted, R upserted
+// again, dish d upserted (d must end live). Read with the dish topic
+// ahead, the second reaches ingest exactly as the first does, in the
+// first's own order. Nothing ingest keeps tells them apart: the dish's
+// id, version and events, the restaurant's versions, the directory and
+// the tombstones are the same, and nothing waits. (Re-admitting at the
+// re-creation the dishes the cascade took would keep d in both, wrong
+// for the first log even in its own order; sparing at the delete the
+// dishes written while the restaurant was at its last version spares
+// every dish of that version.)
 // So the choice is the source's (Config.SourceDeletesDishes):
 //
 //   - By default the delete takes every dish it finds under the
@@ -238,7 +239,13 @@ func (ix *indexer) cellChanged(from, to s2.CellID) bool {
 //     re-creation at another cell carries it there (restaurantUpsert).
 //     The dishes waiting for the restaurant are left waiting too: they
 //     may be new dishes waiting for the re-creation, and an old one is
-//     cancelled by its own delete.
+//     cancelled by its own delete (a replay that comes after that delete
+//     waits out PendingMaxAge and is dead-lettered, unless the
+//     restaurant comes back). It gives up what a member that did not see
+//     the delete cannot know: one that started between the delete and a
+//     re-creation at another cell (its directory, read from the index,
+//     does not know the restaurant) leaves the dishes read ahead of the
+//     delete at the old place, off their restaurant's shard.
 //
 // By default any delete of a restaurant, stale or not, also finishes the
 // dishes waiting for it: they belong to a deleted restaurant, whether
