@@ -72,6 +72,18 @@ type Config struct {
 	// tombstones are gone, or an id two sources both use, may then stay
 	// beside the newer copy, as verify reports.
 	TrustFirstVersions bool
+	// SourceDeletesDishes says the source sends a delete of every live
+	// dish before it deletes their restaurant (as the project's
+	// generators do, and CDC from a database that logs the rows a
+	// foreign-key cascade removes): a restaurant delete then leaves the
+	// restaurant's dishes to their own deletes, and a dish that ingest
+	// writes before it processes the delete (the dish topic read ahead
+	// of the restaurant topic) survives the restaurant's re-creation.
+	// Default false: a restaurant delete deletes its dishes, for sources
+	// that rely on that; it also deletes a re-created restaurant's new
+	// dish read ahead of the delete (indexer_decide.go, restaurantDelete,
+	// says why no setting serves both kinds of source).
+	SourceDeletesDishes bool
 	// Group is the Kafka consumer group. Default "geoshard-ingest".
 	Group string
 	// ParkingTopic holds the dishes that wait for their restaurant, so

@@ -118,7 +118,10 @@ type indexer struct {
 	lookups     atomic.Int64 // restaurants of gained partitions looked up (indexer_gained.go)
 	warmStats   warmStats
 	searchSize  int // dishes per page when moving or deleting a restaurant
-	warmSize    int // restaurants per page when warming the directory
+	// sourceDeletesDishes: a restaurant delete leaves its dishes to their
+	// own deletes (Config.SourceDeletesDishes).
+	sourceDeletesDishes bool
+	warmSize            int // restaurants per page when warming the directory
 	// stepHook, if set, runs after each step of a move or delete, on the
 	// task's goroutine; an error stops the pipeline there (tests use it to
 	// crash mid-move).

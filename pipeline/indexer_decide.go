@@ -32,6 +32,20 @@ func (ix *indexer) restaurantUpsert(ctx context.Context, ev *event) error {
 		ix.host.finish(ev, resultStale)
 		return nil
 	}
+	if ix.sourceDeletesDishes && known && old.Deleted && old.Cell != 0 && ix.cellChanged(old.Cell, cell) {
+		// Re-created at another cell, where its delete left its dishes
+		// under the old one (restaurantDelete): those written before the
+		// delete was processed and not deleted since. They move with it,
+		// as in a move of a live restaurant (indexer_moves.go): those of
+		// the new incarnation are kept at its place, and an old one's own
+		// delete, still to come, finds it there. The move's delete of the
+		// old restaurant copy, at this version, also lands the delete
+		// there first (see below).
+		targets := ix.targets
+		return ix.restaurantTask(ctx, ev,
+			func(ctx context.Context) (error, error) { return ix.relocate(ctx, targets, ev, old.Cell, cell) },
+			func(ctx context.Context) error { return ix.writeRestaurant(ctx, ev, cell) })
+	}
 	if known && old.Deleted && old.Cell != 0 && ix.shardChanged(old.Cell, cell) {
 		// Re-created on another shard than the one its delete went to:
 		// the delete must land first. Were the pipeline cut short with
@@ -183,17 +197,67 @@ func (ix *indexer) cellChanged(from, to s2.CellID) bool {
 	return false
 }
 
-// restaurantDelete deletes a restaurant and all its dishes.
+// restaurantDelete deletes a restaurant and, by default, all its dishes
+// (the cascade).
 //
-// Any delete of a restaurant, stale or not, also finishes the dishes
-// waiting for it: they belong to a deleted restaurant, whether they came
-// before the delete (a redelivery after a crash looks like that: the index
-// no longer shows the restaurant, its dishes wait, then its delete comes
-// again) or are replays after it.
+// Whether the cascade is right depends on the source, and ingest cannot
+// tell from the events. A restaurant may be deleted and re-created (an
+// upsert with a version above its delete) with new dishes, and nothing
+// orders the dish topic against the restaurant topic: ingest may decide
+// a dish upsert while its restaurant still looks live at the incarnation
+// before the delete, though the source sent it after the re-creation.
+// At the delete, such a dish (new, to keep) and a dish the source
+// created before the delete and never deleted (old, to take with the
+// restaurant) look the same: both were written while the directory held
+// the restaurant live at the same version, before its delete, and no
+// event of either follows. Two logs show it: R upserted, dish d
+// upserted, R deleted, R upserted again (a source that relies on the
+// cascade: d must end deleted); and R upserted, R deleted, R upserted
+// again, dish d upserted (d must end live). Read with the dish topic
+// ahead, the second reaches ingest exactly as the first does, in the
+// first's own order. Nothing ingest keeps tells them apart: the dish's
+// id, version and events, the restaurant's versions, the directory and
+// the tombstones are the same, and nothing waits. (Re-admitting at the
+// re-creation the dishes the cascade took would keep d in both, wrong
+// for the first log even in its own order; sparing at the delete the
+// dishes written while the restaurant was at its last version spares
+// every dish of that version.)
+// So the choice is the source's (Config.SourceDeletesDishes):
+//
+//   - By default the delete takes every dish it finds under the
+//     restaurant (deleteDependents), as a source that relies on it needs,
+//     in every order. It gives up the new dish of a re-created
+//     restaurant that ingest decides before the delete: it goes too.
+//   - A source that sends the delete of every live dish before deleting
+//     its restaurant (the project's generators; CDC from a database that
+//     logs the rows a foreign-key cascade removes) makes the cascade
+//     unneeded: the dishes are left to their own deletes, which remove
+//     them from under a deleted or unknown restaurant too (dishDelete,
+//     reparent.go). What the delete finds under the restaurant is then
+//     either new (read ahead) or old with its delete still to come (the
+//     restaurant topic read ahead); either way it stays for now, and a
+//     re-creation at another cell carries it there (restaurantUpsert).
+//     The dishes waiting for the restaurant are left waiting too: they
+//     may be new dishes waiting for the re-creation, and an old one is
+//     cancelled by its own delete (a replay that comes after that delete
+//     waits out PendingMaxAge and is dead-lettered, unless the
+//     restaurant comes back). It gives up what a member that did not see
+//     the delete cannot know: one that started between the delete and a
+//     re-creation at another cell (its directory, read from the index,
+//     does not know the restaurant) leaves the dishes read ahead of the
+//     delete at the old place, off their restaurant's shard.
+//
+// By default any delete of a restaurant, stale or not, also finishes the
+// dishes waiting for it: they belong to a deleted restaurant, whether
+// they came before the delete (a redelivery after a crash looks like
+// that: the index no longer shows the restaurant, its dishes wait, then
+// its delete comes again) or are replays after it.
 func (ix *indexer) restaurantDelete(ctx context.Context, ev *event) error {
 	c := ev.change
-	for _, x := range ix.pend.Take(c.ID) {
-		ix.host.finish(x, resultStale)
+	if !ix.sourceDeletesDishes {
+		for _, x := range ix.pend.Take(c.ID) {
+			ix.host.finish(x, resultStale)
+		}
 	}
 	old, known := ix.dir.Get(c.ID)
 	targets := ix.targets
@@ -215,9 +279,10 @@ func (ix *indexer) restaurantDelete(ctx context.Context, ev *event) error {
 				return nil
 			})
 	}
+	dishes := !ix.sourceDeletesDishes
 	return ix.restaurantTask(ctx, ev,
 		func(ctx context.Context) (error, error) {
-			if rej, err := ix.deleteDependents(ctx, targets, ev, old.Cell); rej != nil || err != nil {
+			if rej, err := ix.deleteDependents(ctx, targets, ev, old.Cell, dishes); rej != nil || err != nil {
 				return rej, err
 			}
 			return ix.restaurantTombstones(ctx, targets, ev, &old.Cell)

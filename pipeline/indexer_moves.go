@@ -419,17 +419,22 @@ func (plan movePlan) deletes(primary string) []deleteStep {
 }
 
 // deleteDependents deletes, on a task, every dish of a live restaurant at
-// cell, each with external_gte and its own version (a dish written since
-// with a newer version survives, as it should: it came after the delete),
-// and during dual writes the restaurant's copy in the other index. The
+// cell (unless dishes is false: the source deletes them itself,
+// restaurantDelete), each with external_gte and its own version (a dish
+// written since with a newer version survives, as it should: it came
+// after the delete), and during dual writes the restaurant's copy in the
+// other index. The
 // restaurant leaves the other target before the primary: the directory
 // is read from the primary, so a restaurant the primary still has is one
 // a redelivered delete finds and deletes again; one the primary no longer
 // has must be gone everywhere. The primary's copy is the event's own
 // write, which the loop adds after this. rej is set when a write was
 // rejected.
-func (ix *indexer) deleteDependents(ctx context.Context, targets []target, ev *event, cell s2.CellID) (rej, err error) {
+func (ix *indexer) deleteDependents(ctx context.Context, targets []target, ev *event, cell s2.CellID, dishes bool) (rej, err error) {
 	rid := ev.change.ID
+	if !dishes {
+		return ix.deleteOtherCopy(ctx, targets, ev, cell)
+	}
 	if err := ix.refreshAll(ctx, targets); err != nil {
 		return nil, err
 	}
@@ -452,10 +457,20 @@ func (ix *indexer) deleteDependents(ctx context.Context, targets []target, ev *e
 			})
 		}
 	}
-	if rej, err := ix.step(ctx, ev, stepDeleteDishes, items); rej != nil || err != nil || len(targets) < 2 {
+	if rej, err := ix.step(ctx, ev, stepDeleteDishes, items); rej != nil || err != nil {
 		return rej, err
 	}
-	items = items[:0]
+	return ix.deleteOtherCopy(ctx, targets, ev, cell)
+}
+
+// deleteOtherCopy deletes, during dual writes, ev's restaurant at cell in
+// the other index, before the primary's (deleteDependents).
+func (ix *indexer) deleteOtherCopy(ctx context.Context, targets []target, ev *event, cell s2.CellID) (rej, err error) {
+	if len(targets) < 2 {
+		return nil, nil
+	}
+	rid := ev.change.ID
+	var items []bulk.Item
 	for i := range targets[1:] {
 		t := &targets[1+i]
 		shard, routing := t.routing(cell)

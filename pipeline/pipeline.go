@@ -122,6 +122,7 @@ func New(cfg Config, client *opensearch.Client) (*Pipeline, error) {
 	p.ix = newIndexer(p.log, p.admin, m, p.out, pending.New[*event](cfg.PendingMax, cfg.PendingMaxAge), p.fail)
 	p.ix.now = now
 	p.ix.reparent.trustFirst = cfg.TrustFirstVersions
+	p.ix.sourceDeletesDishes = cfg.SourceDeletesDishes
 	p.loop = &loop{
 		cfg: cfg, log: p.log, met: m, ix: p.ix, track: p.track, grp: p.grp, modes: p.modes,
 		parking: p.parking, out: p.out, dec: p.dec, maxTracked: maxTracked,

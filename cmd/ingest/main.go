@@ -113,6 +113,7 @@ func parseFlags(args []string, getenv func(string) string, stdout io.Writer) (*o
 	fs.StringVar(&o.pipe.Kafka.Username, "kafka-sasl-username", "", "SASL user (GEOSHARD_KAFKA_SASL_USERNAME)")
 	fs.BoolVar(&o.pipe.Kafka.TLS, "kafka-tls", false, "connect to Kafka over TLS (GEOSHARD_KAFKA_TLS)")
 	fs.BoolVar(&o.pipe.TrustFirstVersions, "trust-first-versions", false, "do not look for other copies of a dish whose first version is created: for a first load into an index that holds none of these dishes (GEOSHARD_TRUST_FIRST_VERSIONS)")
+	fs.BoolVar(&o.pipe.SourceDeletesDishes, "source-deletes-dishes", false, "the source deletes every live dish before deleting its restaurant: a restaurant delete leaves the dishes to their own deletes, so that a re-created restaurant's new dishes survive in any order of the topics; without it a restaurant delete deletes its dishes (GEOSHARD_SOURCE_DELETES_DISHES)")
 	fs.StringVar(&o.pipe.Kafka.CAFile, "kafka-ca", "", "PEM `file` of CAs for Kafka TLS (GEOSHARD_KAFKA_CA)")
 	fs.IntVar(&o.pipe.Bulk.Workers, "workers", bulk.DefaultWorkers, "bulk workers (GEOSHARD_WORKERS)")
 	fs.IntVar(&o.pipe.Bulk.FlushItems, "flush-items", bulk.DefaultFlushItems, "items per bulk request (GEOSHARD_FLUSH_ITEMS)")
