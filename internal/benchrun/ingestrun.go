@@ -18,6 +18,8 @@ type ingestRun struct {
 	metricsAddr  string
 	// pprof serves Go's profiles beside the metrics (--pprof).
 	pprof bool
+	// flags are more flags for ingest.
+	flags []string
 }
 
 // startIngest starts the built ingest at its defaults, but for where it
@@ -45,6 +47,7 @@ func (b *bench) startIngest(r *ingestRun, logName string, epoch time.Time) (*Chi
 	if r.pprof {
 		args = append(args, "--pprof")
 	}
+	args = append(args, r.flags...)
 	return StartChild(ChildSpec{
 		Name:    "ingest",
 		Path:    b.bin["ingest"],

@@ -175,7 +175,7 @@ func (r *seedRun) load(ctx context.Context) (*phaseReport, error) {
 	}
 	defer f.Close()
 	res, err := r.soakIngest(ctx, SoakConfig{Config: r.cfg.Config}, soakInput{
-		topics: t, group: st.group(), index: st.Index, alias: st.alias(), start: start, end: st.LoadEnd,
+		topics: t, group: st.group(), index: st.Index, alias: st.alias(), start: start, end: st.LoadEnd, flags: seedIngestFlags,
 	}, f)
 	if err != nil {
 		return nil, err
@@ -276,7 +276,7 @@ func (i *ingestRunning) stop() {
 // directory is warm.
 func (r *seedRun) startIngestAndWarm(ctx context.Context, phase string) (*ingestRunning, error) {
 	st := r.state
-	run := &ingestRun{alias: st.alias(), group: st.group(), topics: st.topics()}
+	run := &ingestRun{alias: st.alias(), group: st.group(), topics: st.topics(), flags: seedIngestFlags}
 	epoch := time.Now()
 	child, err := r.startIngest(run, phase+"-ingest.log", epoch)
 	if err != nil {

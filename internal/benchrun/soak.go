@@ -50,6 +50,7 @@ type soakInput struct {
 	index, alias string
 	start, end   Offsets
 	produced     time.Duration
+	flags        []string // more flags for ingest
 }
 
 // soakIngest starts ingest on a run whose events are in the topics and
@@ -64,7 +65,7 @@ func (b *bench) soakIngest(ctx context.Context, cfg SoakConfig, s soakInput, out
 	obs := &SoakObservations{Events: Events(start, end), WarmAt: Unknown, DoneAt: Unknown, OpenSearchCPU: Unknown, KafkaCPU: Unknown}
 	nodePID := b.enginePID("opensearch")
 	osCPU, kafkaCPU, mach := startCPU(nodePID), startCPU(b.enginePID("kafka")), startMachine()
-	run := &ingestRun{alias: alias, group: s.group, topics: topics, pprof: cfg.HeapProfiles}
+	run := &ingestRun{alias: alias, group: s.group, topics: topics, pprof: cfg.HeapProfiles, flags: s.flags}
 	epoch := time.Now()
 	child, err := b.startIngest(run, "ingest.log", epoch)
 	if err != nil {

@@ -109,13 +109,15 @@ type ChangeMix struct {
 }
 
 // DefaultChangeMix is a day of a menu platform's changes: mostly dish
-// edits, a tenth of them a dish moving to another restaurant, a few
-// restaurants moving across the country, closing and opening again.
+// edits (three in four), one in twenty a dish moving to another
+// restaurant, restaurant edits, and one change in a hundred a restaurant
+// moving across the country, one in two hundred a closure (with its
+// dishes, about 85 messages) and as many re-openings.
 func DefaultChangeMix() ChangeMix {
 	return ChangeMix{
-		DishUpdate: 0.60, DishMove: 0.10, DishDelete: 0.05,
-		RestaurantUpdate: 0.15, RestaurantMove: 0.04,
-		RestaurantDelete: 0.03, RestaurantRecreate: 0.03,
+		DishUpdate: 0.74, DishMove: 0.05, DishDelete: 0.03,
+		RestaurantUpdate: 0.15, RestaurantMove: 0.01,
+		RestaurantDelete: 0.005, RestaurantRecreate: 0.005,
 	}
 }
 

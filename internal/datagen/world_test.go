@@ -70,7 +70,9 @@ func TestWorldEventsMakeItsState(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.Messages < 500 {
+		// A change that finds no document to make (a dish drawn to move
+		// to its own restaurant) sends nothing; a closure sends many.
+		if c.Messages < 450 {
 			t.Errorf("batch %d: %d messages for 500 changes", b, c.Messages)
 		}
 	}
