@@ -39,6 +39,9 @@ type phaseReport struct {
 	// BackfillDocsPerSecond is the source's documents over the backfill
 	// step's wall time.
 	BackfillDocsPerSecond float64 `json:"backfill_docs_per_s,omitempty"`
+	// VerifyFailed is the last verify's error when it failed after two
+	// repairs (the migration was then cancelled).
+	VerifyFailed string `json:"verify_failed,omitempty"`
 	// Searches are the search measurements of the phase.
 	Searches []searchFigures `json:"searches,omitempty"`
 	Disk     diskFigures     `json:"disk"`
@@ -460,10 +463,11 @@ func (r *seedRun) reshard(ctx context.Context) (*phaseReport, error) {
 	alias := []string{"--alias", st.alias()}
 	target := filepath.Join(r.cfg.Dir, fmt.Sprintf("map-%d.json", r.cfg.Shards))
 	rep := &phaseReport{Steps: map[string]toolRun{}}
-	step := func(name string, args ...string) error {
-		tr, err := r.tool(ctx, "reshard-steps.log", "reshard", append(append([]string{name}, args...), osFlags...)...)
-		rep.Steps[name] = tr
-		r.logf("reshard %s: %.1f s, CPU %.1f s, peak RSS %s", name, tr.Wall, tr.CPU, MB(tr.PeakRSS))
+	// step runs a reshard verb, its figures kept under label.
+	step := func(label, verb string, args ...string) error {
+		tr, err := r.tool(ctx, "reshard-steps.log", "reshard", append(append([]string{verb}, args...), osFlags...)...)
+		rep.Steps[label] = tr
+		r.logf("reshard %s: %.1f s, CPU %.1f s, peak RSS %s", label, tr.Wall, tr.CPU, MB(tr.PeakRSS))
 		return err
 	}
 	source, err := r.search.IndexStats(ctx, st.Index)
@@ -474,7 +478,7 @@ func (r *seedRun) reshard(ctx context.Context) (*phaseReport, error) {
 	_, statErr := os.Stat(marker)
 	resumed := statErr == nil
 	if !resumed {
-		if err := step("plan", "--from-index", st.alias(), "--shards", strconv.Itoa(r.cfg.Shards), "--out", target); err != nil {
+		if err := step("plan", "plan", "--from-index", st.alias(), "--shards", strconv.Itoa(r.cfg.Shards), "--out", target); err != nil {
 			return nil, err
 		}
 	}
@@ -484,27 +488,55 @@ func (r *seedRun) reshard(ctx context.Context) (*phaseReport, error) {
 		<-ch.done
 		return ch.err
 	}
+	var verifyErr error
 	if resumed {
-		err = step("run", append([]string{"--map", target, "--ids"}, alias...)...)
+		err = step("run", "run", append([]string{"--map", target, "--ids"}, alias...)...)
 	} else {
 		if err = writeFile(marker, ""); err == nil {
-			err = step("create", append([]string{"--map", target}, alias...)...)
+			err = step("create", "create", append([]string{"--map", target}, alias...)...)
 		}
 		for _, s := range []string{"dual-writes", "backfill"} {
 			if err == nil {
-				err = step(s, alias...)
+				err = step(s, s, alias...)
 			}
 		}
 		if err == nil {
-			err = step("verify", append([]string{"--ids"}, alias...)...)
+			// As an operator does: verify, and where it fails repair
+			// what it listed and verify again, twice at most.
+			verifyErr = step("verify", "verify", append([]string{"--ids"}, alias...)...)
+			for round := 2; verifyErr != nil && round <= 3; round++ {
+				if err = step(fmt.Sprintf("repair %d", round-1), "repair", alias...); err != nil {
+					break
+				}
+				verifyErr = step(fmt.Sprintf("verify %d", round), "verify", append([]string{"--ids"}, alias...)...)
+			}
 		}
-		if err == nil {
-			err = step("cutover", alias...)
+		if err == nil && verifyErr == nil {
+			err = step("cutover", "cutover", alias...)
 		}
 	}
 	if err != nil {
 		_ = stopChanges()
 		return nil, err
+	}
+	if verifyErr != nil {
+		// The target is not the source: cancel the migration (its
+		// figures stand), and check the source against the world.
+		rep.VerifyFailed = verifyErr.Error()
+		r.inexact = append(r.inexact, "phase reshard: verify failed after two repairs: "+verifyErr.Error())
+		if err := stopChanges(); err != nil {
+			return nil, err
+		}
+		if rep.Changes, err = r.catchUp(ctx, ing, ch); err != nil {
+			return nil, err
+		}
+		if b, ok := rep.Steps["backfill"]; ok && b.Wall > 0 {
+			rep.BackfillDocsPerSecond = float64(source.Docs) / b.Wall
+		}
+		if err := step("cancel", "cancel", alias...); err != nil {
+			return nil, err
+		}
+		return rep, nil
 	}
 	if b, ok := rep.Steps["backfill"]; ok && b.Wall > 0 {
 		rep.BackfillDocsPerSecond = float64(source.Docs) / b.Wall
@@ -517,7 +549,7 @@ func (r *seedRun) reshard(ctx context.Context) (*phaseReport, error) {
 	}
 	// Complete needs no ingest: every instance stopped, there is none to
 	// acknowledge.
-	if err := step("complete", alias...); err != nil {
+	if err := step("complete", "complete", alias...); err != nil {
 		return nil, err
 	}
 	old := st.Index
@@ -1004,10 +1036,13 @@ func writeSeedPhase(w *strings.Builder, r *phaseReport) {
 		fmt.Fprintf(w, "        ingest CPU %.1f µs/event, node %.1f µs/event (searches included); RSS peak %s, end %s; by kind %v\n",
 			c.IngestCPUus, c.NodeCPUus, MB(c.PeakRSS), MB(c.EndRSS), c.ByKind)
 	}
-	for _, name := range []string{"plan", "create", "dual-writes", "backfill", "verify", "cutover", "run", "complete"} {
+	for _, name := range []string{"plan", "create", "dual-writes", "backfill", "verify", "repair 1", "verify 2", "repair 2", "verify 3", "cutover", "run", "complete", "cancel"} {
 		if s, ok := r.Steps[name]; ok {
 			fmt.Fprintf(w, "  reshard %-11s %7.1f s, CPU %6.1f s, peak RSS %s\n", name, s.Wall, s.CPU, MB(s.PeakRSS))
 		}
+	}
+	if r.VerifyFailed != "" {
+		fmt.Fprintf(w, "  VERIFY FAILED after two repairs (migration cancelled): %.400s\n", r.VerifyFailed)
 	}
 	if r.BackfillDocsPerSecond > 0 {
 		fmt.Fprintf(w, "  backfill: %.0f docs/s\n", r.BackfillDocsPerSecond)
