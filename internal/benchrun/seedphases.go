@@ -990,22 +990,14 @@ func (r *seedRun) disk(ctx context.Context) diskFigures {
 	} else {
 		r.logf("index stats: %v", err)
 	}
-	if body, err := r.search.do(ctx, http.MethodGet, "/_nodes/stats/fs", http.StatusOK); err == nil {
-		var v struct {
-			Nodes map[string]struct {
-				FS struct {
-					Total struct {
-						Total     int64 `json:"total_in_bytes"`
-						Available int64 `json:"available_in_bytes"`
-					} `json:"total"`
-				} `json:"fs"`
-			} `json:"nodes"`
-		}
-		if json.Unmarshal(body, &v) == nil {
-			for _, n := range v.Nodes {
-				d.NodeFreeBytes += n.FS.Total.Available
-				d.NodeTotalBytes += n.FS.Total.Total
+	if client, err := bulk.NewClient(bulk.ClientConfig{Addresses: []string{r.cfg.OpenSearch}}); err == nil {
+		if nodes, err := bulk.NewAdmin(client).NodesFS(ctx); err == nil {
+			for _, n := range nodes {
+				d.NodeFreeBytes += n.AvailableBytes
+				d.NodeTotalBytes += n.TotalBytes
 			}
+		} else {
+			r.logf("node disk: %v", err)
 		}
 	}
 	dirs, _ := filepath.Glob(filepath.Join(r.cfg.RealDir, "kafka", "data", r.state.Name+".*"))
