@@ -72,6 +72,11 @@ type VerifyConfig struct {
 	// Parallel is the number of shards counted at once, and of the id
 	// comparison's page reads in flight. Default 4.
 	Parallel int
+	// MaxSuspects bounds, with IDs, the differences of one comparison
+	// that are read again before they are reported, some 200 bytes and
+	// two real-time reads each; those past it are reported unconfirmed
+	// (suspects.go). Default 20,000.
+	MaxSuspects int
 	// Settle bounds the wait, with IDs, for the ingest instances to
 	// finish the changes in flight when a difference was seen, before it
 	// is reported (suspects.go). Default 2m.
@@ -86,7 +91,9 @@ const (
 	DefaultAttempts = 5
 	DefaultPause    = 2 * time.Second
 	DefaultMaxIDs   = 100
-	DefaultSettle   = 2 * time.Minute
+	// DefaultMaxSuspects is VerifyConfig.MaxSuspects's default.
+	DefaultMaxSuspects = 20000
+	DefaultSettle      = 2 * time.Minute
 )
 
 // withDefaults fills every zero field with its default; a negative Pause
@@ -102,6 +109,9 @@ func (c VerifyConfig) withDefaults() VerifyConfig {
 	}
 	if c.MaxIDs <= 0 {
 		c.MaxIDs = DefaultMaxIDs
+	}
+	if c.MaxSuspects <= 0 {
+		c.MaxSuspects = DefaultMaxSuspects
 	}
 	if c.Parallel <= 0 {
 		c.Parallel = 4
@@ -247,9 +257,10 @@ type verifier struct {
 	// srcShard names the source's shards by their routing keys, for the
 	// copies of duplicates the source holds.
 	srcShard map[string]string
-	// suspects are the differences the last id comparison listed
-	// (suspects.go).
-	suspects []*suspect
+	// suspects are the differences the last id comparison counted, and
+	// unconfirmed those it counted past MaxSuspects (suspects.go).
+	suspects    []*suspect
+	unconfirmed int64
 }
 
 func newVerifier(s Searcher, mig *schema.Migration, cfg VerifyConfig) (*verifier, error) {

@@ -97,7 +97,7 @@ func (v *verifier) compareIDs(ctx context.Context, rows []int, reports []schema.
 	heap.Init(&h)
 	var dups dupCounts
 	var copies [2][]idCopy
-	v.suspects = v.suspects[:0]
+	v.suspects, v.unconfirmed = v.suspects[:0], 0
 	for len(h) > 0 {
 		id := h[0].cur.id
 		copies[inSource], copies[inTarget] = copies[inSource][:0], copies[inTarget][:0]
@@ -160,30 +160,27 @@ func (v *verifier) account(id string, copies *[2][]idCopy, reports []schema.Shar
 			r.Missing++
 			if len(r.MissingIDs) < v.cfg.MaxIDs {
 				r.MissingIDs = append(r.MissingIDs, id)
-				v.suspect(suspectMissing, inSource, id, []int{row}, copiesOn(copies[inSource], row))
 			}
+			v.suspect(suspectMissing, inSource, id, []int{row}, copiesOn(copies[inSource], row))
 		default:
 			r.Target++
 			r.Extra++
 			if len(r.ExtraIDs) < v.cfg.MaxIDs {
 				r.ExtraIDs = append(r.ExtraIDs, id)
-				v.suspect(suspectExtra, inTarget, id, []int{row}, copiesOn(copies[inTarget], row))
 			}
+			v.suspect(suspectExtra, inTarget, id, []int{row}, copiesOn(copies[inTarget], row))
 		}
 	}
 }
 
 // duplicate records an id that side holds on two or more shards in the
 // rows of its copies: once per row, however many of its copies the row
-// has (two source copies can fall in one target shard's range).
+// has (two source copies can fall in one target shard's range). It is a
+// suspect of every one of those rows, listed there or not: resolved, it
+// leaves all of their counts.
 func (v *verifier) duplicate(s side, id string, cs []idCopy, reports []schema.ShardReport) {
 	var d *schema.Duplicate
-	var seen, listed []int
-	defer func() {
-		if len(listed) > 0 {
-			v.suspect(suspectDuplicate, s, id, listed, cs)
-		}
-	}()
+	var seen []int
 	for _, c := range cs {
 		if slices.Contains(seen, c.row) {
 			continue
@@ -202,8 +199,8 @@ func (v *verifier) duplicate(s side, id string, cs []idCopy, reports []schema.Sh
 			d = v.describe(s, id, cs)
 		}
 		r.Duplicates = append(r.Duplicates, *d)
-		listed = append(listed, c.row)
 	}
+	v.suspect(suspectDuplicate, s, id, seen, cs)
 }
 
 // describe is a duplicate as the report lists it: each copy named by the
