@@ -77,11 +77,12 @@
 //     checkpoint is written only by the holder of its current claim, and
 //     never moves back; a dead worker's slice is taken over from its
 //     checkpoint once its lease expires.
-//   - The verification reports a missing, extra or duplicated id only
-//     once real-time reads find it before and after every live ingest
-//     instance has finished the changes it had in flight when the id was
-//     seen (the progress epoch of its heartbeat; suspects.go): a change
-//     caught between its two writes is not a difference.
+//   - The verification reports a missing, extra or duplicated id, listed
+//     or only counted, only once real-time reads find it before and after
+//     every live ingest instance has finished the changes it had in
+//     flight when the id was seen (the progress epoch of its heartbeat;
+//     suspects.go): a change caught between its two writes is not a
+//     difference.
 //   - Cutover needs a passed verification, restores the target's
 //     replicas and refresh, waits for green, and moves the alias in one
 //     atomic _aliases call.
