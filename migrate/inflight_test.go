@@ -6,6 +6,7 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -314,7 +315,9 @@ func TestVerifyConfirmsDifferencesPastTheLists(t *testing.T) {
 		return all
 	}
 	const maxIDs = 1
-	verify := func(t *testing.T, all inFlight, lands bool) (*schema.Verification, error) {
+	// verify plants all, lands it while the job waits if lands, and
+	// writes after once the verification is done.
+	verify := func(t *testing.T, all inFlight, lands bool, after ...bulk.Item) (*schema.Verification, error) {
 		t.Helper()
 		ctx := context.Background()
 		clk := &fakeClock{now: time.Now().UTC()}
@@ -337,10 +340,11 @@ func TestVerifyConfirmsDifferencesPastTheLists(t *testing.T) {
 		}
 		ver, err := m.Verify(ctx, VerifyConfig{IDs: true, Attempts: 1, MaxIDs: maxIDs})
 		if !landed {
-			// Leave the indexes as they were for the next case.
-			if err := e.writeItems(ctx, all.land...); err != nil {
-				t.Fatal(err)
-			}
+			after = append(after, all.land...)
+		}
+		// Leave the indexes as they were for the next case.
+		if err := e.writeItems(ctx, after...); err != nil {
+			t.Fatal(err)
 		}
 		return ver, err
 	}
@@ -383,6 +387,26 @@ func TestVerifyConfirmsDifferencesPastTheLists(t *testing.T) {
 		if missing != 3 || extra != 6 || ver.TargetDuplicates != 3 || ver.ResolvedInFlight != 0 {
 			t.Errorf("missing %d, extra %d, target duplicates %d, resolved in flight %d; want 3, 6, 3, 0",
 				missing, extra, ver.TargetDuplicates, ver.ResolvedInFlight)
+		}
+	})
+	t.Run("the listed land, one past the list stays", func(t *testing.T) {
+		// Three new dishes on shard 3: the list holds the first by id,
+		// which lands with the second; the last stays, and is listed in
+		// its place.
+		fs := []inFlight{e.halfCreate(used), e.halfCreate(used), e.halfCreate(used)}
+		slices.SortFunc(fs, func(a, b inFlight) int { return strings.Compare(a.land[0].ID, b.land[0].ID) })
+		var all inFlight
+		for _, f := range fs {
+			all.plant = append(all.plant, f.plant...)
+		}
+		all.land = append(slices.Clone(fs[0].land), fs[1].land...)
+		stays := fs[2].land[0].ID
+		ver, err := verify(t, all, true, fs[2].land...)
+		if !errors.Is(err, ErrMismatch) || ver == nil {
+			t.Fatalf("Verify = %v, want ErrMismatch", err)
+		}
+		if r := ver.Shards[3]; r.Missing != 1 || !slices.Equal(r.MissingIDs, []string{stays}) || r.ResolvedInFlight != 2 {
+			t.Errorf("shard %s: missing %d %v, resolved in flight %d; want 1 [%s], 2", r.Shard, r.Missing, r.MissingIDs, r.ResolvedInFlight, stays)
 		}
 	})
 }
