@@ -53,7 +53,7 @@ func TestBadFlagMessagesGolden(t *testing.T) {
 		{"backfill", "--lease", "2h", "--worker-id", "pod 3"},
 		{"run", "--map", "x.json", "--lease", "0s"},
 		{"verify", "--attempts", "0"},
-		{"verify", "--pause", "-1s", "--max-ids", "0"},
+		{"verify", "--pause", "-1s", "--max-ids", "0", "--max-suspects", "0"},
 		{"dual-writes", "--ack-timeout", "0s"},
 		{"complete", "--live-window", "-1s"},
 		{"status", "--live-window", "0s"},

@@ -51,6 +51,7 @@ func verifyFlags(fs *flag.FlagSet) *migrate.VerifyConfig {
 	fs.IntVar(&c.Attempts, "attempts", migrate.DefaultAttempts, "check a shard that differs up to this many times (live writes can be caught half-way)")
 	fs.DurationVar(&c.Pause, "pause", migrate.DefaultPause, "pause between attempts")
 	fs.IntVar(&c.MaxIDs, "max-ids", migrate.DefaultMaxIDs, "longest list of missing (or extra, or duplicated) ids per shard; counts stay exact")
+	fs.IntVar(&c.MaxSuspects, "max-suspects", migrate.DefaultMaxSuspects, "with --ids, how many differences are read again before they are reported; those past it are reported unconfirmed")
 	fs.DurationVar(&c.Settle, "settle", migrate.DefaultSettle, "with --ids, how long a difference may wait for the ingest instances to finish the changes they had in flight when it was seen, before it is reported")
 	return c
 }
@@ -65,6 +66,9 @@ func checkVerify(c *migrate.VerifyConfig) error {
 	}
 	if c.MaxIDs < 1 {
 		p.add("--max-ids %d: want 1 or more", c.MaxIDs)
+	}
+	if c.MaxSuspects < 1 {
+		p.add("--max-suspects %d: want 1 or more", c.MaxSuspects)
 	}
 	if c.Settle <= 0 {
 		p.add("--settle %v: want more than 0", c.Settle)
