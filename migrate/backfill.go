@@ -305,7 +305,10 @@ func (m *Migrator) Backfill(ctx context.Context, cfg BackfillConfig) (*BackfillR
 		// The error says "migrate:" and what was waited for already.
 		return nil, fmt.Errorf("%w (the backfill copies nothing until they do)", err)
 	}
-	rec, err = m.store.Update(ctx, func(x *schema.Migration) error {
+	// Other workers may be claiming and checkpointing slices meanwhile:
+	// their writes of the document are not a second operator's, so a
+	// conflict with them is retried as theirs are (UpdateContended).
+	rec, err = m.store.UpdateContended(ctx, func(x *schema.Migration) error {
 		if !startable(x.Phase) {
 			return t.refuse(m.cfg.Alias, x.Phase, true)
 		}
@@ -346,8 +349,9 @@ func (m *Migrator) Backfill(ctx context.Context, cfg BackfillConfig) (*BackfillR
 		return b.report(), runErr
 	}
 	// Every slice is done. The worker that sees it first moves the phase;
-	// the others find it moved (on, perhaps, by a verification since).
-	rec, err = m.store.Update(ctx, func(x *schema.Migration) error {
+	// the others find it moved (on, perhaps, by a verification since),
+	// through the checkpoints of those still writing theirs.
+	rec, err = m.store.UpdateContended(ctx, func(x *schema.Migration) error {
 		switch {
 		case x.Phase == t.running:
 			x.Phase = t.to

@@ -226,3 +226,46 @@ func TestBackfillFrozenWorkerStops(t *testing.T) {
 	}
 	e.checkTarget(ctx, e.v2)
 }
+
+// A worker that starts, or finishes, while others checkpoint writes the
+// migration document they write, and loses to them as often as they
+// write: its start and its finish are retried through the contention,
+// as every claim and checkpoint is, not given up after maxConflicts
+// (TestBackfillWorkersOneKilled met it on a loaded machine: "the
+// migration changed concurrently (10 attempts)"). Here another writer
+// changes the document before each of the worker's first writes, more
+// times than maxConflicts.
+func TestBackfillStartsThroughContention(t *testing.T) {
+	realenv.Parallel(t)
+	e := newEnv(t, 100)
+	ctx := context.Background()
+	if _, err := e.m.Create(ctx, CreateConfig{Map: e.dst}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.DualWrites(ctx, AckConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	other := e.worker(nil)
+	m := e.worker(nil)
+	var cut int
+	m.store.beforePut = func() {
+		if cut > 3*maxConflicts {
+			return
+		}
+		cut++
+		// A write of the other worker's between the read and the write.
+		if _, err := other.store.UpdateContended(ctx, func(*schema.Migration) error { return nil }); err != nil {
+			t.Error(err)
+		}
+	}
+	if _, err := m.Backfill(ctx, BackfillConfig{Worker: "contended"}); err != nil {
+		t.Fatalf("Backfill = %v, want it done through %d conflicting writes", err, cut)
+	}
+	mig, err := m.Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mig.Phase != schema.PhaseBackfilled {
+		t.Errorf("phase %s, want %s", mig.Phase, schema.PhaseBackfilled)
+	}
+}
