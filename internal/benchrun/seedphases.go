@@ -504,7 +504,7 @@ func (r *seedRun) reshard(ctx context.Context) (*phaseReport, error) {
 			// As an operator does: verify, and where it fails repair
 			// what it listed and verify again, twice at most.
 			verifyErr = step("verify", "verify", append([]string{"--ids"}, alias...)...)
-			for round := 2; verifyErr != nil && round <= 3; round++ {
+			for round := 2; verifyErr != nil && ctx.Err() == nil && round <= 3; round++ {
 				if err = step(fmt.Sprintf("repair %d", round-1), "repair", alias...); err != nil {
 					break
 				}
