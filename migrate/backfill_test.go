@@ -115,12 +115,7 @@ func TestBackfillResumesAfterKill(t *testing.T) {
 	realenv.Parallel(t)
 	e := newEnv(t, 600)
 	ctx := context.Background()
-	if _, err := e.m.Create(ctx, CreateConfig{Map: e.dst}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.m.DualWrites(ctx, AckConfig{}); err != nil {
-		t.Fatal(err)
-	}
+	e.dualWriting(t)
 	total := int64(e.docs.live())
 	kill, cancel := context.WithCancel(ctx)
 	var pages atomic.Int64
@@ -190,12 +185,7 @@ func TestBackfillLiveWritesWin(t *testing.T) {
 	realenv.Parallel(t)
 	e := newEnv(t, 300)
 	ctx := context.Background()
-	if _, err := e.m.Create(ctx, CreateConfig{Map: e.dst}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.m.DualWrites(ctx, AckConfig{}); err != nil {
-		t.Fatal(err)
-	}
+	e.dualWriting(t)
 	var once sync.Once
 	var hookErr error
 	e.m.search = &hookSearcher{Searcher: e.admin, onPage: func(ctx context.Context, index string, p bulk.SearchParams, pg *bulk.Page) {
@@ -261,12 +251,7 @@ func TestBackfillLateCopyAfterDelete(t *testing.T) {
 	clock := osfake.NewManualClock(time.Now())
 	e := newEnvWith(t, 100, osfake.Options{Clock: clock.Now})
 	ctx := context.Background()
-	if _, err := e.m.Create(ctx, CreateConfig{Map: e.dst}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.m.DualWrites(ctx, AckConfig{}); err != nil {
-		t.Fatal(err)
-	}
+	e.dualWriting(t)
 	var gone *testDoc
 	var hookErr error
 	e.m.search = &hookSearcher{Searcher: e.admin, onPage: func(ctx context.Context, index string, _ bulk.SearchParams, pg *bulk.Page) {

@@ -16,6 +16,19 @@ import (
 	"github.com/geoshard/geoshard/schema"
 )
 
+// dualWriting takes the migration to the point where the backfill
+// starts: the target created and dual writes acknowledged.
+func (e *env) dualWriting(t testing.TB) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := e.m.Create(ctx, CreateConfig{Map: e.dst}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.DualWrites(ctx, AckConfig{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // worker is a Migrator of the env's alias standing for a backfill worker
 // process of its own: its own state store, metrics and searcher.
 func (e *env) worker(clk *fakeClock) *Migrator {
@@ -54,12 +67,7 @@ func TestBackfillWorkersOneKilled(t *testing.T) {
 	realenv.Parallel(t)
 	e := newEnv(t, 600)
 	ctx := context.Background()
-	if _, err := e.m.Create(ctx, CreateConfig{Map: e.dst}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.m.DualWrites(ctx, AckConfig{}); err != nil {
-		t.Fatal(err)
-	}
+	e.dualWriting(t)
 	total := int64(e.docs.live())
 	const workers = 3
 	ms := make([]*Migrator, workers)
@@ -144,12 +152,7 @@ func TestBackfillFrozenWorkerStops(t *testing.T) {
 	realenv.Parallel(t)
 	e := newEnv(t, 600)
 	ctx := context.Background()
-	if _, err := e.m.Create(ctx, CreateConfig{Map: e.dst}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.m.DualWrites(ctx, AckConfig{}); err != nil {
-		t.Fatal(err)
-	}
+	e.dualWriting(t)
 	clk := &fakeClock{now: time.Now()}
 	const page = 20
 	a, b := e.worker(clk), e.worker(clk)
@@ -239,12 +242,7 @@ func TestBackfillStartsThroughContention(t *testing.T) {
 	realenv.Parallel(t)
 	e := newEnv(t, 100)
 	ctx := context.Background()
-	if _, err := e.m.Create(ctx, CreateConfig{Map: e.dst}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.m.DualWrites(ctx, AckConfig{}); err != nil {
-		t.Fatal(err)
-	}
+	e.dualWriting(t)
 	other := e.worker(nil)
 	m := e.worker(nil)
 	var cut int

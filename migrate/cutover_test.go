@@ -286,12 +286,7 @@ func TestConcurrentOperator(t *testing.T) {
 	realenv.Parallel(t)
 	e := newEnv(t, 200)
 	ctx := context.Background()
-	if _, err := e.m.Create(ctx, CreateConfig{Map: e.dst}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.m.DualWrites(ctx, AckConfig{}); err != nil {
-		t.Fatal(err)
-	}
+	e.dualWriting(t)
 	other := e.migrator(nil)
 	moved := false
 	e.m.search = &hookSearcher{Searcher: e.admin, onPage: func(ctx context.Context, index string, _ bulk.SearchParams, pg *bulk.Page) {

@@ -55,12 +55,7 @@ func TestBackfillThrottled(t *testing.T) {
 	realenv.Parallel(t)
 	e := newEnv(t, 200)
 	ctx := context.Background()
-	if _, err := e.m.Create(ctx, CreateConfig{Map: e.dst}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.m.DualWrites(ctx, AckConfig{}); err != nil {
-		t.Fatal(err)
-	}
+	e.dualWriting(t)
 	c := &fakeClock{now: time.Now()}
 	m := e.migratorOn(c)
 	n := e.docs.live()
