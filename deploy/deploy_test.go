@@ -42,6 +42,7 @@ var metricFamilies = map[string]string{
 	"geoshard_ingest_migration_phase":                 "gauge",
 	"geoshard_migration_phase":                        "gauge",
 	"geoshard_backfill_docs_total":                    "counter",
+	"geoshard_backfill_takeovers_total":               "counter",
 	"geoshard_shard_documents":                        "gauge",
 	"geoshard_shard_planned_documents":                "gauge",
 	"geoshard_map_imbalance":                          "gauge",

@@ -371,9 +371,16 @@ func (ix *indexer) dishUpsert(ctx context.Context, ev *event) error {
 }
 
 // dishDelete deletes a dish under its restaurant's routing. If the
-// restaurant is unknown the dish cannot be under it: the delete cancels a
-// pending upsert of the dish, and removes the dish from under any other
-// restaurant it was written under before.
+// restaurant is not live the delete first cancels a pending upsert of the
+// dish. If it was deleted here, the delete goes to the place the
+// restaurant had: a source that deletes the dishes itself
+// (Config.SourceDeletesDishes) left them there, and a delete read after
+// its restaurant's finds its dish as if the restaurant were live — one
+// delete rather than one under every routing of the map. Not found there,
+// it spreads like any delete not found (reparent.go). If the restaurant
+// is unknown (never seen, or deleted before this instance read the index)
+// the dish cannot be under it: the delete removes the dish from under any
+// other restaurant it was written under before.
 func (ix *indexer) dishDelete(ctx context.Context, ev *event) error {
 	c := ev.change
 	cell, ok := ix.dir.Lookup(c.RestaurantID)
@@ -381,6 +388,11 @@ func (ix *indexer) dishDelete(ctx context.Context, ev *event) error {
 		for _, x := range ix.pend.Cancel(c.RestaurantID, c.ID, c.Version) {
 			ix.host.finish(x, resultStale)
 		}
+		if e, known := ix.dir.Get(c.RestaurantID); known && e.Deleted && e.Cell.IsValid() {
+			cell, ok = e.Cell, true
+		}
+	}
+	if !ok {
 		// The dish is not under this restaurant, but it may be under
 		// another: each target answers as if deleted and not found there,
 		// and the check removes the dish wherever it is (reparent.go).

@@ -46,6 +46,7 @@ done
 failed=()
 for n in "${sizes[@]}"; do
 	echo "seed: $(date -u +%FT%TZ) size $n" >&2
+	mkdir -p "$seed_dir/runs/$n" # for tee, before benchrun makes it
 	# shellcheck disable=SC2086
 	bin/benchrun seed -docs "$n" -dir "$seed_dir/runs/$n" -phases "${PHASES:-load,live,reshard}" \
 		-live-for "${LIVE_FOR:-10m}" -change-rate "${CHANGE_RATE:-200}" -searches "${SEARCHES:-1000}" \
