@@ -67,6 +67,8 @@ type Hit struct {
 	Version int64             `json:"_version"`
 	Source  json.RawMessage   `json:"_source"`
 	Sort    []json.RawMessage `json:"sort"`
+	// Fields are the values of the search's docvalue_fields, by field.
+	Fields map[string][]json.RawMessage `json:"fields"`
 }
 
 // Page is one page of search hits.

@@ -203,6 +203,17 @@ func TestVerifyFindsDuplicates(t *testing.T) {
 	if mig, _ := e.m.Load(ctx); mig.Phase != schema.PhaseBackfilled || !reflect.DeepEqual(mig.Verification, ver) {
 		t.Errorf("after the verification: phase %s, stored %+v; want backfilled and the report", mig.Phase, mig.Verification)
 	}
+	// Read three ids a page, a window of twelve at a time, the streams
+	// cross hundreds of pages and windows, the duplicates' copies among
+	// their ends: the same report.
+	small, err := e.m.Verify(ctx, VerifyConfig{IDs: true, Attempts: 2, Pause: -1, idPage: 3})
+	if !errors.Is(err, ErrMismatch) {
+		t.Fatalf("Verify by ids, three a page = %v, want ErrMismatch", err)
+	}
+	small.At = ver.At
+	if !reflect.DeepEqual(small, ver) {
+		t.Errorf("Verify by ids, three a page:\n%+v\nwant the report of whole pages\n%+v", small, ver)
+	}
 }
 
 // Repair deletes the superseded copies, in the source and the target,

@@ -5,16 +5,23 @@ import (
 	"container/heap"
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 
 	"github.com/geoshard/geoshard/bulk"
+	"github.com/geoshard/geoshard/router"
 	"github.com/geoshard/geoshard/schema"
 )
 
 // The id comparison reads, for every shard it checks, two streams of
-// (doc_id, _routing, _version) sorted by doc_id: the documents in the
-// shard's range of the source (a search of every source shard) and the
-// documents on the target shard. It merges all of those streams at once,
+// (doc_id, _version) sorted by doc_id: the documents in the shard's range
+// of the source (a search of every source shard) and the documents on the
+// target shard. It reads them from doc values alone (stored_fields
+// _none_): a hit's stored fields (_id, _routing) cost the node a
+// compressed block read per hit, most of a page's time. A copy's routing
+// is the target shard's, or, in the source, that of its geo_cell (a doc
+// value too) under the source map: ingest and the backfill write every
+// document so. It merges all of those streams at once,
 // by doc_id, so that every copy of an id, in either index and in any of
 // the shards checked, is at the head of its stream at the same moment:
 //
@@ -30,7 +37,7 @@ import (
 // Memory: the merge keeps nothing per document. It holds two pages per
 // stream (the one it reads, and the next, already being fetched) of
 // idPage hits at about 80 bytes each (two string headers and a version,
-// the doc_id's bytes and the routing's): with 24 target shards, 48
+// the doc_id's bytes; the routings are the map's strings): with 24 target shards, 48
 // streams × 2 × 5,000 × 80 B ≈ 40 MB, whatever the size of the indexes.
 // A set of the ids seen, the other way to find an id on two shards, would
 // cost some 50 bytes per document and index: 5.5 GB at 55 million
@@ -77,8 +84,10 @@ func (v *verifier) compareIDs(ctx context.Context, rows []int, reports []schema.
 	streams := make([]*idStream, 0, 2*len(rows))
 	for _, i := range rows {
 		streams = append(streams,
-			&idStream{s: v.s, sem: sem, side: inSource, row: i, index: v.mig.Source.Index, query: RangeQuery(v.tgtMap, i)},
-			&idStream{s: v.s, sem: sem, side: inTarget, row: i, index: v.mig.Target.Index, p: onShard(i)})
+			&idStream{s: v.s, sem: sem, side: inSource, row: i, index: v.mig.Source.Index, query: RangeQuery(v.tgtMap, i),
+				cells: v.srcMap, page: v.cfg.idPage},
+			&idStream{s: v.s, sem: sem, side: inTarget, row: i, index: v.mig.Target.Index, p: onShard(i),
+				routing: v.tgtMap.Shard(i).Routing, page: v.cfg.idPage})
 	}
 	defer func() {
 		for _, st := range streams {
@@ -255,6 +264,11 @@ type idStream struct {
 	index string
 	query json.RawMessage
 	p     bulk.SearchParams
+	page  int // hits a page reads: idPage, or fewer in tests
+	// A hit's routing: routing, for a stream of one shard, or else the
+	// routing of its geo_cell under cells (read below).
+	routing string
+	cells   *router.Map
 
 	cur   idHit   // the head, after next returned true
 	buf   []idHit // the page read, after cur
@@ -265,18 +279,24 @@ type idStream struct {
 // idPage is the number of hits a stream reads at a time.
 const idPage = 5000
 
+// window is how many ids a window aims to hold (verify_window.go): a page
+// costs the node about the ids between its start and the window's bound,
+// so a window of a few pages keeps a page's cost at a few pages' worth.
+func (st *idStream) window() int { return 4 * st.page }
+
 type idPageResult struct {
-	hits  []idHit
-	after string // search_after for the next page; "" when this is the last
-	err   error
+	hits []idHit
+	next idCursor // where the next page starts
+	more bool     // false when this page is the stream's last
+	err  error
 }
 
 // start fetches the first page.
-func (st *idStream) start(ctx context.Context) { st.fetch(ctx, "") }
+func (st *idStream) start(ctx context.Context) { st.fetch(ctx, idCursor{}) }
 
-// fetch reads the page after after in a goroutine, which next or close
-// waits for.
-func (st *idStream) fetch(ctx context.Context, after string) {
+// fetch reads the page at cur in a goroutine, which next or close waits
+// for.
+func (st *idStream) fetch(ctx context.Context, cur idCursor) {
 	ahead := make(chan idPageResult, 1)
 	st.ahead = ahead
 	go func() {
@@ -286,7 +306,7 @@ func (st *idStream) fetch(ctx context.Context, after string) {
 			ahead <- idPageResult{err: ctx.Err()}
 			return
 		}
-		pg := st.read(ctx, after)
+		pg := st.read(ctx, cur)
 		<-st.sem
 		ahead <- pg
 	}()
@@ -305,8 +325,8 @@ func (st *idStream) next(ctx context.Context) bool {
 			return false
 		}
 		st.buf = pg.hits
-		if pg.after != "" {
-			st.fetch(ctx, pg.after)
+		if pg.more {
+			st.fetch(ctx, pg.next)
 		}
 	}
 	st.cur, st.buf = st.buf[0], st.buf[1:]
@@ -321,20 +341,51 @@ func (st *idStream) close() {
 	}
 }
 
-// read reads one page. A full page ends before the copies of its last
-// doc_id, and the next page starts at them: a search of several shards
-// can hold that doc_id more than once (a duplicate), and search_after
-// that doc_id would skip the copies the page did not reach.
-func (st *idStream) read(ctx context.Context, after string) idPageResult {
+// cellRouting is the routing of a hit's geo_cell (its docvalue field)
+// under m: ingest writes every document under the routing of its cell,
+// and so does the backfill (suspects.go's routingOf reads the same).
+func cellRouting(m *router.Map, h bulk.Hit) (string, error) {
+	vs := h.Fields[schema.FieldGeoCell]
+	var tok string
+	if len(vs) != 1 || json.Unmarshal(vs[0], &tok) != nil {
+		return "", fmt.Errorf("want one %s, found %d", schema.FieldGeoCell, len(vs))
+	}
+	cell, err := router.ParseCellAt(tok, m.Level())
+	if err != nil {
+		return "", err
+	}
+	return m.Shard(m.LocateCell(cell)).Routing, nil
+}
+
+// read reads the page at cur (verify_window.go): the ids of the stream's
+// query in cur's range of doc_id, in order.
+//
+// A full page ends before the copies of its last doc_id, and the next
+// page starts at them: a search of several shards can hold that doc_id
+// more than once (a duplicate), and a next page after that doc_id would
+// skip the copies this one did not reach. A page shorter than idPage has
+// read its window to the end, and the next window starts at its bound.
+func (st *idStream) read(ctx context.Context, cur idCursor) idPageResult {
+	var filter []any
+	if st.query != nil {
+		filter = append(filter, st.query)
+	}
+	if r := cur.idRange(); len(r) > 0 {
+		filter = append(filter, map[string]any{"range": map[string]any{schema.FieldDocID: r}})
+	}
 	body := map[string]any{
-		"size": idPage, "_source": false, "version": true, "track_total_hits": false,
+		"size": st.page, "stored_fields": "_none_", "version": true, "track_total_hits": false,
 		"sort": []any{map[string]string{schema.FieldDocID: "asc"}},
 	}
-	if st.query != nil {
-		body["query"] = st.query
+	if st.cells != nil {
+		body["docvalue_fields"] = []string{schema.FieldGeoCell}
 	}
-	if after != "" {
-		body["search_after"] = []string{after}
+	switch len(filter) {
+	case 0:
+	case 1:
+		body["query"] = filter[0]
+	default:
+		body["query"] = map[string]any{"bool": map[string]any{"filter": filter}}
 	}
 	req, _ := json.Marshal(body)
 	var pg *bulk.Page
@@ -352,10 +403,29 @@ func (st *idStream) read(ctx context.Context, after string) idPageResult {
 		if err != nil {
 			return idPageResult{err: err}
 		}
-		hits[k] = idHit{id: id, routing: h.Routing, version: h.Version}
+		routing := st.routing
+		if st.cells != nil {
+			if routing, err = cellRouting(st.cells, h); err != nil {
+				return idPageResult{err: fmt.Errorf("%s: %w", id, err)}
+			}
+		}
+		hits[k] = idHit{id: id, routing: routing, version: h.Version}
 	}
-	if len(hits) < idPage {
-		return idPageResult{hits: hits}
+	if len(hits) < st.page {
+		if cur.to == "" {
+			return idPageResult{hits: hits}
+		}
+		// The window is read: the next starts at its bound, and spans
+		// what this one would have, scaled by what it held.
+		lo := cur.from
+		if lo == "" && len(hits) > 0 {
+			lo = hits[0].id
+		}
+		next := idCursor{from: cur.to, fromIncl: true}
+		if lo != "" {
+			next.to = boundAfter(lo, cur.to, len(hits), cur.to, st.window())
+		}
+		return idPageResult{hits: hits, next: next, more: true}
 	}
 	last := hits[len(hits)-1].id
 	end := len(hits)
@@ -363,7 +433,15 @@ func (st *idStream) read(ctx context.Context, after string) idPageResult {
 		end--
 	}
 	if end == 0 { // a whole page of one doc_id: more copies than shards
-		return idPageResult{hits: hits, after: last}
+		return idPageResult{hits: hits, next: idCursor{from: last, to: cur.to}, more: true}
 	}
-	return idPageResult{hits: hits[:end:end], after: hits[end-1].id}
+	// The window holds more: the rest of it, to a bound estimated again
+	// from the ids of this page; ids it cannot tell apart (copies of one)
+	// keep the window's bound.
+	after := hits[end-1].id
+	next := idCursor{from: after, to: boundAfter(hits[0].id, last, len(hits)-1, after, st.window())}
+	if next.to == "" {
+		next.to = cur.to
+	}
+	return idPageResult{hits: hits[:end:end], next: next, more: true}
 }

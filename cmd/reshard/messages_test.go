@@ -52,14 +52,14 @@ func TestBadFlagMessagesGolden(t *testing.T) {
 		{"backfill", "--lease", "500ms"},
 		{"backfill", "--lease", "2h", "--worker-id", "pod 3"},
 		{"run", "--map", "x.json", "--lease", "0s"},
-		{"verify", "--attempts", "0"},
+		{"verify", "--attempts", "-1"},
 		{"verify", "--pause", "-1s", "--max-ids", "0", "--max-suspects", "0"},
 		{"dual-writes", "--ack-timeout", "0s"},
 		{"complete", "--live-window", "-1s"},
 		{"status", "--live-window", "0s"},
 		{"cutover", "--health-timeout", "0s"},
 		{"create", "--map", "x.json", "--replicas", "-2"},
-		{"run", "--map", "x.json", "--page", "0", "--attempts", "0"},
+		{"run", "--map", "x.json", "--page", "0", "--attempts", "-1"},
 		{"backfill", "--pages", "5"},
 	}
 	var b strings.Builder

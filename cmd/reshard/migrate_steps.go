@@ -48,7 +48,7 @@ func checkBackfill(c *migrate.BackfillConfig) error {
 func verifyFlags(fs *flag.FlagSet) *migrate.VerifyConfig {
 	c := &migrate.VerifyConfig{}
 	fs.BoolVar(&c.IDs, "ids", false, "also compare the document ids of every range (slower); lists up to --max-ids missing, extra and duplicated ids per shard, and finds duplicates (an id on two or more shards of one index)")
-	fs.IntVar(&c.Attempts, "attempts", migrate.DefaultAttempts, "check a shard that differs up to this many times (live writes can be caught half-way)")
+	fs.IntVar(&c.Attempts, "attempts", 0, fmt.Sprintf("check a shard that differs up to this many times (live writes can be caught half-way); 0 for the default, %d, or %d with --ids, whose differences are each read again instead", migrate.DefaultAttempts, migrate.DefaultIDAttempts))
 	fs.DurationVar(&c.Pause, "pause", migrate.DefaultPause, "pause between attempts")
 	fs.IntVar(&c.MaxIDs, "max-ids", migrate.DefaultMaxIDs, "longest list of missing (or extra, or duplicated) ids per shard; counts stay exact")
 	fs.IntVar(&c.MaxSuspects, "max-suspects", migrate.DefaultMaxSuspects, "with --ids, how many differences are read again before they are reported; those past it are reported unconfirmed")
@@ -58,8 +58,8 @@ func verifyFlags(fs *flag.FlagSet) *migrate.VerifyConfig {
 
 func checkVerify(c *migrate.VerifyConfig) error {
 	var p problems
-	if c.Attempts < 1 {
-		p.add("--attempts %d: want 1 or more", c.Attempts)
+	if c.Attempts < 0 {
+		p.add("--attempts %d: want 0 (the default) or more", c.Attempts)
 	}
 	if c.Pause < 0 {
 		p.add("--pause %v: want 0 (no pause) or more", c.Pause)

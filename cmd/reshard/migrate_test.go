@@ -272,7 +272,7 @@ func TestMigrationVerbsBadInput(t *testing.T) {
 		{"backfill", "--page", "20000"},
 		{"backfill", "--slices", "-1"},
 		{"backfill", "--lease", "100ms"},
-		{"verify", "--attempts", "0"},
+		{"verify", "--attempts", "-1"},
 		{"cutover", "--health-timeout", "0s"},
 		{"dual-writes", "--ack-timeout", "0s"},
 		{"run"},

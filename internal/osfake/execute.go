@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 )
@@ -65,13 +66,14 @@ type hitsJSON struct {
 
 type hitJSON struct {
 	Index       string          `json:"_index"`
-	ID          string          `json:"_id"`
+	ID          string          `json:"_id,omitempty"` // none with stored_fields _none_
 	Version     *int64          `json:"_version,omitempty"`
 	SeqNo       *int64          `json:"_seq_no,omitempty"`
 	PrimaryTerm *int64          `json:"_primary_term,omitempty"`
 	Score       *json.Number    `json:"_score"`
 	Routing     string          `json:"_routing,omitempty"`
 	Source      json.RawMessage `json:"_source,omitempty"`
+	Fields      map[string]any  `json:"fields,omitempty"`
 	Sort        []any           `json:"sort,omitempty"`
 }
 
@@ -298,6 +300,13 @@ func (s *Server) execSearch(reads []shardRead, req *searchRequest) (*searchRespo
 	for _, h := range hits {
 		r := &res.reads[h.pos]
 		hj := hitJSON{Index: r.ix.name, ID: h.d.id, Routing: h.d.routing, Source: req.source.render(h.d)}
+		if req.storedNone {
+			hj.ID, hj.Routing, hj.Source = "", "", nil
+		}
+		var ferr *osError
+		if hj.Fields, ferr = docValueFields(r.ix, h.d, req.docValues); ferr != nil {
+			return nil, ferr
+		}
 		if scoring {
 			hj.Score = &scoreText
 		}
@@ -318,6 +327,38 @@ func (s *Server) execSearch(reads []shardRead, req *searchRequest) (*searchRespo
 		resp.Hits.Hits = append(resp.Hits.Hits, hj)
 	}
 	return resp, nil
+}
+
+// docValueFields are the values of a hit's docvalue_fields, as the
+// server's doc values hold them: a keyword field's distinct values,
+// sorted; a field the document does not have is left out.
+func docValueFields(ix *index, d *doc, names []string) (map[string]any, *osError) {
+	var out map[string]any
+	for _, name := range names {
+		f := resolveField(ix, name)
+		switch f.kind {
+		case kindKeyword:
+		case kindNone:
+			continue
+		default:
+			return nil, notEmulated("docvalue_fields of a " + f.typ + " field")
+		}
+		var vals []string
+		f.eachKey(d, func(k string) bool {
+			vals = append(vals, k)
+			return true
+		})
+		if len(vals) == 0 {
+			continue
+		}
+		slices.Sort(vals)
+		vals = slices.Compact(vals)
+		if out == nil {
+			out = map[string]any{}
+		}
+		out[name] = vals
+	}
+	return out, nil
 }
 
 // firstHits returns the first n hits in sort order, sorted: a page needs

@@ -38,6 +38,8 @@ type searchRequest struct {
 	slice       *sliceSpec
 	version     bool
 	seqNoTerm   bool
+	storedNone  bool     // stored_fields _none_: no _id, _routing or _source
+	docValues   []string // docvalue_fields: keyword fields read into a hit's fields
 }
 
 type pitRef struct {
@@ -51,7 +53,7 @@ type sliceSpec struct{ id, max int }
 // emulator does not implement: they answer 501.
 var notEmulatedSearchKeys = map[string]bool{
 	"post_filter": true, "highlight": true, "suggest": true, "collapse": true, "rescore": true,
-	"script_fields": true, "docvalue_fields": true, "stored_fields": true, "fields": true,
+	"script_fields": true, "fields": true,
 	"min_score": true, "terminate_after": true, "ext": true, "runtime_mappings": true,
 	"indices_boost": true, "search_pipeline": true, "derived": true,
 }
@@ -128,6 +130,10 @@ func parseSearchRequest(q *request) (*searchRequest, *osError) {
 			req.version = v == true
 		case "seq_no_primary_term":
 			req.seqNoTerm = v == true
+		case "stored_fields":
+			req.storedNone, err = parseStoredFields(v)
+		case "docvalue_fields":
+			req.docValues, err = parseDocValueFields(v)
 		case "timeout", "explain", "profile", "stats", "_name":
 		default:
 			if notEmulatedSearchKeys[k] {
@@ -250,6 +256,36 @@ func parsePITRef(v any) (*pitRef, *osError) {
 		p.keepAlive = d
 	}
 	return p, nil
+}
+
+// parseStoredFields reads stored_fields: the emulator has only _none_,
+// which leaves the stored fields (_id, _routing, _source) out of the hits.
+func parseStoredFields(v any) (bool, *osError) {
+	if l, ok := v.([]any); ok && len(l) == 1 {
+		v = l[0]
+	}
+	if v == "_none_" {
+		return true, nil
+	}
+	return false, notEmulated("stored_fields other than _none_")
+}
+
+// parseDocValueFields reads docvalue_fields: the emulator has fields named
+// as strings, without a format.
+func parseDocValueFields(v any) ([]string, *osError) {
+	l, ok := v.([]any)
+	if !ok {
+		return nil, parsingException("[docvalue_fields] must be an array")
+	}
+	out := make([]string, 0, len(l))
+	for _, f := range l {
+		name, ok := f.(string)
+		if !ok {
+			return nil, notEmulated("docvalue_fields given as objects")
+		}
+		out = append(out, name)
+	}
+	return out, nil
 }
 
 func parseSlice(v any) (*sliceSpec, *osError) {

@@ -1020,3 +1020,43 @@ func TestSearchShardsReplicasAndAliasFilter(t *testing.T) {
 		t.Errorf("_search_shards with slice 1 of 2 = %v, want shard 1", out["shards"])
 	}
 }
+
+// stored_fields _none_ leaves out what only the stored fields hold (_id,
+// _routing, _source); the version and the sort values come from doc
+// values, and docvalue_fields reads a keyword field's distinct values,
+// sorted, leaving out a document without it.
+func TestStoredFieldsNoneAndDocValueFields(t *testing.T) {
+	tg := newTarget(t)
+	name := seedIndex(tg, "docvalues", fmt.Sprintf(cellMapping, 2),
+		seedDoc{id: "a", routing: "r1", source: `{"doc_id":"a","geo_cell":"c2"}`},
+		seedDoc{id: "b", routing: "r2", source: `{"doc_id":"b","geo_cell":["c3","c1","c3"]}`},
+		seedDoc{id: "c", routing: "r1", source: `{"doc_id":"c","price_cents":5}`})
+	out := tg.mustDo(200, "POST", "/"+name+"/_search",
+		`{"stored_fields":"_none_","version":true,"docvalue_fields":["geo_cell","unmapped"],"sort":[{"doc_id":"asc"}]}`)
+	hits, _ := dig(out, "hits", "hits").([]any)
+	if len(hits) != 3 {
+		t.Fatalf("hits = %v, want 3", hits)
+	}
+	want := []string{`["c2"]`, `["c1","c3"]`, ``}
+	for i, x := range hits {
+		h := x.(map[string]any)
+		for _, key := range []string{"_id", "_routing", "_source"} {
+			if _, has := h[key]; has {
+				t.Errorf("hit %d has %s with stored_fields _none_: %v", i, key, h)
+			}
+		}
+		if h["_index"] != name || str(h["_version"]) != "1" || mustJSON(h["sort"]) != mustJSON([]string{[]string{"a", "b", "c"}[i]}) {
+			t.Errorf("hit %d = %v, want _index, _version 1 and its sort value", i, h)
+		}
+		got := ""
+		if f, has := h["fields"]; has {
+			got = mustJSON(dig(f, "geo_cell"))
+			if _, has := f.(map[string]any)["unmapped"]; has {
+				t.Errorf("hit %d has a value of an unmapped field: %v", i, h)
+			}
+		}
+		if got != want[i] {
+			t.Errorf("hit %d: fields.geo_cell = %s, want %s", i, got, want[i])
+		}
+	}
+}
