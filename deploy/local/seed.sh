@@ -18,7 +18,8 @@
 # 200), SEARCHES (1000), SEED_DIR (.real-seed), OPENSEARCH_HEAP (4g),
 # OPENSEARCH_PORT (26200), KAFKA_PORT (26092), SEED_ARGS (more flags,
 # bin/benchrun seed -h), DROP (1: delete each size's index and topics
-# once its phases are done, so that the next size has the disk).
+# once its reshard is done, so that the next size has the disk). Live
+# and reshard each need load done: PHASES=load,reshard skips live.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

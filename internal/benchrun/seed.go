@@ -90,8 +90,10 @@ type SeedConfig struct {
 	// Dir holds the run's state and reports; a run with the same Dir and
 	// Docs continues where the last stopped.
 	Dir string
-	// Phases are the phases to run, of SeedPhases; a phase already done
-	// is skipped, one whose predecessor is not done is an error.
+	// Phases are the phases to run, of SeedPhases, in that order; a phase
+	// already done is skipped. Live and reshard need load done; reshard
+	// runs after live or without it (a size whose changes were measured
+	// in an earlier run can be resharded without them).
 	Phases []string
 	// LiveFor is how long the live phase produces changes, at ChangeRate
 	// changes a second (a change is one to five messages; closing a
@@ -104,7 +106,7 @@ type SeedConfig struct {
 	Sample int
 	// Shards is the reshard's target shard count.
 	Shards int
-	// Drop deletes the run's index, topics and group once every phase is
+	// Drop deletes the run's index, topics and group once the reshard is
 	// done (the reports stay), freeing the disk for the next size.
 	Drop bool
 }
@@ -181,6 +183,15 @@ type seedRun struct {
 	inexact []string
 }
 
+// ready says why phase p cannot run yet: live and reshard need load
+// done.
+func (st *seedState) ready(p string) error {
+	if p != PhaseLoad && !st.done(PhaseLoad) {
+		return fmt.Errorf("phase %s needs phase %s first (-phases %s,%s)", p, PhaseLoad, PhaseLoad, p)
+	}
+	return nil
+}
+
 // Seed runs cfg's phases and writes each one's report to out and to
 // Dir/PHASE.txt and Dir/PHASE.json.
 func Seed(ctx context.Context, cfg SeedConfig, out, log io.Writer) error {
@@ -215,8 +226,8 @@ func Seed(ctx context.Context, cfg SeedConfig, out, log io.Writer) error {
 			b.logf("phase %s: done in an earlier run (%s)", p, filepath.Join(cfg.Dir, p+".txt"))
 			continue
 		}
-		if i := slices.Index(SeedPhases, p); i > 0 && !st.done(SeedPhases[i-1]) {
-			return fmt.Errorf("phase %s needs phase %s first (-phases %s,%s)", p, SeedPhases[i-1], SeedPhases[i-1], p)
+		if err := st.ready(p); err != nil {
+			return err
 		}
 		if err := r.buildWorld(); err != nil {
 			return err
@@ -244,7 +255,7 @@ func Seed(ctx context.Context, cfg SeedConfig, out, log io.Writer) error {
 			return err
 		}
 	}
-	if cfg.Drop && len(st.Done) == len(SeedPhases) {
+	if cfg.Drop && st.done(PhaseReshard) {
 		t := st.topics()
 		err := errors.Join(b.search.DeleteIndex(ctx, st.Index),
 			b.kafka.DeleteTopics(ctx, t.restaurants, t.dishes, t.dlq, st.group()+".parked"),

@@ -44,7 +44,18 @@ func TestSeedStateResumes(t *testing.T) {
 	if st.Name != "seed-5m" || st.Index != "seed-5m-v1" || st.alias() != "seed-5m" || st.group() != "seed-5m-ingest" {
 		t.Fatalf("new state %+v", st)
 	}
+	for _, p := range []string{PhaseLive, PhaseReshard} {
+		if err := st.ready(p); err == nil || !strings.Contains(err.Error(), "-phases load,"+p) {
+			t.Errorf("phase %s before load: %v, want an error saying -phases load,%s", p, err, p)
+		}
+	}
+	if err := st.ready(PhaseLoad); err != nil {
+		t.Errorf("phase load: %v", err)
+	}
 	st.Produced, st.Batches, st.Done = true, 42, []string{PhaseLoad}
+	if err := st.ready(PhaseReshard); err != nil {
+		t.Errorf("phase reshard after load, without live: %v", err)
+	}
 	st.LoadEnd = Offsets{}
 	st.LoadEnd.Set("seed-5m.dishes", 3, 1234)
 	if err := st.save(dir); err != nil {

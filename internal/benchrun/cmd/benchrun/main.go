@@ -81,7 +81,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fs.IntVar(&cfg.Searches, "searches", benchrun.DefaultSeedSearches, "searches of each kind (routed, every shard) in each quiet measurement of each workload (near, 1-5 mi; wide, 5-50 mi), or as many as 4 minutes take")
 		fs.IntVar(&cfg.Sample, "sample", benchrun.DefaultSeedSample, "documents checked against the world after each phase")
 		fs.IntVar(&cfg.Shards, "shards", benchrun.DefaultSeedShards, "the reshard's target shard count")
-		fs.BoolVar(&cfg.Drop, "drop", false, "once every phase is done, delete the run's index, topics and group (the reports stay)")
+		fs.BoolVar(&cfg.Drop, "drop", false, "once the reshard is done, delete the run's index, topics and group (the reports stay)")
 		check := fs.Bool("check", false, "check the flags and exit")
 		if err = parse(fs, help, args[1:], cfg.Validate); err == nil && !*check {
 			err = benchrun.Seed(ctx, cfg, stdout, stderr)
