@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"testing"
@@ -341,6 +342,18 @@ func (e *testEnv) waitUntil(t testing.TB, r *running, timeout time.Duration, don
 	st := r.p.Stats()
 	t.Fatalf("not caught up after %v: %s; pending %d, fetched %d, finished %d, events %v; bulk added %d, finished %d, retries %d, requests %d",
 		timeout, why, st.Pending, st.Fetched, st.Finished, st.Events, st.Bulk.Added, st.Bulk.Finished(), st.Bulk.Retries, st.Bulk.Requests)
+}
+
+// waitNoLag waits until the member's own figures show no lag: its
+// tracker learns of a commit when the broker's answer reaches it, which
+// on a busy machine can be well after the broker shows the commit to
+// another client (committedAll).
+func (e *testEnv) waitNoLag(t testing.TB, r *running) {
+	t.Helper()
+	e.waitUntil(t, r, 30*time.Second, func(context.Context) (bool, string) {
+		lag := r.p.Stats().Lag
+		return lag == 0, fmt.Sprintf("the member's lag is %d", lag)
+	})
 }
 
 // waitForever is a pending max age beyond any test run. A dish waits for

@@ -43,15 +43,13 @@ func TestRejectStorm(t *testing.T) {
 	cfg.Bulk.RetryMax = 50 * time.Millisecond
 	r := e.start(cfg)
 	e.waitCommitted(t, r, 40*time.Second)
+	e.waitNoLag(t, r)
 	st := r.p.Stats()
 	if err := r.Stop(t); err != nil {
 		t.Fatalf("Run = %v", err)
 	}
 	if fs := e.os.FaultStats(); fs.RejectedItems == 0 || st.Bulk.Retries == 0 {
 		t.Errorf("no rejection happened (%+v, %d retries): the test tests nothing", fs, st.Bulk.Retries)
-	}
-	if st.Lag != 0 {
-		t.Errorf("lag = %d after catching up, want 0", st.Lag)
 	}
 	t.Logf("%d items rejected, %d retries, %d moves", e.os.FaultStats().RejectedItems, st.Bulk.Retries, st.Moves)
 	e.os.ClearFaults()
@@ -97,15 +95,13 @@ func TestHotShard(t *testing.T) {
 	start := time.Now()
 	r := e.start(cfg)
 	e.waitCommitted(t, r, 50*time.Second)
+	e.waitNoLag(t, r)
 	st := r.p.Stats()
 	if err := r.Stop(t); err != nil {
 		t.Fatalf("Run = %v", err)
 	}
 	hs := st.Bulk.Shards[e.m.Shard(hot).Name]
 	t.Logf("hot shard %s (%d documents): %+v; caught up in %v", e.m.Shard(hot).Name, counts[hot], hs, time.Since(start).Round(time.Millisecond))
-	if st.Lag != 0 {
-		t.Errorf("lag = %d after catching up, want 0", st.Lag)
-	}
 	e.os.ClearFaults()
 	e.expireOrphans(t, evs, where)
 	checkFinal(t, e, evs, where)
