@@ -322,13 +322,15 @@ func (e *testEnv) waitCommitted(t testing.TB, r *running, timeout time.Duration)
 	e.waitUntil(t, r, timeout, e.committedAll)
 }
 
-// waitUntil waits until done holds, or fails the test after timeout.
+// waitUntil waits until done holds, and fails the test if it does not
+// while the member makes no progress for timeout: on a starved machine
+// catching up takes any time, and only a stall is a failure.
 func (e *testEnv) waitUntil(t testing.TB, r *running, timeout time.Duration, done func(context.Context) (bool, string)) {
 	t.Helper()
 	timeout = realenv.Slack(timeout)
 	ctx := context.Background()
 	deadline := time.Now().Add(timeout)
-	why := ""
+	why, last := "", ""
 	for time.Now().Before(deadline) {
 		var ok bool
 		if ok, why = done(ctx); ok {
@@ -337,10 +339,14 @@ func (e *testEnv) waitUntil(t testing.TB, r *running, timeout time.Duration, don
 		if err, ok := r.Exited(); ok {
 			t.Fatalf("Run returned %v before catching up (%s)", err, why)
 		}
+		st := r.p.Stats()
+		if now := fmt.Sprint(why, st.Fetched, st.Finished, st.Pending, st.Bulk.Added, st.Bulk.Finished()); now != last {
+			last, deadline = now, time.Now().Add(timeout)
+		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	st := r.p.Stats()
-	t.Fatalf("not caught up after %v: %s; pending %d, fetched %d, finished %d, events %v; bulk added %d, finished %d, retries %d, requests %d",
+	t.Fatalf("not caught up, and no progress for %v: %s; pending %d, fetched %d, finished %d, events %v; bulk added %d, finished %d, retries %d, requests %d",
 		timeout, why, st.Pending, st.Fetched, st.Finished, st.Events, st.Bulk.Added, st.Bulk.Finished(), st.Bulk.Retries, st.Bulk.Requests)
 }
 
