@@ -13,17 +13,19 @@ import (
 	"github.com/geoshard/geoshard/schema"
 )
 
-// The id comparison reads, for every shard it checks, two streams of
-// (doc_id, _version) sorted by doc_id: the documents in the shard's range
-// of the source (a search of every source shard) and the documents on the
-// target shard. It reads them from doc values alone (stored_fields
-// _none_): a hit's stored fields (_id, _routing) cost the node a
-// compressed block read per hit, most of a page's time. A copy's routing
-// is the target shard's, or, in the source, that of its geo_cell (a doc
-// value too) under the source map: ingest and the backfill write every
-// document so. It merges all of those streams at once,
-// by doc_id, so that every copy of an id, in either index and in any of
-// the shards checked, is at the head of its stream at the same moment:
+// The id comparison reads streams of (doc_id, _version) sorted by
+// doc_id: one of every source shard, and one of every target shard it
+// checks. It reads them from doc values alone (stored_fields _none_): a
+// hit's stored fields (_id, _routing) cost the node a compressed block
+// read per hit, most of a page's time. A source copy's geo_cell, a doc
+// value too, says which target shard's range (row) it is in and its
+// routing under the source map (ingest and the backfill write every
+// document so); a target copy's row and routing are its shard's. A source
+// shard is read whole, its copies kept for the rows checked: a query of a
+// row's range of cells would cost the node the range's documents on
+// every page. It merges all of those streams at once, by doc_id, so that
+// every copy of an id, in either index and in any of the shards checked,
+// is at the head of its stream at the same moment:
 //
 //   - an id with two or more copies in one index is a duplicate. Its copy
 //     with the highest _version is current, the others are superseded;
@@ -36,9 +38,10 @@ import (
 //
 // Memory: the merge keeps nothing per document. It holds two pages per
 // stream (the one it reads, and the next, already being fetched) of
-// idPage hits at about 80 bytes each (two string headers and a version,
-// the doc_id's bytes; the routings are the map's strings): with 24 target shards, 48
-// streams × 2 × 5,000 × 80 B ≈ 40 MB, whatever the size of the indexes.
+// idPage hits at about 90 bytes each (two string headers, a version and
+// a row, the doc_id's bytes; the routings are the maps' strings): with 18
+// source and 24 target shards, 42 streams × 2 × 5,000 × 90 B ≈ 38 MB,
+// whatever the size of the indexes.
 // A set of the ids seen, the other way to find an id on two shards, would
 // cost some 50 bytes per document and index: 5.5 GB at 55 million
 // documents in each of two indexes.
@@ -66,6 +69,7 @@ type idHit struct {
 	id      string // doc_id, the sort key, which repeats _id
 	routing string
 	version int64
+	row     int // the target shard whose range holds it
 }
 
 // idCopy is a copy of an id found by the merge: the shard (row) whose
@@ -81,13 +85,18 @@ type idCopy struct {
 // duplicated ids it found in each index.
 func (v *verifier) compareIDs(ctx context.Context, rows []int, reports []schema.ShardReport) (dupCounts, error) {
 	sem := make(chan struct{}, v.cfg.Parallel)
-	streams := make([]*idStream, 0, 2*len(rows))
+	checked := make([]bool, v.tgtMap.NumShards())
 	for _, i := range rows {
-		streams = append(streams,
-			&idStream{s: v.s, sem: sem, side: inSource, row: i, index: v.mig.Source.Index, query: RangeQuery(v.tgtMap, i),
-				cells: v.srcMap, page: v.cfg.idPage},
-			&idStream{s: v.s, sem: sem, side: inTarget, row: i, index: v.mig.Target.Index, p: onShard(i),
-				routing: v.tgtMap.Shard(i).Routing, page: v.cfg.idPage})
+		checked[i] = true
+	}
+	streams := make([]*idStream, 0, v.srcMap.NumShards()+len(rows))
+	for j := range v.srcMap.NumShards() {
+		streams = append(streams, &idStream{s: v.s, sem: sem, side: inSource, index: v.mig.Source.Index, p: onShard(j),
+			cells: v.srcMap, rows: v.tgtMap, keep: checked, page: v.cfg.idPage})
+	}
+	for _, i := range rows {
+		streams = append(streams, &idStream{s: v.s, sem: sem, side: inTarget, row: i, index: v.mig.Target.Index, p: onShard(i),
+			routing: v.tgtMap.Shard(i).Routing, page: v.cfg.idPage})
 	}
 	defer func() {
 		for _, st := range streams {
@@ -112,7 +121,7 @@ func (v *verifier) compareIDs(ctx context.Context, rows []int, reports []schema.
 		copies[inSource], copies[inTarget] = copies[inSource][:0], copies[inTarget][:0]
 		for len(h) > 0 && h[0].cur.id == id {
 			st := h[0]
-			copies[st.side] = append(copies[st.side], idCopy{st.row, st.cur})
+			copies[st.side] = append(copies[st.side], idCopy{st.cur.row, st.cur})
 			if st.next(ctx) {
 				heap.Fix(&h, 0)
 			} else {
@@ -260,15 +269,18 @@ type idStream struct {
 	s     Searcher
 	sem   chan struct{}
 	side  side
-	row   int
 	index string
 	query json.RawMessage
 	p     bulk.SearchParams
 	page  int // hits a page reads: idPage, or fewer in tests
-	// A hit's routing: routing, for a stream of one shard, or else the
-	// routing of its geo_cell under cells (read below).
+	// A hit's row and routing: row and routing, or, with cells, those of
+	// its geo_cell under rows and cells; then only the hits of the rows
+	// keep marks are kept.
+	row     int
 	routing string
 	cells   *router.Map
+	rows    *router.Map
+	keep    []bool
 
 	cur   idHit   // the head, after next returned true
 	buf   []idHit // the page read, after cur
@@ -341,20 +353,25 @@ func (st *idStream) close() {
 	}
 }
 
-// cellRouting is the routing of a hit's geo_cell (its docvalue field)
-// under m: ingest writes every document under the routing of its cell,
-// and so does the backfill (suspects.go's routingOf reads the same).
-func cellRouting(m *router.Map, h bulk.Hit) (string, error) {
+// cellPlace is where a hit's geo_cell (its docvalue field) puts it: its
+// routing under cells (ingest and the backfill write every document so;
+// suspects.go's routingOf reads the same) and its row, the shard of rows
+// whose range holds it. A hit without a geo_cell is in no range (-1), as
+// a range query of geo_cell would find it in none.
+func cellPlace(cells, rows *router.Map, h bulk.Hit) (string, int, error) {
 	vs := h.Fields[schema.FieldGeoCell]
+	if len(vs) == 0 {
+		return "", -1, nil
+	}
 	var tok string
 	if len(vs) != 1 || json.Unmarshal(vs[0], &tok) != nil {
-		return "", fmt.Errorf("want one %s, found %d", schema.FieldGeoCell, len(vs))
+		return "", 0, fmt.Errorf("want one %s, found %d", schema.FieldGeoCell, len(vs))
 	}
-	cell, err := router.ParseCellAt(tok, m.Level())
+	cell, err := router.ParseCellAt(tok, cells.Level())
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
-	return m.Shard(m.LocateCell(cell)).Routing, nil
+	return cells.Shard(cells.LocateCell(cell)).Routing, rows.LocateCell(cell), nil
 }
 
 // read reads the page at cur (verify_window.go): the ids of the stream's
@@ -403,14 +420,34 @@ func (st *idStream) read(ctx context.Context, cur idCursor) idPageResult {
 		if err != nil {
 			return idPageResult{err: err}
 		}
-		routing := st.routing
+		hits[k] = idHit{id: id, routing: st.routing, version: h.Version, row: st.row}
 		if st.cells != nil {
-			if routing, err = cellRouting(st.cells, h); err != nil {
+			if hits[k].routing, hits[k].row, err = cellPlace(st.cells, st.rows, h); err != nil {
 				return idPageResult{err: fmt.Errorf("%s: %w", id, err)}
 			}
 		}
-		hits[k] = idHit{id: id, routing: routing, version: h.Version}
 	}
+	res := st.advance(hits, cur)
+	res.hits = st.kept(res.hits)
+	return res
+}
+
+// kept are the hits of the rows the stream keeps.
+func (st *idStream) kept(hits []idHit) []idHit {
+	if st.keep == nil {
+		return hits
+	}
+	out := hits[:0]
+	for _, h := range hits {
+		if h.row >= 0 && st.keep[h.row] {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// advance is the page of hits read at cur, and where the next page starts.
+func (st *idStream) advance(hits []idHit, cur idCursor) idPageResult {
 	if len(hits) < st.page {
 		if cur.to == "" {
 			return idPageResult{hits: hits}

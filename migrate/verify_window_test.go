@@ -188,7 +188,7 @@ func TestIDStreamReadsEveryCopyOnceAWindowAtATime(t *testing.T) {
 	for _, page := range []int{3, 10, 64} {
 		t.Run(fmt.Sprintf("page=%d", page), func(t *testing.T) {
 			rec := &recordingSearcher{Searcher: e.admin}
-			st := &idStream{s: rec, sem: make(chan struct{}, 1), index: e.v1, cells: e.src, page: page}
+			st := &idStream{s: rec, sem: make(chan struct{}, 1), index: e.v1, cells: e.src, rows: e.dst, page: page}
 			st.start(ctx)
 			var got []copyOf
 			for st.next(ctx) {
@@ -253,7 +253,7 @@ func TestIDStreamReadsEveryCopyOnceAWindowAtATime(t *testing.T) {
 	// A window that starts at an id holds it, every copy of it; one that
 	// ends at an id does not.
 	dup := ids[13]
-	st := &idStream{s: e.admin, sem: make(chan struct{}, 1), index: e.v1, cells: e.src, page: 100}
+	st := &idStream{s: e.admin, sem: make(chan struct{}, 1), index: e.v1, cells: e.src, rows: e.dst, page: 100}
 	pg := st.read(ctx, idCursor{from: dup, fromIncl: true, to: ids[20]})
 	if pg.err != nil {
 		t.Fatal(pg.err)
