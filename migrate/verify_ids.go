@@ -262,7 +262,7 @@ func (h *streamHeap) Pop() any {
 	return st
 }
 
-// idStream reads the doc_ids of a query in order, a page at a time, the
+// idStream reads the doc_ids of a shard in order, a page at a time, the
 // next page fetched while the merge reads the last one. Its fetches take
 // a slot of sem, which bounds the reads in flight of all streams.
 type idStream struct {
@@ -270,7 +270,6 @@ type idStream struct {
 	sem   chan struct{}
 	side  side
 	index string
-	query json.RawMessage
 	p     bulk.SearchParams
 	page  int // hits a page reads: idPage, or fewer in tests
 	// A hit's row and routing: row and routing, or, with cells, those of
@@ -375,34 +374,23 @@ func cellPlace(cells, rows *router.Map, h bulk.Hit) (string, int, error) {
 }
 
 // read reads the page at cur (verify_window.go): the ids of the stream's
-// query in cur's range of doc_id, in order.
+// shard in cur's range of doc_id, in order.
 //
 // A full page ends before the copies of its last doc_id, and the next
-// page starts at them: a search of several shards can hold that doc_id
-// more than once (a duplicate), and a next page after that doc_id would
-// skip the copies this one did not reach. A page shorter than idPage has
-// read its window to the end, and the next window starts at its bound.
+// page starts at them: were a search to hold that doc_id more than once
+// (a duplicate), a next page after it would skip the copies this one did
+// not reach. A page shorter than the stream's has read its window to the
+// end, and the next window starts at its bound.
 func (st *idStream) read(ctx context.Context, cur idCursor) idPageResult {
-	var filter []any
-	if st.query != nil {
-		filter = append(filter, st.query)
-	}
-	if r := cur.idRange(); len(r) > 0 {
-		filter = append(filter, map[string]any{"range": map[string]any{schema.FieldDocID: r}})
-	}
 	body := map[string]any{
 		"size": st.page, "stored_fields": "_none_", "version": true, "track_total_hits": false,
 		"sort": []any{map[string]string{schema.FieldDocID: "asc"}},
 	}
+	if r := cur.idRange(); len(r) > 0 {
+		body["query"] = map[string]any{"range": map[string]any{schema.FieldDocID: r}}
+	}
 	if st.cells != nil {
 		body["docvalue_fields"] = []string{schema.FieldGeoCell}
-	}
-	switch len(filter) {
-	case 0:
-	case 1:
-		body["query"] = filter[0]
-	default:
-		body["query"] = map[string]any{"bool": map[string]any{"filter": filter}}
 	}
 	req, _ := json.Marshal(body)
 	var pg *bulk.Page
